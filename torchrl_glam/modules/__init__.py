@@ -1,0 +1,1 @@
+"""LLM actor and critic modules."""
