@@ -1,0 +1,204 @@
+"""Loading the LLM of SAC-GLAM: any Hugging Face model, with LoRA, 4/8-bit quantisation (QLoRA) and
+gradient checkpointing, described by one :class:`LLMConfig`.
+
+    >>> from torchrl_glam.modules import LLMConfig, load_llm
+    >>> llm = load_llm(LLMConfig("google/flan-t5-base", lora_rank=16, quantization="4bit"))
+    >>> llm.model, llm.tokenizer, llm.is_encoder_decoder
+
+``name_or_path=None`` loads the offline default (a tiny T5 built locally, see
+:mod:`torchrl_glam.modules.offline`). peft and bitsandbytes are imported only when LoRA or
+quantisation is asked for.
+
+About quantised models and ``eval()`` (the "bitsandbytes trap"): bitsandbytes' 4-bit layers on CPU
+repack their weights the first time they run in inference mode (``module.training is False`` and no
+grad required); the repacked weights are then used by every later forward, including training ones,
+whose LoRA gradients come out silently all zero. So :func:`load_llm` leaves the model in train mode
+and the scorer never calls ``eval()`` on it: dropout is switched off once at load time instead
+(``LLMConfig.disable_dropout``), which is what ``eval()`` was needed for.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+import torch
+from torch import nn
+
+
+class ModelNotFoundError(OSError):
+    """The model could not be found locally nor downloaded."""
+
+
+@dataclass
+class LLMConfig:
+    """How to load the LLM.
+
+    Attributes:
+        name_or_path: a hub name (``"google/flan-t5-base"``, ``"Qwen/Qwen2.5-0.5B"``), a local
+            directory written by ``save_pretrained``, or ``None`` for the offline tiny T5.
+        architecture: ``"auto"`` (read from the model's config), ``"seq2seq"`` or ``"causal"``.
+        dtype: dtype of the non-quantised weights (and compute dtype of quantised ones).
+        device: where to put the model (ignored with quantisation: bitsandbytes places it).
+        lora_rank: LoRA rank; 0 trains the full model (no peft).
+        lora_alpha, lora_dropout: LoRA scaling and dropout.
+        lora_target_modules: module names to adapt; ``None`` uses peft's default for the model
+            type (``q``, ``v`` for T5; ``q_proj``, ``v_proj`` for Llama/Qwen); ``"all-linear"``.
+        quantization: ``None``, ``"4bit"`` (NF4, double quantisation: QLoRA) or ``"8bit"``.
+        gradient_checkpointing: recompute activations in backward (less memory, slower). While the
+            model trains, transformers then drops KV caches, so the scorer falls back to paths that
+            use none (see :mod:`torchrl_glam.modules.scoring`).
+        disable_dropout: set every dropout probability to 0, so that the policy is deterministic
+            without ever calling ``eval()`` (see the module docstring).
+        local_files_only: never try the network.
+    """
+
+    name_or_path: str | None = None
+    architecture: Literal["auto", "seq2seq", "causal"] = "auto"
+    dtype: torch.dtype | str = torch.float32
+    device: str | torch.device = "cpu"
+    lora_rank: int = 0
+    lora_alpha: float = 32.0
+    lora_dropout: float = 0.0
+    lora_target_modules: Sequence[str] | str | None = None
+    quantization: Literal["4bit", "8bit"] | None = None
+    gradient_checkpointing: bool = False
+    disable_dropout: bool = True
+    local_files_only: bool = False
+    extra_kwargs: dict = field(default_factory=dict)  # passed to ``from_pretrained``
+
+
+@dataclass
+class LoadedLLM:
+    """A loaded model and its tokenizer."""
+
+    model: nn.Module
+    tokenizer: object
+    is_encoder_decoder: bool
+    config: LLMConfig
+
+
+def _resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    resolved = getattr(torch, str(dtype).removeprefix("torch."), None)
+    if not isinstance(resolved, torch.dtype):
+        raise ValueError(f"unknown dtype {dtype!r}; use e.g. 'float32', 'bfloat16'")
+    return resolved
+
+
+def _not_found(name: str, reason: str) -> ModelNotFoundError:
+    return ModelNotFoundError(
+        f"Could not load the model {name!r}: {reason}\n"
+        "Without network access, pass a local directory written by `save_pretrained` "
+        "(LLMConfig(name_or_path='/path/to/model')), or use the offline default: "
+        "LLMConfig(name_or_path=None), i.e. torchrl_glam.modules.default_tiny_model_path(), "
+        "or build one with `python -m torchrl_glam.modules.offline --out DIR [--kind t5|llama]`."
+    )
+
+
+def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
+    """The local path or hub name to load; fails fast on a local path that does not exist."""
+    if name_or_path is None:
+        from torchrl_glam.modules.offline import default_tiny_model_path
+
+        return str(default_tiny_model_path("t5"))
+    name = os.fspath(name_or_path)
+    if os.path.isdir(name):
+        return name
+    # A hub id is "name" or "owner/name"; anything else that does not exist is a missing local path
+    # (checked here because the hub client would retry the network for ~30 s before failing).
+    looks_like_path = name.startswith((".", "/", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name
+    if looks_like_path or os.path.exists(name):
+        raise _not_found(name, "no such local directory.")
+    return name
+
+
+def _disable_dropout(model: nn.Module) -> None:
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+    for name in ("dropout_rate", "attention_dropout", "hidden_dropout", "dropout"):
+        if isinstance(getattr(model.config, name, None), float):
+            setattr(model.config, name, 0.0)
+
+
+def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
+    """Load the model and tokenizer described by ``config`` (default: the offline tiny T5)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    config = config or LLMConfig()
+    name = resolve_model_path(config.name_or_path)
+    dtype = _resolve_dtype(config.dtype)
+    hub_kwargs = {"local_files_only": config.local_files_only}
+    try:
+        model_config = AutoConfig.from_pretrained(name, **hub_kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(name, **hub_kwargs)
+    except OSError as error:
+        raise _not_found(name, str(error).splitlines()[0]) from error
+
+    if config.architecture == "auto":
+        is_encoder_decoder = bool(getattr(model_config, "is_encoder_decoder", False))
+    elif config.architecture in ("seq2seq", "causal"):
+        is_encoder_decoder = config.architecture == "seq2seq"
+    else:
+        raise ValueError(f"architecture must be 'auto', 'seq2seq' or 'causal', got {config.architecture!r}")
+    auto_class = AutoModelForSeq2SeqLM if is_encoder_decoder else AutoModelForCausalLM
+
+    kwargs = dict(dtype=dtype, **hub_kwargs, **config.extra_kwargs)
+    if config.quantization is not None:
+        kwargs["quantization_config"] = _bitsandbytes_config(config.quantization, dtype)
+        kwargs["device_map"] = {"": torch.device(config.device).index or 0} if torch.device(
+            config.device).type == "cuda" else {"": str(config.device)}
+    model = auto_class.from_pretrained(name, **kwargs)
+    if config.quantization is None:
+        model = model.to(config.device)
+    if config.disable_dropout:
+        _disable_dropout(model)
+
+    if config.quantization is not None:
+        from peft import prepare_model_for_kbit_training
+
+        # Freezes the base weights, casts norms to float32 and (optionally) sets up checkpointing.
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=config.gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False},
+        )
+    elif config.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+    if config.lora_rank > 0:
+        from peft import LoraConfig, TaskType, get_peft_model
+
+        lora = LoraConfig(
+            r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+            target_modules=(list(config.lora_target_modules)
+                            if isinstance(config.lora_target_modules, (list, tuple))
+                            else config.lora_target_modules),
+            task_type=TaskType.SEQ_2_SEQ_LM if is_encoder_decoder else TaskType.CAUSAL_LM,
+        )
+        model = get_peft_model(model, lora)
+    elif config.quantization is not None:
+        raise ValueError("a quantised model can only be trained through LoRA: set lora_rank > 0")
+
+    model.train()  # never eval(): see the module docstring (bitsandbytes trap; dropout is off)
+    return LoadedLLM(model=model, tokenizer=tokenizer, is_encoder_decoder=is_encoder_decoder, config=config)
+
+
+def _bitsandbytes_config(quantization: str, compute_dtype: torch.dtype):
+    from transformers import BitsAndBytesConfig
+
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            "quantization needs bitsandbytes: pip install 'torchrl_glam[quant]' (or bitsandbytes)"
+        ) from error
+    if quantization == "4bit":
+        return BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=compute_dtype,
+        )
+    if quantization == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    raise ValueError(f"quantization must be None, '4bit' or '8bit', got {quantization!r}")
