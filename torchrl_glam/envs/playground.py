@@ -30,7 +30,9 @@ An explicit reset, per sub-environment::
                           "scene": [["green water", "green mouse", "blue rose", "red rose",
                                      "blue lion", "red food"], None]}, batch_size=[2]))
 
-``None`` entries are sampled. With ``"_reset"`` only the flagged sub-environments are reset.
+``None`` entries are sampled. With ``"_reset"`` only the flagged sub-environments are reset; a
+reset tensordict that also carries ``"goal_id"`` (the last observation passed back, as in
+``env.reset(td.set("_reset", mask))``) is not a request, and its ``"goal"`` is ignored.
 """
 from __future__ import annotations
 
@@ -189,9 +191,12 @@ class PlaygroundTextEnv(EnvBase):
         if tensordict is not None:
             if "_reset" in tensordict.keys():
                 reset = tensordict.get("_reset").reshape(B).cpu().numpy()
-            if "goal" in tensordict.keys():
+            # a tensordict that carries "goal_id" is an observation passed back with "_reset"
+            # (TorchRL's partial-reset idiom): its "goal" is the old goal, not a request
+            request = "goal_id" not in tensordict.keys()
+            if request and "goal" in tensordict.keys():
                 goals = _per_env(tensordict.get("goal"), B, "goal")
-            if "scene" in tensordict.keys():
+            if request and "scene" in tensordict.keys():
                 scenes = _per_env(tensordict.get("scene"), B, "scene")
         by_type = self.goal_sampling == "by_type"
         # validate every request before changing any state

@@ -1,0 +1,78 @@
+"""The critic heads of SAC-GLAM: an MLP on the LLM's hidden states (paper §2.2, App. B, App. C).
+
+The four designs of App. B are two independent choices:
+
+* ``critic_input="observation_action"``: one Q-value per candidate, from the hidden state at the
+  candidate's last token (``"action_hidden"`` [*B, A, H] -> [*B, A]); ``"observation"``: |A|
+  Q-values from the prompt's representation (``"prompt_hidden"`` [*B, H] -> [*B, A]).
+* ``backprop_into_llm=True``: the critic loss trains the shared LLM weights too (its gradient flows
+  back through the hidden states); ``False``: the head reads detached hidden states.
+
+The paper found observation-action input with backpropagation best; it is the default.
+
+The head is deliberately only the MLP: TorchRL's ``DiscreteSACLoss`` makes ``num_qvalue_nets``
+copies of the parameters of the network it is given (re-initialising them) plus target copies, so
+the LLM must stay outside it (the scorer runs before the loss and writes the hidden states).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from torch import Tensor, nn
+
+from torchrl_glam.modules.scoring import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY
+
+CriticInput = Literal["observation_action", "observation"]
+ACTION_VALUE_KEY = "action_value"
+
+
+class CriticHead(nn.Module):
+    """MLP from hidden states to one Q-value per candidate; see the module docstring.
+
+    Args:
+        hidden_size: the LLM's hidden size H.
+        critic_input: ``"observation_action"`` or ``"observation"``.
+        num_actions: number of candidates A (required for ``"observation"``, which has A outputs).
+        width: units of each of the two hidden layers (1024 in the paper, App. C).
+        backprop_into_llm: let the critic's gradient reach the LLM through its hidden states.
+    """
+
+    def __init__(self, hidden_size: int, critic_input: CriticInput = "observation_action",
+                 num_actions: int | None = None, width: int = 1024, depth: int = 2,
+                 backprop_into_llm: bool = True):
+        super().__init__()
+        from torchrl.modules import MLP
+
+        if critic_input not in ("observation_action", "observation"):
+            raise ValueError(f"critic_input must be 'observation_action' or 'observation', got {critic_input!r}")
+        if critic_input == "observation" and not num_actions:
+            raise ValueError("an observation-only critic has one output per candidate: give num_actions")
+        self.critic_input = critic_input
+        self.backprop_into_llm = backprop_into_llm
+        out_features = 1 if critic_input == "observation_action" else num_actions
+        self.mlp = MLP(in_features=hidden_size, out_features=out_features, num_cells=[width] * depth,
+                       activation_class=nn.ReLU)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        if not self.backprop_into_llm:
+            hidden = hidden.detach()
+        values = self.mlp(hidden)
+        return values.squeeze(-1) if self.critic_input == "observation_action" else values
+
+
+def make_critic_heads(hidden_size: int, critic_input: CriticInput = "observation_action",
+                      num_actions: int | None = None, width: int = 1024, depth: int = 2,
+                      backprop_into_llm: bool = True, in_key: str | None = None,
+                      out_key: str = ACTION_VALUE_KEY):
+    """The Q-value head as a ``TensorDictModule``, ready for ``DiscreteSACLoss``.
+
+    Reads ``"action_hidden"`` (observation-action) or ``"prompt_hidden"`` (observation) and writes
+    ``"action_value"`` [*B, A]. Give it to the loss with ``num_qvalue_nets=2``: the loss makes the
+    twin heads and their target copies from it (only these small MLPs are ever copied).
+    """
+    from tensordict.nn import TensorDictModule
+
+    head = CriticHead(hidden_size, critic_input, num_actions, width, depth, backprop_into_llm)
+    if in_key is None:
+        in_key = ACTION_HIDDEN_KEY if critic_input == "observation_action" else PROMPT_HIDDEN_KEY
+    return TensorDictModule(head, in_keys=[in_key], out_keys=[out_key])

@@ -1,0 +1,394 @@
+"""The LLM scorer: one forward gives every candidate's log-probability score and the hidden states
+the critic reads (SAC-GLAM, paper eq. 1-2 and App. B).
+
+For a prompt p and a candidate action a = (w_1, ..., w_n), the score is
+``sum_t log P(w_t | p, w_<t)`` (``normalization="sum"``, the paper) or its mean over the n tokens
+(``"mean"``); the actor turns the scores of the candidates into a softmax. The scorer also returns
+
+* ``action_hidden`` [*B, A, H]: the LLM's last hidden state at each candidate's last token (the
+  representation of prompt + action, input of the observation-action critic), and
+* ``prompt_hidden`` [*B, H]: the representation of the prompt alone (input of the observation-only
+  critic): for an encoder-decoder, the decoder's last hidden state at the decoder start token; for a
+  decoder-only model, the last hidden state at the prompt's last token.
+
+Shared-prefix scoring (the default) computes what depends on the prompt once per prompt:
+
+* encoder-decoder: the encoder runs once per prompt; the decoder runs its start token once per
+  prompt with a cache, which computes the cross-attention keys/values of every layer once per
+  prompt; that cache is then repeated over the prompt's A candidates, and the candidates' tokens
+  run in one batch. (Lamorel, the authors' library, repeats the encoder states A times instead, so
+  every candidate recomputes the cross-attention projections of the whole prompt.)
+* decoder-only: the left-padded prompts run once with a KV cache (position ids count real tokens
+  only), the cache is repeated over the candidates, and the candidates run in one batch.
+
+:meth:`LLMScorer.naive` computes the same quantities by running every (prompt, candidate) pair as
+its own sequence; tests check both agree to 1e-5 and the benchmark compares their speed.
+With gradient checkpointing on and the model training, transformers drops every KV cache, so the
+scorer falls back to caches-free paths: encoder once per prompt and the decoder over the repeated
+encoder states (encoder-decoder), or the naive pairs (decoder-only).
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, load_llm
+
+PROMPT_KEY = "prompt"
+ACTIONS_KEY = "actions"
+ACTION_MASK_KEY = "action_mask"
+SCORES_KEY = "action_scores"
+ACTION_HIDDEN_KEY = "action_hidden"
+PROMPT_HIDDEN_KEY = "prompt_hidden"
+
+Normalization = Literal["sum", "mean"]
+
+
+@dataclass
+class _Tokenised:
+    prompt_ids: Tensor  # [B, Lp] padded (left for decoder-only prefixes, right otherwise)
+    prompt_mask: Tensor  # [B, Lp] 1 on real tokens
+    action_ids: Tensor  # [B*A, La] right-padded
+    action_lengths: Tensor  # [B*A] number of real tokens (>= 1)
+    num_candidates: int  # A
+
+
+@dataclass
+class _PerToken:
+    """What every scoring path produces, before reduction to one score per candidate."""
+
+    token_logp: Tensor  # [B*A, La] log P(action token t | prompt, previous tokens)
+    action_hidden: Tensor  # [B*A, H] at each candidate's last token
+    prompt_hidden: Tensor  # [B, H]
+
+
+class LLMScorer(nn.Module):
+    """Scores candidate actions with an LLM; see the module docstring.
+
+    Args:
+        model: a ``transformers`` seq2seq or causal LM (possibly wrapped by peft).
+        tokenizer: its tokenizer.
+        is_encoder_decoder: which of the two kinds ``model`` is.
+        normalization: ``"sum"`` of token log-probs (the paper) or ``"mean"`` per token.
+        shared_prefix: compute the prompt's part once per prompt (``False``: naive pairs).
+    """
+
+    def __init__(
+        self, model: nn.Module, tokenizer, is_encoder_decoder: bool,
+        normalization: Normalization = "sum", shared_prefix: bool = True,
+    ):
+        super().__init__()
+        if normalization not in ("sum", "mean"):
+            raise ValueError(f"normalization must be 'sum' or 'mean', got {normalization!r}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.is_encoder_decoder = is_encoder_decoder
+        self.normalization = normalization
+        self.shared_prefix = shared_prefix
+        if tokenizer.pad_token_id is None:  # e.g. Llama: padding needs some id; its value is masked
+            tokenizer.pad_token = tokenizer.eos_token
+        self.pad_id = tokenizer.pad_token_id
+        config = model.config
+        self.hidden_size = getattr(config, "d_model", None) or config.hidden_size
+        if is_encoder_decoder:
+            self.decoder_start_id = config.decoder_start_token_id
+            if self.decoder_start_id is None:
+                raise ValueError("the encoder-decoder model's config has no decoder_start_token_id")
+        # bitsandbytes repacks 4-bit weights on a forward in eval mode (see loading.py), after which
+        # LoRA gradients vanish: a quantised LLM is kept in train mode whatever its parent does.
+        self._quantized = any(type(m).__name__ in ("Linear4bit", "Linear8bitLt") for m in model.modules())
+        # Candidate texts repeat across steps and environments (N+2 texts from a small vocabulary):
+        # each is tokenised once.
+        self._candidate_ids: dict[str, Tensor] = {}
+
+    # ------------------------------------------------------------------ public API
+    def forward(self, prompt, actions, action_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Scores [*B, A], action hidden states [*B, A, H] and prompt hidden states [*B, H].
+
+        ``prompt``: a str or (nested) list of str / NonTensorStack of batch shape ``*B``;
+        ``actions``: (nested) lists of str / NonTensorStack of shape [*B, A]; ``action_mask``: bool
+        tensor [*B, A] (masked candidates are scored too; the actor gives them probability 0).
+        """
+        return self._score(prompt, actions, action_mask, naive=not self.shared_prefix)
+
+    def naive(self, prompt, actions, action_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The same as :meth:`forward`, running every (prompt, candidate) pair as its own sequence."""
+        return self._score(prompt, actions, action_mask, naive=True)
+
+    def train(self, mode: bool = True) -> LLMScorer:
+        super().train(mode)
+        if self._quantized:
+            self.model.train(True)
+        return self
+
+    # ------------------------------------------------------------------ inputs
+    def _score(self, prompt, actions, action_mask: Tensor, naive: bool):
+        prompts, candidates, mask, batch_shape = _flatten_inputs(prompt, actions, action_mask)
+        if self._quantized and not self.model.training:
+            warnings.warn("the quantised LLM was put in eval mode; switching it back to train mode "
+                          "(bitsandbytes would silently zero the LoRA gradients)", stacklevel=3)
+            self.model.train(True)
+        checkpointing = self.model.training and _activation_checkpointing(self.model)
+        if self.is_encoder_decoder:
+            batch = self._tokenise(prompts, candidates, mask, left_pad_prompts=False)
+            per_token = self._seq2seq(batch, naive=naive, reuse_cache=not checkpointing)
+        else:
+            batch = self._tokenise(prompts, candidates, mask, left_pad_prompts=not (naive or checkpointing))
+            per_token = self._causal_pairs(batch) if naive or checkpointing else self._causal_prefix(batch)
+        scores = self._reduce(per_token.token_logp, batch.action_lengths)
+        num_candidates = batch.num_candidates
+        return (
+            scores.reshape(*batch_shape, num_candidates),
+            per_token.action_hidden.float().reshape(*batch_shape, num_candidates, -1),
+            per_token.prompt_hidden.float().reshape(*batch_shape, -1),
+        )
+
+    def _tokenise(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
+                  left_pad_prompts: bool) -> _Tokenised:
+        device = self._device()
+        encoded = self.tokenizer(
+            prompts, padding=True, return_tensors="pt",
+            padding_side="left" if left_pad_prompts else "right",
+        )
+        flat = [text for row in candidates for text in row]
+        unique = list(dict.fromkeys(flat))
+        missing = [text for text in unique if text not in self._candidate_ids]
+        if missing:
+            if len(self._candidate_ids) > 100_000:  # open-ended action texts: do not grow forever
+                self._candidate_ids.clear()
+            ids = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
+            self._candidate_ids.update({text: torch.tensor(row, dtype=torch.long) for text, row in zip(missing, ids)})
+        token_rows = [self._candidate_ids[text] for text in unique]
+        lengths = torch.tensor([len(row) for row in token_rows])
+        table = nn.utils.rnn.pad_sequence(
+            [row if len(row) else torch.tensor([self.pad_id]) for row in token_rows],
+            batch_first=True, padding_value=self.pad_id,
+        )
+        position = {text: index for index, text in enumerate(unique)}
+        index = torch.tensor([position[text] for text in flat])
+        action_lengths = lengths[index]
+        empty = action_lengths == 0
+        if empty.any():
+            if (empty & mask.reshape(-1).cpu()).any():
+                raise ValueError("a legal (unmasked) candidate action has no tokens; empty action texts "
+                                 "are only allowed for masked candidates")
+            action_lengths = action_lengths.clamp(min=1)  # scored as one pad token, then masked out
+        return _Tokenised(
+            prompt_ids=encoded["input_ids"].to(device), prompt_mask=encoded["attention_mask"].to(device),
+            action_ids=table[index].to(device), action_lengths=action_lengths.to(device),
+            num_candidates=len(candidates[0]),
+        )
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # ------------------------------------------------------------------ encoder-decoder
+    def _seq2seq(self, batch: _Tokenised, naive: bool, reuse_cache: bool) -> _PerToken:
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+        model, num_candidates = self.model, batch.num_candidates
+        pair_prompt_mask = batch.prompt_mask.repeat_interleave(num_candidates, 0)
+        start = torch.full((batch.prompt_ids.shape[0], 1), self.decoder_start_id, device=batch.prompt_ids.device)
+        if naive:
+            # Every pair is its own sequence: the encoder and the whole decoder run B*A times.
+            decoder_ids = torch.cat([start.repeat_interleave(num_candidates, 0), batch.action_ids], 1)
+            out = model(input_ids=batch.prompt_ids.repeat_interleave(num_candidates, 0),
+                        attention_mask=pair_prompt_mask, decoder_input_ids=decoder_ids,
+                        use_cache=False, output_hidden_states=True)
+            return self._from_full_sequences(out.logits, out.decoder_hidden_states[-1], batch)
+
+        encoder_states = model.get_encoder()(
+            input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask).last_hidden_state
+        # The decoder reads the encoder states only through its cross-attention projections. The
+        # repeat is a copy of [B*A, Lp, H] activations; with the cache below, no projection of it
+        # is ever computed (the cached keys/values are used instead).
+        pair_encoder_states = encoder_states.repeat_interleave(num_candidates, 0)
+        if not reuse_cache:  # gradient checkpointing: encoder shared, decoder over full pairs
+            decoder_ids = torch.cat([start.repeat_interleave(num_candidates, 0), batch.action_ids], 1)
+            out = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
+                        decoder_input_ids=decoder_ids, use_cache=False, output_hidden_states=True)
+            return self._from_full_sequences(out.logits, out.decoder_hidden_states[-1], batch)
+
+        # Start token once per prompt: fills the cross-attention cache of every layer.
+        first = model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
+                      decoder_input_ids=start, use_cache=True, output_hidden_states=True,
+                      past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()))
+        cache = first.past_key_values
+        cache.batch_repeat_interleave(num_candidates)
+        rest = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
+                     decoder_input_ids=batch.action_ids, past_key_values=cache, use_cache=True,
+                     output_hidden_states=True)
+        return self._from_prefix_and_continuation(
+            first.logits[:, -1], first.decoder_hidden_states[-1][:, -1],
+            rest.logits, rest.decoder_hidden_states[-1], batch,
+        )
+
+    # ------------------------------------------------------------------ decoder-only
+    def _causal_prefix(self, batch: _Tokenised) -> _PerToken:
+        from transformers.cache_utils import DynamicCache
+
+        model, num_candidates = self.model, batch.num_candidates
+        prompt_mask = batch.prompt_mask
+        # Left padding puts every prompt's last token in the last column; positions count only the
+        # real tokens so that they equal those of the unpadded sequence.
+        prompt_positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
+        first = model(input_ids=batch.prompt_ids, attention_mask=prompt_mask, position_ids=prompt_positions,
+                      past_key_values=DynamicCache(config=model.config), use_cache=True,
+                      output_hidden_states=True, logits_to_keep=1)
+        cache = first.past_key_values
+        cache.batch_repeat_interleave(num_candidates)
+        action_ids = batch.action_ids
+        steps = torch.arange(action_ids.shape[1], device=action_ids.device)
+        action_token_mask = (steps < batch.action_lengths[:, None]).to(prompt_mask.dtype)
+        attention_mask = torch.cat([prompt_mask.repeat_interleave(num_candidates, 0), action_token_mask], 1)
+        prompt_lengths = prompt_mask.sum(-1).repeat_interleave(num_candidates, 0)
+        rest = model(input_ids=action_ids, attention_mask=attention_mask,
+                     position_ids=prompt_lengths[:, None] + steps, past_key_values=cache,
+                     use_cache=True, output_hidden_states=True)
+        return self._from_prefix_and_continuation(
+            first.logits[:, -1], first.hidden_states[-1][:, -1], rest.logits, rest.hidden_states[-1], batch,
+        )
+
+    def _causal_pairs(self, batch: _Tokenised) -> _PerToken:
+        """Every pair as one right-padded sequence: prompt tokens then action tokens."""
+        num_candidates = batch.num_candidates
+        prompt_ids = batch.prompt_ids.repeat_interleave(num_candidates, 0)  # right-padded
+        prompt_lengths = batch.prompt_mask.sum(-1).repeat_interleave(num_candidates, 0)[:, None]
+        action_lengths = batch.action_lengths[:, None]
+        prompt_width, action_width = prompt_ids.shape[1], batch.action_ids.shape[1]
+        columns = torch.arange(prompt_width + action_width, device=prompt_ids.device)[None]
+        # Splice [prompt tokens, action tokens, padding] per row with index arithmetic.
+        from_prompt = prompt_ids.gather(1, columns.clamp(max=prompt_width - 1).expand(len(prompt_ids), -1))
+        from_action = batch.action_ids.gather(1, (columns - prompt_lengths).clamp(0, action_width - 1))
+        input_ids = torch.where(columns < prompt_lengths, from_prompt, from_action)
+        attention_mask = (columns < prompt_lengths + action_lengths).long()
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                         output_hidden_states=True)
+        # Logits at position prompt_length - 1 + t predict action token t.
+        predicting = (prompt_lengths - 1 + torch.arange(action_width, device=columns.device)).clamp(
+            max=input_ids.shape[1] - 1)
+        logits = out.logits.gather(1, predicting[..., None].expand(-1, -1, out.logits.shape[-1]))
+        hidden = out.hidden_states[-1]
+        token_logp = _token_logp(logits, batch.action_ids)
+        action_hidden = _at(hidden, prompt_lengths[:, 0] + batch.action_lengths - 1)
+        prompt_hidden = _at(hidden, prompt_lengths[:, 0] - 1)[::num_candidates]
+        return _PerToken(token_logp, action_hidden, prompt_hidden)
+
+    # ------------------------------------------------------------------ shared reductions
+    def _from_full_sequences(self, logits: Tensor, hidden: Tensor, batch: _Tokenised) -> _PerToken:
+        """Decoder over [start, action tokens]: position t predicts action token t."""
+        token_logp = _token_logp(logits[:, :-1], batch.action_ids)
+        action_hidden = _at(hidden, batch.action_lengths)  # the start token shifts positions by one
+        prompt_hidden = hidden[:: batch.num_candidates, 0]
+        return _PerToken(token_logp, action_hidden, prompt_hidden)
+
+    def _from_prefix_and_continuation(self, first_logits: Tensor, prompt_hidden: Tensor,
+                                      rest_logits: Tensor, rest_hidden: Tensor,
+                                      batch: _Tokenised) -> _PerToken:
+        """``first_logits`` [B, V] predict action token 0; ``rest_logits[:, t]`` predict token t+1."""
+        first_logp = first_logits.float().log_softmax(-1)  # [B, V]
+        first_tokens = batch.action_ids[:, 0].reshape(-1, batch.num_candidates)  # [B, A]
+        first_token_logp = first_logp.gather(1, first_tokens).reshape(-1, 1)
+        later_token_logp = _token_logp(rest_logits[:, :-1], batch.action_ids[:, 1:])
+        token_logp = torch.cat([first_token_logp, later_token_logp], 1)
+        action_hidden = _at(rest_hidden, batch.action_lengths - 1)
+        return _PerToken(token_logp, action_hidden, prompt_hidden)
+
+    def _reduce(self, token_logp: Tensor, lengths: Tensor) -> Tensor:
+        steps = torch.arange(token_logp.shape[1], device=token_logp.device)
+        summed = token_logp.masked_fill(steps >= lengths[:, None], 0.0).sum(-1)
+        return summed if self.normalization == "sum" else summed / lengths
+
+
+def _activation_checkpointing(model: nn.Module) -> bool:
+    # transformers 5 renamed ``is_gradient_checkpointing`` (deprecated) to ``is_activation_checkpointing``.
+    flag = getattr(model, "is_activation_checkpointing", None)
+    if flag is None:
+        flag = getattr(model, "is_gradient_checkpointing", False)
+    return bool(flag)
+
+
+def _token_logp(logits: Tensor, targets: Tensor) -> Tensor:
+    """log-softmax over the vocabulary, read at the target tokens: [N, T, V], [N, T] -> [N, T]."""
+    return logits.float().log_softmax(-1).gather(2, targets[..., None]).squeeze(-1)
+
+
+def _at(hidden: Tensor, positions: Tensor) -> Tensor:
+    """``hidden[n, positions[n]]`` for [N, T, H] -> [N, H]."""
+    return hidden.gather(1, positions.long()[:, None, None].expand(-1, 1, hidden.shape[-1])).squeeze(1)
+
+
+# ---------------------------------------------------------------------- input coercion
+def _as_python(texts):
+    """NonTensorData/NonTensorStack/LinkedList -> plain str or nested lists."""
+    if isinstance(texts, str):
+        return texts
+    if hasattr(texts, "tolist"):
+        texts = texts.tolist()
+    elif hasattr(texts, "data") and not isinstance(texts, Tensor):  # NonTensorData
+        texts = texts.data
+    if isinstance(texts, str):
+        return texts
+    if isinstance(texts, Sequence) or hasattr(texts, "__iter__"):
+        return [_as_python(item) for item in texts]
+    raise TypeError(f"expected text or (nested) lists of text, got {type(texts).__name__}")
+
+
+def _flatten(texts, shape: tuple[int, ...], name: str) -> list[str]:
+    if not shape:
+        if not isinstance(texts, str):
+            raise TypeError(f"{name}: expected a str at the innermost level, got {type(texts).__name__}")
+        return [texts]
+    if isinstance(texts, str) or len(texts) != shape[0]:
+        got = "a single string" if isinstance(texts, str) else f"{len(texts)} entries"
+        raise ValueError(f"{name} has {got} where the action mask's shape asks for {shape[0]} "
+                         f"(expected {name} of shape {list(shape)} from action_mask)")
+    return [text for item in texts for text in _flatten(item, shape[1:], name)]
+
+
+def _flatten_inputs(prompt, actions, action_mask: Tensor):
+    """Check shapes against the action mask [*B, A]; return flat lists, mask [B', A], batch shape."""
+    if not isinstance(action_mask, Tensor) or action_mask.ndim < 1:
+        raise ValueError("action_mask must be a bool tensor of shape [*batch, num_candidates]")
+    prompt, actions = _as_python(prompt), _as_python(actions)
+    batch_shape, num_candidates = tuple(action_mask.shape[:-1]), action_mask.shape[-1]
+    if num_candidates == 0:
+        raise ValueError("there must be at least one candidate action")
+    # Name the mismatch the caller most likely made: prompts vs candidates, then candidates vs mask.
+    prompt_count = 1 if isinstance(prompt, str) else len(prompt)
+    action_count = len(actions) if not isinstance(actions, str) else 0
+    if batch_shape and prompt_count != action_count:
+        raise ValueError(f"prompt batch of size {prompt_count} but candidate batch of size {action_count}")
+    flat_actions = _flatten(actions, (*batch_shape, num_candidates), "actions")
+    flat_prompts = _flatten(prompt, batch_shape, "prompt")
+    candidates = [flat_actions[i:i + num_candidates] for i in range(0, len(flat_actions), num_candidates)]
+    return flat_prompts, candidates, action_mask.reshape(-1, num_candidates).bool(), batch_shape
+
+
+# ---------------------------------------------------------------------- factory
+def make_scorer(
+    llm: LoadedLLM | LLMConfig | str | None = None,
+    normalization: Normalization = "sum",
+    shared_prefix: bool = True,
+    in_keys: Sequence[str] = (PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY),
+    out_keys: Sequence[str] = (SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY),
+):
+    """A ``TensorDictModule`` wrapping :class:`LLMScorer`.
+
+    Reads ``"prompt"``, ``"actions"``, ``"action_mask"``; writes ``"action_scores"`` [*B, A],
+    ``"action_hidden"`` [*B, A, H], ``"prompt_hidden"`` [*B, H]. ``llm`` is a loaded model, an
+    :class:`LLMConfig`, a model name/path, or ``None`` for the offline tiny T5. The scorer itself is
+    ``module.module`` (its ``.model`` holds the LLM parameters to optimise).
+    """
+    from tensordict.nn import TensorDictModule
+
+    if not isinstance(llm, LoadedLLM):
+        llm = load_llm(llm if isinstance(llm, LLMConfig) else LLMConfig(name_or_path=llm))
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder,
+                       normalization=normalization, shared_prefix=shared_prefix)
+    return TensorDictModule(scorer, in_keys=list(in_keys), out_keys=list(out_keys))
