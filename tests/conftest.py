@@ -11,7 +11,3 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: end-to-end tests (deselect with -m 'not slow')")

@@ -66,9 +66,10 @@ def max_reports_per_step(num_objects: int) -> int:
     return 7 * (1 + min(7 * (num_objects - 1), 95))
 
 
-def _text(values: list) -> NonTensorStack:
-    """One text (or list of texts) per sub-environment, as a stack TorchRL can index and stack."""
-    return NonTensorStack(*[NonTensorData(data=v) for v in values])
+def _text(values: list, device: torch.device) -> NonTensorStack:
+    """One text (or list of texts) per sub-environment, as a stack TorchRL can index and stack.
+    Made on the output's device: setting it into the output then moves nothing."""
+    return NonTensorStack(*[NonTensorData(data=v, device=device) for v in values], device=device)
 
 
 def _per_env(value, batch_size: int, key: str) -> list:
@@ -267,9 +268,9 @@ class PlaygroundTextEnv(EnvBase):
             prompts, actions = render_batch(
                 rules.goal_id, rules.objects, rules.agent_on, rules.held, rules.grown, self.catalogue
             )
-            out.set("prompt", _text(prompts))
-            out.set("actions", _text(actions))
-            out.set("goal", _text([goals[g] for g in rules.goal_id]))
-            out.set("achieved_goals", _text([[goals[g] for g in a] for a in self._achieved]))
+            out.set("prompt", _text(prompts, self.device))
+            out.set("actions", _text(actions, self.device))
+            out.set("goal", _text([goals[g] for g in rules.goal_id], self.device))
+            out.set("achieved_goals", _text([[goals[g] for g in a] for a in self._achieved], self.device))
         self.action_spec.update_mask(out["action_mask"])
         return out

@@ -1,0 +1,1 @@
+"""Benchmarks: python -m torchrl_glam.benchmarks.<name>."""
