@@ -1,0 +1,139 @@
+"""n-step returns and hindsight relabeling on hand-computed episodes, and on real ones."""
+import pytest
+import torch
+from tensordict import TensorDict
+
+from torchrl_glam.data.episodes import EpisodeAssembler
+from torchrl_glam.data.her import HindsightRelabel, relabel_episodes
+from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
+from torchrl_glam.envs import PlaygroundTextEnv
+
+K = 4  # report slots in the hand-made episodes
+
+
+def make_episode(length, max_steps, terminated, reports=(), goal=7):
+    """One padded episode [1, max_steps]: agent_on after step t is t (to trace the next state),
+    reports = [(t, goal_id), ...]."""
+    T = max_steps
+    t = torch.arange(T)
+    mask = t < length
+    reward = ((t == length - 1) & terminated & mask).float()
+    ids = torch.full((T, K), -1)
+    count = torch.zeros(T, dtype=torch.long)
+    for step, g in reports:
+        ids[step, count[step]] = g
+        count[step] += 1
+    td = TensorDict(
+        {
+            "goal_id": torch.full((T,), goal),
+            "objects": torch.zeros(T, 3, dtype=torch.long),
+            "agent_on": t - 1,
+            "held": torch.full((T,), -1),
+            "grown": torch.zeros(T, 3, dtype=torch.bool),
+            "action": t % 5,
+            "mask": mask,
+            "relabeled": torch.zeros(T, dtype=torch.bool),
+            "collected_at": t * 10,
+            "next": {
+                "agent_on": t,
+                "held": torch.full((T,), -1),
+                "grown": torch.zeros(T, 3, dtype=torch.bool),
+                "reward": reward,
+                "terminated": reward > 0,
+                "truncated": (t == length - 1) & ~torch.tensor(terminated) & mask,
+                "achieved_goal_ids": ids,
+                "achieved_goal_count": count,
+            },
+        },
+        batch_size=[T],
+    )
+    return td.unsqueeze(0)
+
+
+def test_nstep_with_a_terminal_inside_the_window():
+    out = nstep_transitions(make_episode(5, 10, terminated=True), n=3, gamma=0.5)
+    assert out.shape == (5,)
+    assert out["next", "reward"].squeeze(-1).tolist() == [0.0, 0.0, 0.25, 0.5, 1.0]
+    assert out["next", "done"].squeeze(-1).tolist() == [False, False, True, True, True]
+    assert out["next", "nstep"].tolist() == [3, 3, 3, 2, 1]
+    # bootstrap from the state after the window's last step, not from the terminal state
+    assert out["next", "agent_on"].tolist() == [2, 3, 4, 4, 4]
+    assert out["next", "discount"].squeeze(-1).tolist() == [0.125, 0.125, 0.0, 0.0, 0.0]
+
+
+def test_nstep_at_a_truncation_bootstraps_with_gamma_to_the_steps_available():
+    out = nstep_transitions(make_episode(4, 4, terminated=False), n=3, gamma=0.5)
+    assert out["next", "reward"].squeeze(-1).tolist() == [0.0] * 4
+    assert out["next", "done"].squeeze(-1).tolist() == [False] * 4
+    assert out["next", "nstep"].tolist() == [3, 3, 2, 1]
+    assert out["next", "discount"].squeeze(-1).tolist() == [0.125, 0.125, 0.25, 0.5]
+    assert out["next", "agent_on"].tolist() == [2, 3, 3, 3]
+
+
+def test_one_step_returns_are_plain_transitions():
+    out = NStepReturns(n=1, gamma=0.99)(make_episode(3, 5, terminated=True))
+    assert out["next", "reward"].squeeze(-1).tolist() == [0.0, 0.0, 1.0]
+    assert out["next", "agent_on"].tolist() == [0, 1, 2]
+    assert torch.allclose(out["next", "discount"].squeeze(-1), torch.tensor([0.99, 0.99, 0.0]))
+    with pytest.raises(ValueError, match="n=0"):
+        nstep_transitions(make_episode(3, 5, True), n=0, gamma=0.9)
+
+
+def test_her_sections_end_at_the_reporting_step_with_the_reported_goal():
+    episode = make_episode(6, 8, terminated=False, reports=[(1, 11), (1, 12), (4, 13)])
+    relabeled = relabel_episodes(episode)
+    assert relabeled.shape == (3, 8)
+    assert relabeled["goal_id"][:, 0].tolist() == [11, 12, 13]
+    assert relabeled["mask"].sum(-1).tolist() == [2, 2, 5]  # steps 0..t, nothing after t
+    assert relabeled["next", "reward"][0].tolist() == [0, 1, 0, 0, 0, 0, 0, 0]
+    assert relabeled["next", "terminated"][2].tolist() == [False] * 4 + [True] + [False] * 3
+    assert relabeled["relabeled"].all() and not relabeled["next", "truncated"].any()
+    out = nstep_transitions(relabeled, n=3, gamma=0.5)
+    # the first section: 2 transitions, both see the reward of step 1 within their window
+    first = out[:2]
+    assert first["next", "reward"].squeeze(-1).tolist() == [0.5, 1.0]
+    assert first["next", "done"].all() and first["relabeled"].all()
+    assert (first["goal_id"] == 11).all()
+
+
+def test_her_skips_the_episodes_own_goal_and_caps_goals_per_episode():
+    episode = make_episode(3, 5, terminated=True, reports=[(0, 21), (2, 7), (2, 22)], goal=7)
+    relabeled = relabel_episodes(episode)
+    assert sorted(relabeled["goal_id"][:, 0].tolist()) == [21, 22]
+    two = torch.cat([episode, make_episode(5, 5, False, reports=[(1, 30), (2, 31), (3, 32)])])
+    capped = relabel_episodes(two, max_per_episode=1, generator=torch.Generator().manual_seed(0))
+    assert capped.shape[0] == 2 and capped["goal_id"][0, 0] in (21, 22) and capped["goal_id"][1, 0] in (30, 31, 32)
+    transform = HindsightRelabel()
+    both = transform(episode)
+    assert both.shape == (3, 5) and both["relabeled"][:, 0].tolist() == [False, True, True]
+    assert torch.equal(transform.inv(episode)["goal_id"], both["goal_id"])
+    with pytest.raises(ValueError, match="max_per_episode=0"):
+        HindsightRelabel(max_per_episode=0)
+
+
+def test_real_episodes_relabeled_replay_exactly_in_the_environment():
+    """Assembled from a real rollout, every relabeled section's terminal step is where the social
+    partner reported its goal, and the n-step returns of relabeled data are 1 at that step."""
+    env = PlaygroundTextEnv(num_envs=16, goals="simplified", seed=0, text=False)
+    assembler = EpisodeAssembler(16, env.max_steps)
+    td = env.reset()
+    gen = torch.Generator().manual_seed(0)
+    episodes = []
+    for _ in range(30):
+        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
+        step, td = env.step_and_maybe_reset(td)
+        finished = assembler.add(step)
+        if finished is not None:
+            episodes.append(finished)
+    episodes = torch.cat(episodes)
+    assert episodes.shape[1] == env.max_steps and len(episodes) >= 16
+    lengths = episodes["mask"].sum(-1)
+    ended = episodes["next", "terminated"] | episodes["next", "truncated"]
+    assert (ended.sum(-1) == 1).all() and ended[torch.arange(len(episodes)), lengths - 1].all()
+    relabeled = relabel_episodes(episodes)
+    assert len(relabeled) > len(episodes)
+    out = nstep_transitions(relabeled, n=3, gamma=0.99)
+    final = out["next", "nstep"] == 1
+    assert (out["next", "reward"][final] == 1).all() and out["next", "done"][final].all()
+    # the relabeled goals are training goals (the social partner reports the task set only)
+    assert set(relabeled["goal_id"].unique().tolist()) <= set(env.rules.goal_ids.tolist())

@@ -1,0 +1,1 @@
+"""Replay: n-step returns, hindsight relabeling, prioritized buffers and batch sampling."""

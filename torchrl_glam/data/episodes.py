@@ -1,0 +1,86 @@
+"""Finished episodes, gathered from batched environment steps, as padded tensors.
+
+An episode batch is a TensorDict of batch size [E, T] (E episodes padded to T = max_steps steps)
+holding tensors only, the compact state of :class:`~torchrl_glam.envs.PlaygroundTextEnv`:
+
+========================================== ==================================================
+key                                        meaning
+========================================== ==================================================
+"goal_id", "objects", "agent_on", "held",  the state a step acted in (objects: [E, T, N])
+"grown", "action"
+("next", "agent_on" / "held" / "grown")    the state after the step
+("next", "reward" / "terminated" /         what the step returned ([E, T], no trailing 1)
+"truncated")
+("next", "achieved_goal_ids" /             the social partner's reports at the step
+"achieved_goal_count")
+"mask"                                     [E, T] True on the episode's steps
+"collected_at"                             [E, T] global environment step of the transition
+"relabeled"                                [E, T] hindsight-relabeled copy (see ``her.py``)
+========================================== ==================================================
+
+Episodes are kept whole until they end because n-step returns and hindsight relabeling both need
+the steps after a transition (see ``nstep.py`` and ``her.py``).
+"""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+STATE_KEYS = ("agent_on", "held", "grown")
+STEP_KEYS = ("goal_id", "objects", "agent_on", "held", "grown", "action")
+NEXT_KEYS = STATE_KEYS + ("reward", "terminated", "truncated", "achieved_goal_ids", "achieved_goal_count")
+
+
+class EpisodeAssembler:
+    """Collects the steps of ``num_envs`` sub-environments and returns the episodes that ended.
+
+    Feed it the output of ``env.step`` (or ``env.step_and_maybe_reset``'s first output) at every
+    step; :meth:`add` returns the finished episodes as a padded batch (or ``None``).
+
+    Args:
+        num_envs: the batch size of the environment.
+        max_steps: the episode length limit (the padding length T).
+    """
+
+    def __init__(self, num_envs: int, max_steps: int) -> None:
+        self.num_envs, self.max_steps = num_envs, max_steps
+        self._steps: list[list[TensorDictBase]] = [[] for _ in range(num_envs)]
+        self.env_steps = 0  # global counter of sub-environment steps
+
+    def add(self, step: TensorDictBase) -> TensorDictBase | None:
+        """Adds one batched step ([num_envs], with "next"); returns the episodes it ended."""
+        flat = self._flatten(step)
+        done = flat["next", "terminated"] | flat["next", "truncated"]
+        for b in range(self.num_envs):
+            self._steps[b].append(flat[b])
+        self.env_steps += self.num_envs
+        ended = done.nonzero().squeeze(-1).tolist()
+        if not ended:
+            return None
+        episodes = [self._pad(torch.stack(self._steps[b])) for b in ended]
+        for b in ended:
+            self._steps[b] = []
+        return torch.stack(episodes)
+
+    def _flatten(self, step: TensorDictBase) -> TensorDict:
+        out = TensorDict({k: step[k] for k in STEP_KEYS}, batch_size=step.batch_size)
+        for k in NEXT_KEYS:
+            value = step["next", k]
+            out["next", k] = value.squeeze(-1) if k in ("reward", "terminated", "truncated") else value
+        out["collected_at"] = torch.arange(self.num_envs) + self.env_steps
+        return out
+
+    def _pad(self, episode: TensorDict) -> TensorDict:
+        """[length] steps -> [max_steps], repeating the last step; "mask" marks the real ones, and
+        padded steps carry no reward, terminal nor report."""
+        length = episode.shape[0]
+        if length < self.max_steps:
+            episode = torch.cat([episode, episode[-1:].expand(self.max_steps - length)])
+        episode = episode.clone()
+        mask = torch.arange(self.max_steps) < length
+        episode["mask"] = mask
+        episode["relabeled"] = torch.zeros(self.max_steps, dtype=torch.bool)
+        for k in ("reward", "terminated", "truncated", "achieved_goal_count"):
+            value = episode["next", k]
+            episode["next", k] = torch.where(mask, value, torch.zeros_like(value))
+        return episode

@@ -1,0 +1,96 @@
+"""Hindsight relabeling with the social partner's reports (paper §2.2, App. E; HER "future").
+
+At the end of an episode, for every goal g the social partner reported at step t (other than the
+episode's own goal), the section of the trajectory up to t is added again with g as its goal:
+reward 1 and terminal at t, nothing after t, marked ``relabeled``. The environment guarantees that
+this is exactly the episode the agent would have lived with goal g (the HER consistency test of
+``tests/envs``), so the relabeled data are real on-environment data, not approximations.
+
+Why not TorchRL's ``HERReplayBuffer``: it relabels single transitions at sampling time from goals
+stored in the states, and keeps the done flags and n-step sums of the stored transition unchanged
+(checked in torchrl 0.14.1). Here the relabeled goal comes from the social partner (not from the
+state), the section ends (terminal) at the reporting step, and the n-step returns are recomputed
+on the relabeled section, so relabeling has to happen on whole episodes, before n-step.
+"""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.envs.transforms import Transform
+
+
+def relabel_episodes(
+    episodes: TensorDictBase,
+    max_per_episode: int | None = None,
+    generator: torch.Generator | None = None,
+) -> TensorDictBase:
+    """Relabeled copies of a padded episode batch [E, T] (see ``episodes.py``): one per
+    (episode, step t, goal reported at t), goal replaced, ending with reward 1 and a terminal at t.
+
+    Args:
+        episodes: the finished episodes.
+        max_per_episode: relabel with at most this many reported goals per episode, drawn at random
+            (``None``: all of them, the paper's choice).
+        generator: the random generator of that draw.
+    """
+    E, T = episodes.shape
+    ids = episodes["next", "achieved_goal_ids"]  # [E, T, K]
+    count = episodes["next", "achieved_goal_count"]  # [E, T]
+    slot = torch.arange(ids.shape[-1])
+    own_goal = episodes["goal_id"][:, :1, None]  # [E, 1, 1]
+    valid = (slot < count.unsqueeze(-1)) & episodes["mask"].unsqueeze(-1) & (ids != own_goal)
+    e, t, k = valid.nonzero(as_tuple=True)
+    if max_per_episode is not None and len(e):
+        # a random subset of at most max_per_episode (e, t, k) triples per episode
+        keys = torch.rand(len(e), generator=generator) + e.float() * 2  # random order within episode
+        order = torch.argsort(keys)
+        e, t, k = e[order], t[order], k[order]
+        rank = torch.arange(len(e)) - torch.searchsorted(e, e, right=False)
+        keep = rank < max_per_episode
+        e, t, k = e[keep], t[keep], k[keep]
+    relabeled = episodes[e].clone()
+    if not len(e):
+        return relabeled
+    steps = torch.arange(T).expand(len(e), T)
+    end = t.unsqueeze(-1)
+    relabeled["goal_id"] = ids[e, t, k].unsqueeze(-1).expand(len(e), T).clone()
+    relabeled["mask"] = steps <= end
+    at_end = steps == end
+    relabeled["next", "reward"] = at_end.to(relabeled["next", "reward"].dtype)
+    relabeled["next", "terminated"] = at_end
+    relabeled["next", "truncated"] = torch.zeros_like(at_end)
+    relabeled["relabeled"] = torch.ones_like(at_end)
+    # past the new end nothing happened: no reports either
+    relabeled["next", "achieved_goal_count"] = torch.where(
+        steps <= end, relabeled["next", "achieved_goal_count"], 0
+    )
+    return relabeled
+
+
+class HindsightRelabel(Transform):
+    """Appends the hindsight-relabeled copies of a batch of finished episodes to it.
+
+    A TorchRL transform on episode batches [E, T] (``episodes.py``): called as a module, or as the
+    write-side (``inv``) transform of a replay buffer of episodes. The output is [E + E', T], the
+    relabeled copies flagged by ``"relabeled"``.
+
+    Args:
+        max_per_episode: at most this many relabeled goals per episode (``None``: all, the paper).
+        seed: seed of the subset draw when ``max_per_episode`` is set.
+    """
+
+    def __init__(self, max_per_episode: int | None = None, seed: int | None = None) -> None:
+        super().__init__(in_keys=[("next", "achieved_goal_ids")], out_keys=["goal_id", "relabeled"])
+        if max_per_episode is not None and max_per_episode < 1:
+            raise ValueError(f"max_per_episode={max_per_episode} must be at least 1 (or None for all)")
+        self.max_per_episode = max_per_episode
+        self.generator = torch.Generator()
+        if seed is not None:
+            self.generator.manual_seed(seed)
+
+    def forward(self, episodes: TensorDictBase) -> TensorDictBase:
+        relabeled = relabel_episodes(episodes, self.max_per_episode, self.generator)
+        return torch.cat([episodes, relabeled]) if relabeled.numel() else episodes
+
+    def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:
+        return self.forward(episodes)

@@ -1,0 +1,84 @@
+"""n-step returns computed per finished episode (paper §2.2, App. F).
+
+For step t of an episode of length L, with k = min(n, L - t) steps actually available:
+
+    return  = sum_{i<k} gamma^i r_{t+i}
+    target  = return + gamma^k * (1 - done) * V(s_{t+k})
+
+where ``done`` says whether the episode terminated inside the window (then there is nothing to
+bootstrap from) and s_{t+k} is the state after the window's last step. At a truncation (time
+limit) the window is shorter and the target still bootstraps, with gamma^k.
+
+Why not TorchRL's ``MultiStep`` transform: in torchrl 0.14.1 it does not shift done/terminated
+into the window (a step two before a terminal bootstraps from the terminal state) and it empties
+non-tensor entries under "next" (checked when this was written). Working on whole episodes makes
+the terminal and truncated cases exact by construction; tests cover both.
+"""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModuleBase
+
+from torchrl_glam.data.episodes import STATE_KEYS
+
+
+def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float) -> TensorDict:
+    """n-step transitions of a padded episode batch [E, T] (see ``episodes.py``), flattened to [M]
+    over the episodes' real steps.
+
+    Output keys: the acting state ("goal_id", "objects", "agent_on", "held", "grown"), "action",
+    "relabeled", "collected_at"; under "next": the state after the window ("agent_on", "held",
+    "grown"), "reward" (the n-step return), "terminated" and "done" (terminal inside the window),
+    "nstep" (k) and "discount" (gamma^k, 0 after a terminal: the factor of the bootstrap value).
+    Reward, done, terminated and discount are [M, 1], as TorchRL's losses expect.
+    """
+    if n < 1:
+        raise ValueError(f"n-step n={n} must be at least 1")
+    E, T = episodes.shape
+    mask = episodes["mask"]
+    length = mask.sum(-1, keepdim=True)  # [E, 1]
+    t = torch.arange(T).expand(E, T)
+    k = torch.clamp(length - t, max=n).clamp(min=1)  # steps in each window
+    last = (t + k - 1).clamp(max=T - 1)  # the window's last step
+
+    reward = episodes["next", "reward"].float()
+    ret = torch.zeros(E, T)
+    for i in range(n):
+        step = (t + i).clamp(max=T - 1)
+        inside = (i < k).float()
+        ret += (gamma**i) * inside * reward.gather(1, step)
+    terminated = episodes["next", "terminated"].gather(1, last)
+
+    def at_last(value: torch.Tensor) -> torch.Tensor:
+        index = last.reshape(E, T, *([1] * (value.dim() - 2))).expand_as(value)
+        return value.gather(1, index)
+
+    out = TensorDict(
+        {key: episodes[key] for key in ("goal_id", "objects", "agent_on", "held", "grown", "action",
+                                        "relabeled", "collected_at")},
+        batch_size=[E, T],
+    )
+    for key in STATE_KEYS:
+        out["next", key] = at_last(episodes["next", key])
+    out["next", "reward"] = ret.unsqueeze(-1)
+    out["next", "terminated"] = terminated.unsqueeze(-1)
+    out["next", "done"] = terminated.unsqueeze(-1).clone()
+    out["next", "nstep"] = k
+    out["next", "discount"] = ((gamma ** k.float()) * (~terminated).float()).unsqueeze(-1)
+    return out[mask]
+
+
+class NStepReturns(TensorDictModuleBase):
+    """:func:`nstep_transitions` as a TensorDict module: episode batch [E, T] -> transitions [M]."""
+
+    def __init__(self, n: int = 3, gamma: float = 0.99) -> None:
+        super().__init__()
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma={gamma} must be in [0, 1]")
+        self.n, self.gamma = n, gamma
+        self.in_keys = ["mask", ("next", "reward"), ("next", "terminated")]
+        self.out_keys = [("next", "reward"), ("next", "done"), ("next", "nstep"), ("next", "discount")]
+
+    def forward(self, episodes: TensorDictBase) -> TensorDict:
+        return nstep_transitions(episodes, self.n, self.gamma)
