@@ -1,0 +1,95 @@
+"""Prioritized replay and the batch compositions of App. E."""
+import pytest
+import torch
+from tensordict import TensorDict
+
+from torchrl_glam.data.replay import GoalReplay, split_counts
+from torchrl_glam.envs import GoalCatalogue
+
+
+def transitions(goal_ids, relabeled):
+    n = len(goal_ids)
+    return TensorDict(
+        {
+            "goal_id": torch.as_tensor(goal_ids),
+            "relabeled": torch.as_tensor(relabeled),
+            "action": torch.arange(n),
+            "next": {"reward": torch.zeros(n, 1)},
+        },
+        batch_size=[n],
+    )
+
+
+def test_split_counts_is_exact_and_proportional():
+    assert split_counts(256, [0.5, 0.5]) == [128, 128]
+    assert split_counts(10, [0.016, 0.005, 0.734, 0.244]) == [0, 0, 7, 3]
+    assert sum(split_counts(255, [1, 1, 1])) == 255
+    with pytest.raises(ValueError, match="no buffer holds data"):
+        split_counts(4, [0, 0])
+
+
+def test_ratio_batches_hold_exactly_her_ratio_relabeled_transitions():
+    replay = GoalReplay(capacity=1000, strategy="ratio", her_ratio=0.5)
+    replay.extend(transitions([0] * 30, [False] * 30))
+    only_env = replay.sample(64)
+    assert not only_env["relabeled"].any()  # nothing relabeled yet: everything from the env
+    replay.extend(transitions([1] * 300, [True] * 300))
+    batch = replay.sample(256)
+    assert batch.shape == (256,)
+    assert int(batch["relabeled"].sum()) == 128
+    assert replay.sizes() == {"environment": 30, "relabeled": 300}
+
+
+def test_prior_batches_follow_the_goal_type_proportions_of_the_task_set():
+    cat = GoalCatalogue.default()
+    weights = GoalReplay.type_proportions(cat.train_ids)
+    assert [round(w, 4) for w in weights] == [round(136 / 8470, 4), round(46 / 8470, 4),
+                                              round(6218 / 8470, 4), round(2070 / 8470, 4)]
+    replay = GoalReplay(capacity=1000, strategy="prior", goal_type_weights=[0.25, 0.25, 0.25, 0.25])
+    grasp, grow = cat.id_of("Grasp red cat"), cat.id_of("Grow red cat")
+    then_grasp, then_grow = cat.id_of("Grow red cat then grasp blue door"), cat.id_of("Grow red cat then grow blue dog")
+    replay.extend(transitions([grasp] * 50 + [grow] * 10 + [then_grasp] * 200 + [then_grow] * 5, [False] * 265))
+    batch = replay.sample(100)
+    types = torch.as_tensor(cat.goal_type[batch["goal_id"].numpy()])
+    assert torch.bincount(types, minlength=4).tolist() == [25, 25, 25, 25]
+    with pytest.raises(ValueError, match="goal_type_weights"):
+        GoalReplay(strategy="prior")
+
+
+def test_priorities_change_after_an_update_and_shape_sampling():
+    replay = GoalReplay(capacity=100, strategy="uniform", alpha=1.0, beta=1.0)
+    replay.extend(transitions(list(range(20)), [False] * 20))
+    batch = replay.sample(20)
+    sampler = replay.buffers[0].sampler
+    before = torch.tensor([sampler._sum_tree[i] for i in range(20)])
+    target = int(batch["index"][0])
+    errors = torch.where(batch["index"] == target, torch.tensor(100.0), torch.tensor(0.0))
+    replay.update_priority(batch, errors)
+    after = torch.tensor([sampler._sum_tree[i] for i in range(20)])
+    assert not torch.allclose(before, after)
+    others = [i for i in range(20) if i != target]
+    assert after[target] > 10 * after[others].max()
+    sampled = replay.sample(200)
+    assert (sampled["index"] == target).float().mean() > 0.9
+    # importance weights correct for it: the over-sampled transition weighs least
+    weights = sampled["priority_weight"]
+    assert weights[sampled["index"] == target].max() < weights[sampled["index"] != target].min()
+
+
+def test_replay_state_round_trips():
+    replay = GoalReplay(capacity=100, strategy="ratio")
+    replay.extend(transitions([5] * 10 + [6] * 10, [False] * 10 + [True] * 10))
+    state = replay.state_dict()
+    copy = GoalReplay(capacity=100, strategy="ratio")
+    copy.load_state_dict(state)
+    assert copy.sizes() == replay.sizes()
+    assert torch.equal(copy.buffers[1][:]["goal_id"], replay.buffers[1][:]["goal_id"])
+    with pytest.raises(ValueError, match="do not match"):
+        GoalReplay(capacity=100, strategy="uniform").load_state_dict(state)
+
+
+def test_bad_replay_settings_are_named():
+    with pytest.raises(ValueError, match="strategy='best'"):
+        GoalReplay(strategy="best")
+    with pytest.raises(ValueError, match="her_ratio=1.5"):
+        GoalReplay(her_ratio=1.5)

@@ -1,0 +1,171 @@
+"""Prioritized replay of n-step transitions, with the batch compositions of App. E.
+
+Transitions are tensors only (the compact state of ``episodes.py``, as produced by
+``nstep.py``): prompts are rendered from ``goal_id`` and the state when a batch is sampled, so the
+buffers stay small, can be saved in a checkpoint, and never hold text.
+
+Batch compositions (``strategy``):
+
+* ``"ratio"`` (the paper): a fixed share of each batch from relabeled transitions (``her_ratio``,
+  0.5) and the rest from the environment's own, each from its own prioritized buffer;
+* ``"prior"`` (App. E): one buffer per goal type, each batch drawing the goal types in the task
+  set's proportions (relabeled and environment transitions together);
+* ``"uniform"``: one buffer.
+
+Counts per buffer are exact (largest remainder), over the buffers that hold data. Each buffer is
+a TorchRL ``TensorDictReplayBuffer`` with a ``PrioritizedSampler``; after a loss, TD errors come
+back through :meth:`GoalReplay.update_priority`. TorchRL's ``ReplayBufferEnsemble`` draws the
+buffer of each sample at random, so its batch composition is only right on average; exact counts
+are why this small composer exists.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from torchrl.data import LazyTensorStorage, PrioritizedSampler, RandomSampler, TensorDictReplayBuffer
+
+from torchrl_glam.data.prioritized import ensure_prioritized_replay
+from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
+
+STRATEGIES = ("ratio", "prior", "uniform")
+
+
+def split_counts(batch_size: int, weights: list[float]) -> list[int]:
+    """Integer counts summing to ``batch_size`` in proportion to ``weights`` (largest remainder)."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.sum() <= 0:
+        raise ValueError("no buffer holds data to sample from")
+    exact = batch_size * weights / weights.sum()
+    counts = np.floor(exact).astype(int)
+    remainder = batch_size - counts.sum()
+    counts[np.argsort(-(exact - counts), kind="stable")[:remainder]] += 1
+    return counts.tolist()
+
+
+class GoalReplay:
+    """Replay buffers of n-step transitions and the batch composition that samples them.
+
+    Args:
+        capacity: transitions per buffer (the paper: 100,000).
+        strategy: "ratio", "prior" or "uniform" (see the module docstring).
+        her_ratio: with "ratio", the share of relabeled transitions in a batch.
+        goal_type_weights: with "prior", the proportion of each goal type (4 numbers, in
+            ``GOAL_TYPES`` order); :meth:`type_proportions` gives those of a task set.
+        prioritized: TD-error prioritized sampling (``False``: uniform within each buffer).
+        alpha, beta, eps: the ``PrioritizedSampler`` parameters.
+        catalogue: the goal grammar, for goal types.
+    """
+
+    def __init__(
+        self,
+        capacity: int = 100_000,
+        strategy: str = "ratio",
+        her_ratio: float = 0.5,
+        goal_type_weights: list[float] | None = None,
+        prioritized: bool = True,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        eps: float = 1e-6,
+        catalogue: GoalCatalogue | None = None,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy={strategy!r} is not a batch composition; choose one of {STRATEGIES}")
+        if not 0.0 <= her_ratio <= 1.0:
+            raise ValueError(f"her_ratio={her_ratio} must be in [0, 1]")
+        if capacity < 1:
+            raise ValueError(f"capacity={capacity} must be at least 1")
+        self.catalogue = catalogue or GoalCatalogue.default()
+        self.strategy, self.her_ratio = strategy, her_ratio
+        if strategy == "prior":
+            if goal_type_weights is None or len(goal_type_weights) != len(GOAL_TYPES):
+                raise ValueError(
+                    f"strategy='prior' needs goal_type_weights, one per goal type {GOAL_TYPES}: "
+                    "GoalReplay.type_proportions(goal_ids) gives those of a task set"
+                )
+            self.names = list(GOAL_TYPES)
+            self.weights = [float(w) for w in goal_type_weights]
+        elif strategy == "ratio":
+            self.names, self.weights = ["environment", "relabeled"], [1.0 - her_ratio, her_ratio]
+        else:
+            self.names, self.weights = ["all"], [1.0]
+        self.prioritized = prioritized
+        if prioritized:
+            ensure_prioritized_replay()
+        self.buffers = [
+            TensorDictReplayBuffer(
+                storage=LazyTensorStorage(capacity),
+                sampler=PrioritizedSampler(capacity, alpha=alpha, beta=beta, eps=eps)
+                if prioritized
+                else RandomSampler(),
+                priority_key="td_error",
+            )
+            for _ in self.names
+        ]
+
+    @staticmethod
+    def type_proportions(goal_ids: np.ndarray, catalogue: GoalCatalogue | None = None) -> list[float]:
+        """The share of each goal type in a task set (the "prior" weights of App. E)."""
+        types = (catalogue or GoalCatalogue.default()).goal_type[np.asarray(goal_ids)]
+        return [float((types == k).mean()) for k in range(len(GOAL_TYPES))]
+
+    def _route(self, transitions: TensorDictBase) -> torch.Tensor:
+        """The buffer index of each transition."""
+        if self.strategy == "ratio":
+            return transitions["relabeled"].long()
+        if self.strategy == "prior":
+            return torch.as_tensor(self.catalogue.goal_type[transitions["goal_id"].cpu().numpy()])
+        return torch.zeros(transitions.shape[0], dtype=torch.long)
+
+    def extend(self, transitions: TensorDictBase) -> None:
+        """Adds n-step transitions [M] (``nstep.py``), each to its buffer."""
+        route = self._route(transitions)
+        for i, buffer in enumerate(self.buffers):
+            chosen = route == i
+            if chosen.any():
+                buffer.extend(transitions[chosen])
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.buffers)
+
+    def sizes(self) -> dict[str, int]:
+        return {name: len(b) for name, b in zip(self.names, self.buffers)}
+
+    def sample(self, batch_size: int) -> TensorDictBase:
+        """A batch with the exact composition of the strategy, over the buffers that hold data.
+
+        Adds "buffer_id" (which buffer), "index" (its position there) and "priority_weight"
+        (importance-sampling weights of the prioritized sampler, 1 when uniform)."""
+        weights = [w if len(b) else 0.0 for w, b in zip(self.weights, self.buffers)]
+        if sum(weights) <= 0:  # e.g. "ratio" before any relabeled data: use what exists
+            weights = [float(len(b) > 0) for b in self.buffers]
+        counts = split_counts(batch_size, weights)
+        parts = []
+        for i, (buffer, count) in enumerate(zip(self.buffers, counts)):
+            if count == 0:
+                continue
+            part = buffer.sample(count)
+            part["buffer_id"] = torch.full((count,), i, dtype=torch.long)
+            if "priority_weight" not in part.keys():
+                part["priority_weight"] = torch.ones(count)
+            parts.append(part)
+        return torch.cat(parts)
+
+    def update_priority(self, batch: TensorDictBase, td_error: torch.Tensor) -> None:
+        """Sets the priorities of a sampled batch from its TD errors (absolute values)."""
+        if not self.prioritized:
+            return
+        td_error = td_error.detach().abs().reshape(-1).cpu()
+        for i, buffer in enumerate(self.buffers):
+            chosen = batch["buffer_id"] == i
+            if chosen.any():
+                buffer.update_priority(batch["index"][chosen], td_error[chosen])
+
+    def state_dict(self) -> dict:
+        return {"buffers": [b.state_dict() for b in self.buffers], "names": self.names}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["names"] != self.names:
+            raise ValueError(f"checkpoint buffers {state['names']} do not match this replay's {self.names}")
+        for buffer, buffer_state in zip(self.buffers, state["buffers"]):
+            buffer.load_state_dict(buffer_state)
