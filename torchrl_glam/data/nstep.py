@@ -29,9 +29,10 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float) -> TensorD
 
     Output keys: the acting state ("goal_id", "objects", "agent_on", "held", "grown"), "action",
     "relabeled", "collected_at"; under "next": the state after the window ("agent_on", "held",
-    "grown"), "reward" (the n-step return), "terminated" and "done" (terminal inside the window),
-    "nstep" (k) and "discount" (gamma^k, 0 after a terminal: the factor of the bootstrap value).
-    Reward, done, terminated and discount are [M, 1], as TorchRL's losses expect.
+    "grown"), "reward" (the n-step return), "terminated" and "done" (terminal inside the window);
+    at the root "steps_to_next_obs" (k): TorchRL's value estimators (``TD0Estimator``, used by
+    ``DiscreteSACLoss``) read it and bootstrap with gamma ** k. Reward, done and terminated are
+    [M, 1], as TorchRL's losses expect.
     """
     if n < 1:
         raise ValueError(f"n-step n={n} must be at least 1")
@@ -64,8 +65,8 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float) -> TensorD
     out["next", "reward"] = ret.unsqueeze(-1)
     out["next", "terminated"] = terminated.unsqueeze(-1)
     out["next", "done"] = terminated.unsqueeze(-1).clone()
-    out["next", "nstep"] = k
-    out["next", "discount"] = ((gamma ** k.float()) * (~terminated).float()).unsqueeze(-1)
+    # TorchRL's name for k: its TD estimators then bootstrap with gamma ** steps_to_next_obs
+    out["steps_to_next_obs"] = k
     return out[mask]
 
 
@@ -78,7 +79,7 @@ class NStepReturns(TensorDictModuleBase):
             raise ValueError(f"gamma={gamma} must be in [0, 1]")
         self.n, self.gamma = n, gamma
         self.in_keys = ["mask", ("next", "reward"), ("next", "terminated")]
-        self.out_keys = [("next", "reward"), ("next", "done"), ("next", "nstep"), ("next", "discount")]
+        self.out_keys = [("next", "reward"), ("next", "done"), ("next", "terminated"), "steps_to_next_obs"]
 
     def forward(self, episodes: TensorDictBase) -> TensorDict:
         return nstep_transitions(episodes, self.n, self.gamma)
