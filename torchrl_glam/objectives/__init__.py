@@ -1,0 +1,1 @@
+"""Losses: SAC-GLAM (and PPO-GLAM) on TorchRL losses."""

@@ -1,0 +1,1 @@
+"""Training: presets, the update, evaluation, checkpoints, logging."""

@@ -1,0 +1,202 @@
+"""Typed hyper-parameters of SAC-GLAM, named as in the paper, and the presets of its tables.
+
+``SACGLAMConfig`` holds every value; presets are named overrides of it:
+
+* ``sac_glam``: Table 2 (SAC-GLAM, no HER), the paper's Flan-T5 with LoRA and 4-bit, full task set;
+* ``sac_glam_her``: Table 3 (SAC-GLAM + HER);
+* ``cpu``: the offline tiny model on the simplified environment, runs anywhere (the default);
+* ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install.
+
+``parse_overrides(["batch_size=64", "her=false"])`` turns command-line ``key=value`` pairs into
+typed values; :meth:`SACGLAMConfig.validate` names the field of any bad value before training.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, get_type_hints
+
+from torchrl_glam.envs.playground import GOAL_SETS
+
+
+@dataclass
+class SACGLAMConfig:
+    # environment (App. A)
+    goals: str = "train"
+    num_objects: int | None = None  # None: 6, or 3 for "simplified"
+    max_steps: int = 10
+    num_envs: int = 32
+    # model (App. C): None = the offline tiny T5 built locally
+    model: str | None = None
+    lora_rank: int = 0  # 0: train all weights
+    lora_alpha: int = 32
+    quantization: str | None = None  # None, "4bit" or "8bit"
+    dtype: str = "float32"
+    device: str = "cpu"
+    normalization: str = "sum"  # "sum" of token log-probs (the paper) or "mean"
+    critic_input: str = "observation_action"  # App. B: or "observation"
+    critic_backprop: bool = True  # App. B: the critic loss trains the shared LLM weights
+    critic_width: int = 1024  # App. C: two hidden layers of 1024
+    # SAC (Table 2)
+    gamma: float = 0.99
+    actor_lr: float = 1e-4
+    critic_lr: float = 1e-4
+    alpha_init: float = 0.005
+    target_entropy: float = 0.0
+    alpha_lr: float = 2e-3
+    tau: float = 0.005  # soft update of the target heads (not given in the paper: TorchRL's default)
+    n_step: int = 3
+    update_frequency: int = 32  # environment transitions between two updates
+    num_updates: int = 2  # gradient steps per update ("2 epochs", App. D)
+    batch_size: int = 256
+    warmup_updates: int = 0  # first updates train the critic only (§2.2)
+    learning_starts: int = 256  # transitions in replay before the first update
+    max_grad_norm: float | None = None
+    # replay (App. E, F)
+    buffer_capacity: int = 100_000
+    her: bool = False
+    her_ratio: float = 0.5
+    her_max_per_episode: int | None = None  # None: every reported goal (the paper)
+    batch_strategy: str = "ratio"  # "ratio", "prior" or "uniform"
+    prioritized: bool = True
+    per_alpha: float = 0.6
+    per_beta: float = 0.4
+    # run
+    total_steps: int = 400_000  # environment steps (Figure 2)
+    eval_every: int = 10_000
+    eval_episodes: int = 128
+    log_every: int = 1_000
+    checkpoint_every: int = 10_000
+    seed: int = 0
+    run_dir: str = "runs/sac_glam"
+    loggers: list[str] = field(default_factory=lambda: ["csv"])
+
+    def validate(self) -> "SACGLAMConfig":
+        """Raises a ``ValueError`` naming the first field with a bad value."""
+        checks = {
+            "goals": self.goals in GOAL_SETS,
+            "normalization": self.normalization in ("sum", "mean"),
+            "critic_input": self.critic_input in ("observation_action", "observation"),
+            "quantization": self.quantization in (None, "4bit", "8bit"),
+            "batch_strategy": self.batch_strategy in ("ratio", "prior", "uniform"),
+            "gamma": 0.0 <= self.gamma <= 1.0,
+            "her_ratio": 0.0 <= self.her_ratio <= 1.0,
+            "n_step": self.n_step >= 1,
+            "num_envs": self.num_envs >= 1,
+            "max_steps": self.max_steps >= 1,
+            "update_frequency": self.update_frequency >= 1,
+            "num_updates": self.num_updates >= 1,
+            "batch_size": self.batch_size >= 1,
+            "buffer_capacity": self.buffer_capacity >= self.batch_size,
+            "alpha_init": self.alpha_init > 0,
+            "actor_lr": self.actor_lr > 0,
+            "critic_lr": self.critic_lr > 0,
+            "alpha_lr": self.alpha_lr >= 0,
+            "tau": 0.0 < self.tau <= 1.0,
+            "warmup_updates": self.warmup_updates >= 0,
+            "total_steps": self.total_steps >= 1,
+            "eval_every": self.eval_every >= 1,
+            "lora_rank": self.lora_rank >= 0,
+            "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
+        }
+        allowed = {
+            "goals": f"one of {GOAL_SETS}",
+            "normalization": "'sum' or 'mean'",
+            "critic_input": "'observation_action' or 'observation'",
+            "quantization": "none, '4bit' or '8bit'",
+            "batch_strategy": "'ratio', 'prior' or 'uniform'",
+            "buffer_capacity": f"at least batch_size ({self.batch_size})",
+            "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
+        }
+        for name, ok in checks.items():
+            if not ok:
+                expected = allowed.get(name, "see SACGLAMConfig")
+                raise ValueError(f"bad config value {name}={getattr(self, name)!r}: expected {expected}")
+        return self
+
+    def replace(self, **changes: Any) -> "SACGLAMConfig":
+        unknown = sorted(set(changes) - {f.name for f in fields(self)})
+        if unknown:
+            import difflib
+
+            names = [f.name for f in fields(self)]
+            hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
+            raise ValueError(f"unknown config field(s) {unknown}; did you mean {hints}?")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Table 2 (SAC-GLAM) on the full task set with Flan-T5-base, LoRA and 4-bit (App. C)
+    "sac_glam": dict(
+        goals="train", model="google/flan-t5-base", lora_rank=16, quantization="4bit", device="cuda",
+        alpha_init=0.005, target_entropy=0.0, her=False,
+    ),
+    # Table 3 (SAC-GLAM + HER)
+    "sac_glam_her": dict(
+        goals="train", model="google/flan-t5-base", lora_rank=16, quantization="4bit", device="cuda",
+        alpha_init=0.05, target_entropy=0.01, her=True,
+    ),
+    # anywhere, no download: the offline tiny model on the simplified environment (App. B)
+    "cpu": dict(
+        goals="simplified", model=None, her=True, alpha_init=0.05, target_entropy=0.01,
+        critic_width=256, total_steps=50_000, eval_every=5_000, log_every=1_000,
+        checkpoint_every=5_000, warmup_updates=50,
+    ),
+    # a first check of an install, and the end-to-end tests
+    "smoke": dict(
+        goals="simplified", model=None, her=True, alpha_init=0.05, target_entropy=0.01,
+        num_envs=8, batch_size=32, learning_starts=32, update_frequency=16, critic_width=32,
+        buffer_capacity=1_000, total_steps=400, eval_every=200, eval_episodes=16, log_every=100,
+        checkpoint_every=200, warmup_updates=2,
+    ),
+}
+
+
+def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:
+    """The config of a preset with overrides applied, validated."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+    return SACGLAMConfig().replace(**PRESETS[preset]).replace(**(overrides or {})).validate()
+
+
+def _coerce(name: str, text: str, annotation: Any) -> Any:
+    kind = str(annotation)
+    if text.lower() in ("none", "null") and "None" in kind:
+        return None
+    if kind.startswith("bool") or kind == "<class 'bool'>":
+        if text.lower() in ("true", "1", "yes", "on"):
+            return True
+        if text.lower() in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(f"bad config value {name}={text!r}: expected true or false")
+    try:
+        if "list" in kind:
+            return [item for item in text.split(",") if item]
+        if "int" in kind and "float" not in kind:
+            return int(text.replace("_", ""))
+        if "float" in kind:
+            return float(text)
+    except ValueError:
+        raise ValueError(f"bad config value {name}={text!r}: expected {kind}") from None
+    return text
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by the config's fields."""
+    hints = get_type_hints(SACGLAMConfig)
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
+        name, text = pair.split("=", 1)
+        if name not in hints:
+            SACGLAMConfig().replace(**{name: None})  # raises with the nearest field names
+        out[name] = _coerce(name, text, hints[name])
+    return out
