@@ -1,4 +1,5 @@
 """Prioritized replay and the batch compositions of App. E."""
+import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
@@ -93,3 +94,21 @@ def test_bad_replay_settings_are_named():
         GoalReplay(strategy="best")
     with pytest.raises(ValueError, match="her_ratio=1.5"):
         GoalReplay(her_ratio=1.5)
+
+
+def test_priorities_survive_a_checkpoint_as_plain_tensors(tmp_path):
+    replay = GoalReplay(capacity=50, strategy="uniform", alpha=1.0)
+    replay.extend(transitions(list(range(10)), [False] * 10))
+    batch = replay.sample(10)
+    replay.update_priority(batch, torch.arange(10).float())
+    torch.save(replay.state_dict(), tmp_path / "replay.pt")
+    copy = GoalReplay(capacity=50, strategy="uniform", alpha=1.0)
+    copy.load_state_dict(torch.load(tmp_path / "replay.pt", weights_only=False))
+    trees = [r.buffers[0].sampler._sum_tree for r in (replay, copy)]
+    assert torch.equal(trees[0][torch.arange(50)], trees[1][torch.arange(50)])
+    draws = []
+    for r in (replay, copy):  # the sampler draws from numpy's and torch's global generators
+        np.random.seed(0)
+        torch.manual_seed(0)
+        draws.append(r.sample(16)["index"])
+    assert torch.equal(*draws)

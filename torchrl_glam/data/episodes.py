@@ -62,6 +62,14 @@ class EpisodeAssembler:
             self._steps[b] = []
         return torch.stack(episodes)
 
+    def state_dict(self) -> dict:
+        """The episodes in progress (for checkpoints)."""
+        return {"steps": [list(steps) for steps in self._steps], "env_steps": self.env_steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._steps = [list(steps) for steps in state["steps"]]
+        self.env_steps = state["env_steps"]
+
     def _flatten(self, step: TensorDictBase) -> TensorDict:
         out = TensorDict({k: step[k] for k in STEP_KEYS}, batch_size=step.batch_size)
         for k in NEXT_KEYS:

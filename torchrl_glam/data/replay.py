@@ -162,10 +162,33 @@ class GoalReplay:
                 buffer.update_priority(batch["index"][chosen], td_error[chosen])
 
     def state_dict(self) -> dict:
-        return {"buffers": [b.state_dict() for b in self.buffers], "names": self.names}
+        """Storages, writers and priorities. The priorities are saved as tensors, not as the
+        C++ segment-tree objects (whose class depends on which build of torchrl's extension
+        loaded), so a checkpoint moves between machines."""
+        buffers = []
+        for buffer in self.buffers:
+            state = buffer.state_dict()
+            if self.prioritized:
+                sampler = dict(state["_sampler"])
+                index = torch.arange(buffer.sampler._max_capacity)
+                for tree in ("_sum_tree", "_min_tree"):
+                    sampler[tree] = getattr(buffer.sampler, tree)[index].clone()
+                state["_sampler"] = sampler
+            buffers.append(state)
+        return {"buffers": buffers, "names": self.names}
 
     def load_state_dict(self, state: dict) -> None:
         if state["names"] != self.names:
             raise ValueError(f"checkpoint buffers {state['names']} do not match this replay's {self.names}")
         for buffer, buffer_state in zip(self.buffers, state["buffers"]):
+            buffer_state = dict(buffer_state)
+            trees = {}
+            if self.prioritized:
+                sampler = dict(buffer_state["_sampler"])
+                trees = {name: sampler.pop(name) for name in ("_sum_tree", "_min_tree")}
+                # keep this buffer's own (freshly built) trees, then fill them with the priorities
+                sampler["_sum_tree"], sampler["_min_tree"] = buffer.sampler._sum_tree, buffer.sampler._min_tree
+                buffer_state["_sampler"] = sampler
             buffer.load_state_dict(buffer_state)
+            for name, values in trees.items():
+                getattr(buffer.sampler, name)[torch.arange(len(values))] = values

@@ -183,6 +183,7 @@ class PlaygroundTextEnv(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase API
     def _set_seed(self, seed: int | None) -> None:
+        self.seed_value = seed  # the last seed given (None: fresh entropy)
         self.rng = np.random.default_rng(seed)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
@@ -240,6 +241,29 @@ class PlaygroundTextEnv(EnvBase):
         terminated = torch.as_tensor(result.terminated, device=self.device).unsqueeze(-1)
         truncated = torch.as_tensor(result.truncated, device=self.device).unsqueeze(-1)
         out.update({"terminated": terminated, "truncated": truncated, "done": terminated | truncated})
+        return out
+
+    def state_dict(self) -> dict:
+        """Scenes, social partner memory and the sampler's generator: a checkpoint resumes exactly."""
+        return {
+            "rules": self.rules.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "seed": self.seed_value,
+            "achieved": [list(a) for a in self._achieved],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rules.load_state_dict(state["rules"])
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        self.seed_value = state["seed"]
+        self._achieved = [list(a) for a in state["achieved"]]
+
+    def observation(self) -> TensorDictBase:
+        """The current observation of every sub-environment (e.g. after :meth:`load_state_dict`)."""
+        out = self._observation()
+        done = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
+        out.update({"done": done, "terminated": done.clone(), "truncated": done.clone()})
         return out
 
     # ------------------------------------------------------------------ output

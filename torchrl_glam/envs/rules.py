@@ -188,6 +188,24 @@ class PlaygroundRules:
         self._singles_done[b] = {}
         self._sequential_done[b] = set()
 
+    _STATE = ("objects", "agent_on", "held", "grown", "goal_id", "steps", "_singles_done", "_sequential_done")
+
+    def state_dict(self) -> dict:
+        """The full state of every scene, social partner memory included (for checkpoints)."""
+        import copy
+
+        return {name: copy.deepcopy(getattr(self, name)) for name in self._STATE}
+
+    def load_state_dict(self, state: dict) -> None:
+        import copy
+
+        if state["objects"].shape != self.objects.shape:
+            raise ValueError(
+                f"saved scenes have shape {state['objects'].shape}, this environment {self.objects.shape}"
+            )
+        for name in self._STATE:
+            setattr(self, name, copy.deepcopy(state[name]))
+
     # ------------------------------------------------------------------ step
     def action_mask(self) -> np.ndarray:
         """bool [B, N+2]: every action is legal but "Go to" the held object."""

@@ -1,0 +1,158 @@
+"""SAC-GLAM (Gaven et al. 2024): Soft Actor-Critic with hindsight relabeling for an LLM agent.
+
+    python examples/sac_glam.py                          # the "cpu" preset: runs anywhere, offline
+    python examples/sac_glam.py --preset sac_glam_her    # Table 3 (Flan-T5, LoRA, 4-bit, GPU)
+    python examples/sac_glam.py batch_size=64 her=false  # any field of SACGLAMConfig
+    python examples/sac_glam.py --run-dir runs/a --resume  # continue exactly where it stopped
+
+The loop follows the paper's algorithm: act with the LLM policy in 32 environments; at the end of
+each episode add its n-step transitions (and, with HER, its sections relabeled with the goals the
+social partner reported) to prioritized replay; every ``update_frequency`` transitions take
+``num_updates`` gradient steps of DiscreteSACLoss on batches of ``batch_size``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from torchrl_glam.data.episodes import EpisodeAssembler
+from torchrl_glam.training.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from torchrl_glam.training.config import PRESETS, make_config, parse_overrides
+from torchrl_glam.training.evaluation import evaluate
+from torchrl_glam.training.factories import (
+    NonFiniteLossError,
+    SACGLAMUpdater,
+    act,
+    make_agent,
+    make_env,
+    make_episode_processing,
+    make_replay,
+)
+from torchrl_glam.training.logging import RunLogger
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
+    parser.add_argument("--run-dir", default=None, help="where logs and checkpoints go (run_dir=...)")
+    parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
+    args = parser.parse_args(argv)
+    overrides = parse_overrides(args.overrides)
+    if args.run_dir:
+        overrides["run_dir"] = args.run_dir
+    return make_config(args.preset, overrides), args
+
+
+def main(argv=None) -> int:
+    cfg, args = parse_args(argv)
+    torch.manual_seed(cfg.seed)
+
+    # ---- the environment, the agent (LLM scorer + actor + twin heads + loss), replay
+    env = make_env(cfg)
+    num_actions = env.num_objects + 2
+    agent = make_agent(cfg, num_actions)
+    replay = make_replay(cfg)
+    her, nstep = make_episode_processing(cfg)
+    updater = SACGLAMUpdater(agent, replay, cfg)
+    assembler = EpisodeAssembler(cfg.num_envs, cfg.max_steps)
+    eval_envs = {
+        "train": make_env(cfg, num_envs=cfg.eval_episodes, seed=10_000 + cfg.seed, goal_sampling="by_type"),
+        "held_out": make_env(cfg, num_envs=cfg.eval_episodes, goals="held_out", seed=20_000 + cfg.seed),
+    }
+
+    # ---- resume: everything that changes during a run is in the checkpoint
+    state = load_checkpoint(cfg.run_dir) if args.resume else None
+    wall_offset = 0.0
+    if state is not None:
+        agent.load_state_dict(state["agent"])
+        updater.load_state_dict(state["updater"])
+        replay.load_state_dict(state["replay"])
+        env.load_state_dict(state["env"])
+        assembler.load_state_dict(state["assembler"])
+        if her is not None:
+            her.generator.set_state(state["her_generator"])
+        set_rng_state(state["rng"])
+        wall_offset = state["wall_seconds"]
+        td = env.observation()
+        print(f"resumed from {cfg.run_dir} at {assembler.env_steps} environment steps")
+    else:
+        td = env.reset()
+    logger = RunLogger(cfg, resume=state is not None)
+    start = time.perf_counter() - wall_offset
+
+    def checkpoint():
+        save_checkpoint(
+            {
+                "agent": agent.state_dict(),
+                "updater": updater.state_dict(),
+                "replay": replay.state_dict(),
+                "env": env.state_dict(),
+                "assembler": assembler.state_dict(),
+                "her_generator": her.generator.get_state() if her is not None else None,
+                "rng": rng_state(),
+                "wall_seconds": time.perf_counter() - start,
+                "config": cfg.to_dict(),
+            },
+            cfg.run_dir,
+        )
+
+    recent = deque(maxlen=200)  # recent episode successes, for the progress bar
+    progress = tqdm(total=cfg.total_steps, initial=assembler.env_steps, disable=args.no_progress,
+                    unit="step", dynamic_ncols=True)
+    try:
+        while assembler.env_steps < cfg.total_steps:
+            # ---- act in every environment with the current policy
+            act(agent, td)
+            step, td = env.step_and_maybe_reset(td)
+            episodes = assembler.add(step)
+            progress.update(cfg.num_envs)
+
+            # ---- finished episodes -> (hindsight relabeling) -> n-step transitions -> replay
+            if episodes is not None:
+                logger.episodes(episodes, assembler.env_steps)
+                recent.extend(episodes["next", "terminated"].any(-1).tolist())
+                if her is not None:
+                    episodes = her(episodes)
+                replay.extend(nstep(episodes))
+
+            # ---- every update_frequency transitions: num_updates gradient steps
+            steps = assembler.env_steps
+            if steps % cfg.update_frequency < cfg.num_envs and len(replay) >= cfg.learning_starts:
+                for _ in range(cfg.num_updates):
+                    metrics = updater.step()
+                    logger.update(metrics, steps, replay)
+
+            if steps % cfg.log_every < cfg.num_envs:
+                logger.flush(steps, time.perf_counter() - start)
+                progress.set_postfix(success=f"{sum(recent) / max(len(recent), 1):.2f}",
+                                     updates=updater.updates)
+            if steps % cfg.eval_every < cfg.num_envs or steps >= cfg.total_steps:
+                for name, eval_env in eval_envs.items():
+                    logger.evaluation(name, evaluate(lambda t, greedy: act(agent, t, greedy), eval_env),
+                                      steps, time.perf_counter() - start)
+            if steps % cfg.checkpoint_every < cfg.num_envs or steps >= cfg.total_steps:
+                checkpoint()
+    except NonFiniteLossError as err:
+        progress.close()
+        print(f"stopped: {err}. The last good checkpoint is kept in {cfg.run_dir}; resume from it "
+              "with --resume after changing the settings (e.g. a lower learning rate).", file=sys.stderr)
+        return 1
+    progress.close()
+    final = logger.last_evaluation
+    print(f"done: {assembler.env_steps} steps, {updater.updates} updates, "
+          f"{time.perf_counter() - start:.0f} s; greedy success "
+          + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success")))
+    print(f"logs and checkpoint in {Path(cfg.run_dir).resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

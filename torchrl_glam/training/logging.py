@@ -1,0 +1,105 @@
+"""What a SAC-GLAM run logs, through TorchRL's loggers (CSV always; TensorBoard, W&B if asked for
+and installed), against environment steps, with the wall seconds logged beside every flush.
+
+Scalars: ``train/success`` and ``train/success/<goal type>`` (episodes finished since the last
+flush), ``train/episode_length``, the losses, ``alpha``, ``entropy``, ``q_value``,
+``replay/relabeled_share`` (of the buffer), ``batch/relabeled_share``, ``batch/age`` (environment
+steps since the sampled transitions were collected), ``time/wall_seconds``,
+``time/steps_per_second``, and ``eval/<train|held_out>/success[/<goal type>]``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.record.loggers import CSVLogger, Logger
+
+from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
+from torchrl_glam.training.config import SACGLAMConfig
+
+
+def make_loggers(cfg: SACGLAMConfig) -> list[Logger]:
+    """TorchRL loggers writing under ``run_dir``; optional backends only when installed."""
+    run_dir = Path(cfg.run_dir)
+    loggers: list[Logger] = [CSVLogger(exp_name="logs", log_dir=str(run_dir))]
+    if "tensorboard" in cfg.loggers and importlib.util.find_spec("tensorboard"):
+        from torchrl.record.loggers import TensorboardLogger
+
+        loggers.append(TensorboardLogger(exp_name="tensorboard", log_dir=str(run_dir)))
+    if "wandb" in cfg.loggers and importlib.util.find_spec("wandb"):
+        from torchrl.record.loggers import WandbLogger
+
+        loggers.append(WandbLogger(exp_name=run_dir.name, save_dir=str(run_dir), config=cfg.to_dict()))
+    return loggers
+
+
+class RunLogger:
+    """Accumulates episode and update statistics and writes their means at each flush."""
+
+    def __init__(self, cfg: SACGLAMConfig, resume: bool = False) -> None:
+        run_dir = Path(cfg.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(cfg.to_json())
+        self.loggers = make_loggers(cfg)
+        self.catalogue = GoalCatalogue.default()
+        self._sums: dict[str, float] = defaultdict(float)
+        self._counts: dict[str, int] = defaultdict(int)
+        self._last_flush: tuple[int, float] | None = None
+        self.last_evaluation: dict[str, float] = {}
+        self._replay_share = 0.0
+        self._env_steps = 0
+
+    def _add(self, name: str, value: float, count: int = 1) -> None:
+        self._sums[name] += value
+        self._counts[name] += count
+
+    def _log(self, name: str, value: float, step: int) -> None:
+        for logger in self.loggers:
+            logger.log_scalar(name, value, step=step)
+
+    def episodes(self, episodes: TensorDictBase, env_steps: int) -> None:
+        """Success and length of finished episodes (before relabeling)."""
+        success = episodes["next", "terminated"].any(-1).float()
+        length = episodes["mask"].sum(-1).float()
+        types = torch.as_tensor(self.catalogue.goal_type[episodes["goal_id"][:, 0].cpu().numpy()])
+        self._add("train/success", success.sum().item(), len(success))
+        self._add("train/episode_length", length.sum().item(), len(length))
+        for k, name in enumerate(GOAL_TYPES):
+            chosen = types == k
+            if chosen.any():
+                self._add(f"train/success/{name}", success[chosen].sum().item(), int(chosen.sum()))
+
+    def update(self, metrics: dict[str, float], env_steps: int, replay) -> None:
+        for name, value in metrics.items():
+            if name == "batch_collected_at":
+                self._add("batch/age", env_steps - value)
+            elif name == "batch_relabeled":
+                self._add("batch/relabeled_share", value)
+            else:
+                self._add(name, value)
+        sizes = replay.sizes()
+        self._replay_share = sizes.get("relabeled", 0) / max(sum(sizes.values()), 1)
+
+    def flush(self, env_steps: int, wall_seconds: float) -> None:
+        for name, total in self._sums.items():
+            self._log(name, total / max(self._counts[name], 1), env_steps)
+        self._sums.clear()
+        self._counts.clear()
+        self._log("replay/relabeled_share", self._replay_share, env_steps)
+        self._log("time/wall_seconds", wall_seconds, env_steps)
+        if self._last_flush is not None:
+            steps, seconds = env_steps - self._last_flush[0], wall_seconds - self._last_flush[1]
+            self._log("time/steps_per_second", steps / max(seconds, 1e-9), env_steps)
+        self._last_flush = (env_steps, wall_seconds)
+
+    def evaluation(self, name: str, results: dict[str, float], env_steps: int, wall_seconds: float) -> None:
+        for key, value in results.items():
+            self._log(f"eval/{name}/{key}", value, env_steps)
+            self.last_evaluation[f"{name}/{key}"] = value
+        self._log("time/wall_seconds", wall_seconds, env_steps)
+        with open(Path(self.loggers[0].log_dir) / "evaluations.jsonl", "a") as f:
+            f.write(json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n")
