@@ -44,7 +44,7 @@ def parse_args(argv=None):
     parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may come before or after the flags
     overrides = parse_overrides(args.overrides)
     if args.run_dir:
         overrides["run_dir"] = args.run_dir

@@ -9,16 +9,20 @@ gradient checkpointing, described by one :class:`LLMConfig`.
 :mod:`torchrl_glam.modules.offline`). peft and bitsandbytes are imported only when LoRA or
 quantisation is asked for.
 
-About quantised models and ``eval()`` (the "bitsandbytes trap"): bitsandbytes' 4-bit layers on CPU
-repack their weights the first time they run in inference mode (``module.training is False`` and no
-grad required); the repacked weights are then used by every later forward, including training ones,
-whose LoRA gradients come out silently all zero. So :func:`load_llm` leaves the model in train mode
-and the scorer never calls ``eval()`` on it: dropout is switched off once at load time instead
-(``LLMConfig.disable_dropout``), which is what ``eval()`` was needed for.
+About quantised models and ``eval()`` (the "bitsandbytes trap", bitsandbytes 0.50 on CPUs with
+AVX512-BF16): a 4-bit layer that runs with ``module.training is False`` on an input that does not
+require grad repacks its weights, once and for good, into a CPU inference layout. Every later
+forward, training ones included, then goes through a kernel (``gemv_4bit``) with no autograd
+support: the backward pass stops there and the LoRA weights below get no gradient, with only a
+PyTorch warning. So :func:`load_llm` leaves the model in train mode and the scorer never lets a
+quantised LLM go to eval mode; dropout is switched off once at load time instead
+(``LLMConfig.disable_dropout``), which is all ``eval()`` was needed for. Acting under
+``torch.no_grad()`` in train mode is safe (no repack).
 """
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
@@ -165,7 +169,11 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
             gradient_checkpointing_kwargs={"use_reentrant": False},
         )
     elif config.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        # transformers 5 renamed gradient_checkpointing_enable (deprecated) to activation_checkpointing_enable
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
     if config.lora_rank > 0:
         from peft import LoraConfig, TaskType, get_peft_model
@@ -177,7 +185,9 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
                             else config.lora_target_modules),
             task_type=TaskType.SEQ_2_SEQ_LM if is_encoder_decoder else TaskType.CAUSAL_LM,
         )
-        model = get_peft_model(model, lora)
+        with warnings.catch_warnings():  # peft reads a deprecated transformers attribute
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            model = get_peft_model(model, lora)
     elif config.quantization is not None:
         raise ValueError("a quantised model can only be trained through LoRA: set lora_rank > 0")
 

@@ -41,7 +41,7 @@ class RunLogger:
     """Accumulates episode and update statistics and writes their means at each flush."""
 
     def __init__(self, cfg: SACGLAMConfig, resume: bool = False) -> None:
-        run_dir = Path(cfg.run_dir)
+        self.run_dir = run_dir = Path(cfg.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(cfg.to_json())
         self.loggers = make_loggers(cfg)
@@ -101,5 +101,5 @@ class RunLogger:
             self._log(f"eval/{name}/{key}", value, env_steps)
             self.last_evaluation[f"{name}/{key}"] = value
         self._log("time/wall_seconds", wall_seconds, env_steps)
-        with open(Path(self.loggers[0].log_dir) / "evaluations.jsonl", "a") as f:
+        with open(self.run_dir / "evaluations.jsonl", "a") as f:
             f.write(json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n")

@@ -1,0 +1,95 @@
+"""The offline tiny models: tokenizer, determinism, save/load round trip, near-uniform initial policy,
+the cached default path and the command line."""
+import os
+import threading
+
+import torch
+
+from torchrl_glam.envs.vocabulary import vocabulary_words
+from torchrl_glam.modules import LLMConfig, default_tiny_model_path, load_llm
+from torchrl_glam.modules.offline import build_tiny_model, build_word_tokenizer, main
+
+
+def test_word_tokenizer_splits_words_and_punctuation(kind):
+    tokenizer = build_word_tokenizer(kind)
+    text = "Goal: Grow red living_thing then grasp any blue thing\nYou see: green water, red cat\nAction: "
+    tokens = tokenizer.convert_ids_to_tokens(tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert tokens[:2] == ["Goal", ":"] and "living_thing" in tokens and tokens[-2:] == ["Action", ":"]
+    assert tokens.count(",") == 1 and tokenizer.unk_token not in tokens
+    assert all(tokenizer.convert_tokens_to_ids(word) != tokenizer.unk_token_id for word in vocabulary_words())
+    assert tokenizer.pad_token_id == 0 and tokenizer.eos_token_id == 1
+
+
+def test_build_is_deterministic(tmp_path):
+    first = load_llm(LLMConfig(str(build_tiny_model(tmp_path / "a", "t5", seed=0)))).model.state_dict()
+    second = load_llm(LLMConfig(str(build_tiny_model(tmp_path / "b", "t5", seed=0)))).model.state_dict()
+    other = load_llm(LLMConfig(str(build_tiny_model(tmp_path / "c", "t5", seed=1)))).model.state_dict()
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    assert not all(torch.equal(first[name], other[name]) for name in first)
+
+
+def test_round_trip_through_save_pretrained(kind, tiny_paths, make_scorer_for, playground_batch, tmp_path):
+    scorer = make_scorer_for(tiny_paths[kind], lora_rank=0)
+    with torch.no_grad():  # give the weights a non-initial state, as after training
+        for parameter in scorer.model.parameters():
+            parameter.add_(0.01 * torch.randn_like(parameter))
+    scorer.model.save_pretrained(tmp_path / "saved")
+    scorer.tokenizer.save_pretrained(tmp_path / "saved")
+    reloaded = make_scorer_for(tmp_path / "saved")
+    batch = playground_batch(3, 4, uneven=True)
+    with torch.no_grad():
+        for before, after in zip(scorer(*batch), reloaded(*batch)):
+            assert torch.equal(before, after)
+
+
+def test_initial_policy_is_close_to_uniform(kind, tiny_paths, make_scorer_for, playground_batch):
+    """Per-token distributions are near uniform, so candidates of equal token length are near
+    equiprobable, and the per-token mean score gives a near-uniform policy over all candidates.
+    (With the paper's summed score, a near-uniform LM prefers short candidates: "Grasp" is one token,
+    "Go to red cat" four.)"""
+    prompts, actions, mask = playground_batch(8, 6, seed=3, uneven=True)
+    scorer = make_scorer_for(tiny_paths[kind])
+    with torch.no_grad():
+        summed = scorer(prompts, actions, mask)[0]
+        mean = make_scorer_for(tiny_paths[kind], normalization="mean")(prompts, actions, mask)[0]
+        logits = (scorer.model(input_ids=scorer.tokenizer(prompts[:1], return_tensors="pt")["input_ids"],
+                               **({"decoder_input_ids": torch.zeros(1, 1, dtype=torch.long)} if kind == "t5" else {}))
+                  .logits[0, -1])
+    assert logits.std() < 0.2  # a default T5 init gives ~11
+    go_to = summed[:, :6].softmax(-1)  # the six 4-token "Go to <colour> <type>" candidates
+    assert (go_to.max(-1).values / go_to.min(-1).values).max() < 1.5
+    policy = mean.softmax(-1)
+    assert (policy.max(-1).values / policy.min(-1).values).max() < 1.5
+
+
+def test_default_path_builds_once_under_concurrency(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path / "cache"))
+    paths, errors = [], []
+
+    def build():
+        try:
+            paths.append(default_tiny_model_path("t5"))
+        except Exception as error:  # surfaced below
+            errors.append(error)
+
+    threads = [threading.Thread(target=build) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(set(paths)) == 1
+    path = paths[0]
+    assert path.parent == tmp_path / "cache" and (path / "config.json").exists()
+    assert os.listdir(tmp_path / "cache") == [path.name]  # no staging directory left behind
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    assert default_tiny_model_path("t5") == path
+    assert (path / "model.safetensors").stat().st_mtime_ns == stamp  # not rebuilt
+    # the offline default is what LLMConfig(name_or_path=None) loads
+    assert load_llm(LLMConfig()).model.config.d_model == 64
+
+
+def test_command_line_builds_a_loadable_model(tmp_path, capsys):
+    main(["--out", str(tmp_path / "llama"), "--kind", "llama"])
+    assert "LLMConfig(name_or_path=" in capsys.readouterr().out
+    llm = load_llm(LLMConfig(str(tmp_path / "llama")))
+    assert not llm.is_encoder_decoder and llm.model.config.hidden_size == 64

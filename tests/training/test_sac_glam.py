@@ -1,0 +1,151 @@
+"""SAC-GLAM end to end: the loss's gradient paths, the critic warm-up, the example script (smoke
+run, exact resume, a NaN stop)."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchrl_glam.data.episodes import EpisodeAssembler
+from torchrl_glam.data.her import relabel_episodes
+from torchrl_glam.data.nstep import nstep_transitions
+from torchrl_glam.data.replay import GoalReplay
+from torchrl_glam.training.config import make_config
+from torchrl_glam.training.factories import SACGLAMUpdater, make_agent, make_env
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sac_glam.py"
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("sac_glam_example", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def filled_replay():
+    """Random-play transitions of the simplified environment, with HER."""
+    env = make_env(make_config("smoke"), num_envs=16)
+    assembler = EpisodeAssembler(16, env.max_steps)
+    replay = GoalReplay(capacity=5_000, strategy="ratio")
+    td = env.reset()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(30):
+        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
+        step, td = env.step_and_maybe_reset(td)
+        episodes = assembler.add(step)
+        if episodes is not None:
+            replay.extend(nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99))
+    return replay
+
+
+def llm_grad_norm(agent, loss):
+    params = agent.llm_parameters()
+    grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+    return sum(g.abs().sum().item() for g in grads if g is not None)
+
+
+@pytest.mark.parametrize("critic_input", ["observation_action", "observation"])
+def test_gradient_paths_of_the_losses(filled_replay, critic_input):
+    torch.manual_seed(0)
+    batch = filled_replay.sample(32)
+    for backprop in (True, False):
+        cfg = make_config("smoke", {"critic_input": critic_input, "critic_backprop": backprop})
+        agent = make_agent(cfg, num_actions=5)
+        out = agent(batch)
+        critic_to_llm = llm_grad_norm(agent, out["loss_qvalue"])
+        assert (critic_to_llm > 0) == backprop, (critic_input, backprop, critic_to_llm)
+        assert llm_grad_norm(agent, out["loss_actor"]) > 0  # the actor learns through the scores
+        heads = torch.autograd.grad(out["loss_actor"], agent.head_parameters(), allow_unused=True)
+        assert all(g is None or g.abs().sum() == 0 for g in heads)  # the actor loss leaves Q alone
+        assert out["td_error"].shape == (32,)
+
+
+def test_critic_warmup_leaves_the_actor_untouched(filled_replay):
+    cfg = make_config("smoke", {"warmup_updates": 2, "batch_size": 16})
+    agent = make_agent(cfg, num_actions=5)
+    updater = SACGLAMUpdater(agent, filled_replay, cfg)
+    llm = [p.detach().clone() for p in agent.llm_parameters()]
+    heads = [p.detach().clone() for p in agent.head_parameters()]
+    alpha = agent.sac.log_alpha.detach().clone()
+    for _ in range(2):
+        assert updater.step()["warmup"] == 1.0
+    assert all(torch.equal(a, b) for a, b in zip(llm, agent.llm_parameters()))
+    assert torch.equal(alpha, agent.sac.log_alpha)
+    assert any(not torch.equal(a, b) for a, b in zip(heads, agent.head_parameters()))
+    assert updater.step()["warmup"] == 0.0
+    assert any(not torch.equal(a, b) for a, b in zip(llm, agent.llm_parameters()))
+
+
+def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
+    cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0})
+    agent = make_agent(cfg, num_actions=5)
+    targets = agent.sac.target_qvalue_network_params
+    llm_numel = sum(p.numel() for p in agent.scorer.parameters())
+    assert sum(p.numel() for p in targets.values(True, True)) < llm_numel
+    before = targets.clone()
+    SACGLAMUpdater(agent, filled_replay, cfg).step()
+    assert not torch.equal(before.flatten_keys()[list(before.flatten_keys().keys())[0]],
+                           targets.flatten_keys()[list(targets.flatten_keys().keys())[0]])
+
+
+@pytest.mark.slow
+def test_smoke_run_of_the_example(tmp_path):
+    run = tmp_path / "run"
+    code = load_example().main(["--preset", "smoke", "--run-dir", str(run), "--no-progress"])
+    assert code == 0
+    assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["her"]
+    scalars = run / "logs" / "scalars"
+    for name in ["loss_qvalue", "alpha", "entropy", "q_value", "train/success", "batch/relabeled_share",
+                 "replay/relabeled_share", "time/wall_seconds", "eval/train/success", "eval/held_out/success"]:
+        assert (scalars / f"{name}.csv").exists(), name
+    evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    assert {e["set"] for e in evaluations} == {"train", "held_out"}
+
+
+def _losses(run):
+    rows = (run / "logs" / "scalars" / "loss_qvalue.csv").read_text().splitlines()
+    return [tuple(map(float, row.split(","))) for row in rows]
+
+
+@pytest.mark.slow
+def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
+    example = load_example()
+    common = ["--preset", "smoke", "--no-progress", "log_every=8", "eval_every=96", "checkpoint_every=96"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert example.main(common + ["--run-dir", str(straight), "total_steps=192"]) == 0
+    assert example.main(common + ["--run-dir", str(resumed), "total_steps=96"]) == 0
+    assert example.main(common + ["--run-dir", str(resumed), "total_steps=192", "--resume"]) == 0
+    a, b = _losses(straight), _losses(resumed)
+    assert len(a) == len(b) and any(step > 96 for step, _ in a)
+    for (step_a, loss_a), (step_b, loss_b) in zip(a, b):
+        assert step_a == step_b and loss_a == pytest.approx(loss_b, rel=1e-5, abs=1e-7)
+    final = [torch.load(run / "checkpoint.pt", weights_only=False) for run in (straight, resumed)]
+    for key, value in final[0]["agent"].items():
+        assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
+
+
+@pytest.mark.slow
+def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
+    from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+
+    forward, calls = SACGLAMLoss.forward, {"n": 0}
+
+    def poisoned(self, batch, warmup=False):
+        out = forward(self, batch, warmup)
+        calls["n"] += 1
+        if calls["n"] > 12:
+            out["loss_qvalue"] = out["loss_qvalue"] * float("nan")
+        return out
+
+    monkeypatch.setattr(SACGLAMLoss, "forward", poisoned)
+    run = tmp_path / "run"
+    code = load_example().main(["--preset", "smoke", "--run-dir", str(run), "--no-progress",
+                                "checkpoint_every=64", "eval_every=1000"])
+    assert code == 1
+    assert "non-finite loss" in capsys.readouterr().err
+    saved = torch.load(run / "checkpoint.pt", weights_only=False)
+    assert saved["updater"]["updates"] <= 12
+    assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
