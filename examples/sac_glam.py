@@ -22,7 +22,13 @@ import torch
 from tqdm import tqdm
 
 from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.training.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from torchrl_glam.training.checkpoint import (
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    seed_everything,
+    set_rng_state,
+)
 from torchrl_glam.training.config import PRESETS, make_config, parse_overrides
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import (
@@ -53,7 +59,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     cfg, args = parse_args(argv)
-    torch.manual_seed(cfg.seed)
+    seed_everything(cfg.seed)
 
     # ---- the environment, the agent (LLM scorer + actor + twin heads + loss), replay
     env = make_env(cfg)

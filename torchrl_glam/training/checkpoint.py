@@ -44,6 +44,13 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
+def seed_everything(seed: int) -> None:
+    """Seeds Python's, numpy's (TorchRL's prioritized sampler draws from it) and torch's generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
 def rng_state() -> dict:
     """The states of Python's, numpy's and torch's global generators."""
     return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
