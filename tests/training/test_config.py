@@ -1,0 +1,50 @@
+"""Presets and command-line overrides of the SAC-GLAM config."""
+import pytest
+
+from torchrl_glam.training.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
+
+
+def test_paper_presets_follow_tables_2_and_3():
+    table2 = make_config("sac_glam")
+    assert (table2.update_frequency, table2.num_updates, table2.batch_size, table2.gamma) == (32, 2, 256, 0.99)
+    assert (table2.actor_lr, table2.critic_lr, table2.alpha_lr, table2.n_step) == (1e-4, 1e-4, 2e-3, 3)
+    assert (table2.alpha_init, table2.target_entropy, table2.her) == (0.005, 0.0, False)
+    assert (table2.buffer_capacity, table2.num_envs, table2.goals) == (100_000, 32, "train")
+    table3 = make_config("sac_glam_her")
+    assert (table3.alpha_init, table3.target_entropy, table3.her, table3.her_ratio) == (0.05, 0.01, True, 0.5)
+    assert make_config().model is None and make_config().goals == "simplified"  # the cpu default
+    assert set(PRESETS) >= {"sac_glam", "sac_glam_her", "cpu", "smoke"}
+
+
+def test_overrides_are_typed():
+    overrides = parse_overrides(["batch_size=64", "her=false", "model=none", "gamma=0.9", "loggers=csv,tensorboard"])
+    assert overrides == {"batch_size": 64, "her": False, "model": None, "gamma": 0.9,
+                         "loggers": ["csv", "tensorboard"]}
+    assert make_config("cpu", overrides).batch_size == 64
+
+
+@pytest.mark.parametrize(
+    "pairs, message",
+    [
+        (["batch_size=lots"], "batch_size='lots'"),
+        (["her=maybe"], "her='maybe'"),
+        (["bach_size=3"], "unknown config field.*batch_size"),
+        (["batch_size"], "not key=value"),
+    ],
+)
+def test_bad_overrides_name_the_field(pairs, message):
+    with pytest.raises(ValueError, match=message):
+        parse_overrides(pairs)
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [({"goals": "test"}, "goals"), ({"gamma": 1.5}, "gamma"), ({"batch_strategy": "best"}, "batch_strategy"),
+     ({"buffer_capacity": 10}, "buffer_capacity"), ({"n_step": 0}, "n_step")],
+)
+def test_bad_values_fail_before_training_naming_the_field(changes, field):
+    with pytest.raises(ValueError, match=f"bad config value {field}="):
+        make_config("cpu", changes)
+    with pytest.raises(ValueError, match="unknown preset"):
+        make_config("fast")
+    assert SACGLAMConfig().validate().warmup_updates == 100
