@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     state = load_checkpoint(cfg.run_dir) if args.resume else None
     wall_offset = 0.0
     if state is not None:
-        agent.load_state_dict(state["agent"])
+        agent.load_trainable_state_dict(state["agent"])
         updater.load_state_dict(state["updater"])
         replay.load_state_dict(state["replay"])
         env.load_state_dict(state["env"])
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     def checkpoint():
         save_checkpoint(
             {
-                "agent": agent.state_dict(),
+                "agent": agent.trainable_state_dict(),
                 "updater": updater.state_dict(),
                 "replay": replay.state_dict(),
                 "env": env.state_dict(),

@@ -149,3 +149,18 @@ def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, m
     saved = torch.load(run / "checkpoint.pt", weights_only=False)
     assert saved["updater"]["updates"] <= 12
     assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
+
+
+def test_lora_checkpoints_hold_the_adapters_not_the_frozen_base_model():
+    cfg = make_config("smoke", {"lora_rank": 4})
+    agent = make_agent(cfg, num_actions=5)
+    state = agent.trainable_state_dict()
+    assert any("lora_" in k for k in state) and any(k.startswith("sac.") for k in state)
+    frozen = [k for k, p in agent.named_parameters() if not p.requires_grad]
+    assert frozen and not set(frozen) & set(state)
+    other = make_agent(cfg, num_actions=5)
+    other.load_trainable_state_dict({k: v + 1 if v.is_floating_point() else v for k, v in state.items()})
+    lora = next(k for k in state if "lora_" in k)
+    assert torch.equal(other.state_dict()[lora], state[lora] + 1)
+    with pytest.raises(ValueError, match="does not fit this agent"):
+        make_agent(make_config("smoke"), num_actions=5).load_trainable_state_dict(state)

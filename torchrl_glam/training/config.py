@@ -73,7 +73,8 @@ class SACGLAMConfig:
     checkpoint_every: int = 10_000
     seed: int = 0
     run_dir: str = "runs/sac_glam"
-    loggers: list[str] = field(default_factory=lambda: ["csv"])
+    # CSV always; TensorBoard when installed; W&B only when asked for (it needs a login)
+    loggers: list[str] = field(default_factory=lambda: ["csv", "tensorboard"])
 
     def validate(self) -> "SACGLAMConfig":
         """Raises a ``ValueError`` naming the first field with a bad value."""
