@@ -4,6 +4,7 @@
     python examples/sac_glam.py --preset sac_glam_her    # Table 3 (Flan-T5, LoRA, 4-bit, GPU)
     python examples/sac_glam.py batch_size=64 her=false  # any field of SACGLAMConfig
     python examples/sac_glam.py --run-dir runs/a --resume  # continue exactly where it stopped
+    torchrun --nproc-per-node 4 examples/sac_glam.py ...   # data parallel (or the Slurm launcher)
 
 The loop follows the paper's algorithm: act with the LLM policy in 32 environments; at the end of
 each episode add its n-step transitions (and, with HER, its sections relabeled with the goals the
@@ -30,6 +31,7 @@ from torchrl_glam.training.checkpoint import (
     set_rng_state,
 )
 from torchrl_glam.training.config import PRESETS, make_config, parse_overrides
+from torchrl_glam.training.distributed import all_true, any_true, broadcast_parameters, init_distributed
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import (
     NonFiniteLossError,
@@ -41,6 +43,9 @@ from torchrl_glam.training.factories import (
     make_replay,
 )
 from torchrl_glam.training.logging import RunLogger
+from torchrl_glam.training.preemption import STOP, stop_on_signals
+
+PREEMPTED = 3  # exit code of a run stopped early with its checkpoint written (resume with --resume)
 
 
 def parse_args(argv=None):
@@ -59,23 +64,30 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     cfg, args = parse_args(argv)
-    seed_everything(cfg.seed)
+    rank, world = init_distributed(cfg.device)  # several processes: data parallel (see distributed.py)
+    if cfg.num_envs % world or cfg.batch_size % world:
+        raise ValueError(f"num_envs={cfg.num_envs} and batch_size={cfg.batch_size} must divide by the {world} ranks")
+    main_rank = rank == 0
+    seed_everything(cfg.seed)  # the same initial weights on every rank
 
     # ---- the environment, the agent (LLM scorer + actor + twin heads + loss), replay
-    env = make_env(cfg)
+    env = make_env(cfg, num_envs=cfg.num_envs // world, seed=cfg.seed + 1000 * rank)
     num_actions = env.num_objects + 2
     agent = make_agent(cfg, num_actions)
+    broadcast_parameters(agent.parameters())
     replay = make_replay(cfg)
     her, nstep = make_episode_processing(cfg)
     updater = SACGLAMUpdater(agent, replay, cfg)
-    assembler = EpisodeAssembler(cfg.num_envs, cfg.max_steps)
+    assembler = EpisodeAssembler(env.num_envs, cfg.max_steps)
     eval_envs = {
         "train": make_env(cfg, num_envs=cfg.eval_episodes, seed=10_000 + cfg.seed, goal_sampling="by_type"),
         "held_out": make_env(cfg, num_envs=cfg.eval_episodes, goals="held_out", seed=20_000 + cfg.seed),
     }
+    seed_everything(cfg.seed + rank)  # ranks act and sample differently
 
-    # ---- resume: everything that changes during a run is in the checkpoint
-    state = load_checkpoint(cfg.run_dir) if args.resume else None
+    # ---- resume: everything that changes during a run is in the checkpoint (one file per rank)
+    checkpoint_dir = Path(cfg.run_dir) / ("" if main_rank else f"rank{rank}")
+    state = load_checkpoint(checkpoint_dir) if args.resume else None
     wall_offset = 0.0
     if state is not None:
         agent.load_trainable_state_dict(state["agent"])
@@ -88,10 +100,10 @@ def main(argv=None) -> int:
         set_rng_state(state["rng"])
         wall_offset = state["wall_seconds"]
         td = env.observation()
-        print(f"resumed from {cfg.run_dir} at {assembler.env_steps} environment steps")
+        print(f"rank {rank}: resumed from {checkpoint_dir} at {assembler.env_steps * world} environment steps")
     else:
         td = env.reset()
-    logger = RunLogger(cfg, resume=state is not None)
+    logger = RunLogger(cfg, resume=state is not None) if main_rank else None
     start = time.perf_counter() - wall_offset
 
     def checkpoint():
@@ -107,56 +119,67 @@ def main(argv=None) -> int:
                 "wall_seconds": time.perf_counter() - start,
                 "config": cfg.to_dict(),
             },
-            cfg.run_dir,
+            checkpoint_dir,
         )
 
+    stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
     recent = deque(maxlen=200)  # recent episode successes, for the progress bar
-    progress = tqdm(total=cfg.total_steps, initial=assembler.env_steps, disable=args.no_progress,
-                    unit="step", dynamic_ncols=True)
+    progress = tqdm(total=cfg.total_steps, initial=assembler.env_steps * world, unit="step",
+                    disable=args.no_progress or not main_rank, dynamic_ncols=True)
+    steps = assembler.env_steps * world  # environment steps over all ranks
     try:
-        while assembler.env_steps < cfg.total_steps:
+        while steps < cfg.total_steps:
             # ---- act in every environment with the current policy
             act(agent, td)
             step, td = env.step_and_maybe_reset(td)
             episodes = assembler.add(step)
+            steps = assembler.env_steps * world
             progress.update(cfg.num_envs)
 
             # ---- finished episodes -> (hindsight relabeling) -> n-step transitions -> replay
             if episodes is not None:
-                logger.episodes(episodes, assembler.env_steps)
+                if logger:
+                    logger.episodes(episodes, steps)
                 recent.extend(episodes["next", "terminated"].any(-1).tolist())
                 if her is not None:
                     episodes = her(episodes)
                 replay.extend(nstep(episodes))
 
             # ---- every update_frequency transitions: num_updates gradient steps
-            steps = assembler.env_steps
-            if steps % cfg.update_frequency < cfg.num_envs and len(replay) >= cfg.learning_starts:
+            if steps % cfg.update_frequency < cfg.num_envs and all_true(len(replay) >= cfg.learning_starts // world):
                 for _ in range(cfg.num_updates):
-                    metrics = updater.step()
-                    logger.update(metrics, steps, replay)
+                    metrics = updater.step(cfg.batch_size // world)
+                    if logger:
+                        logger.update(metrics, steps, replay)
 
-            if steps % cfg.log_every < cfg.num_envs:
+            if logger and steps % cfg.log_every < cfg.num_envs:
                 logger.flush(steps, time.perf_counter() - start)
                 progress.set_postfix(success=f"{sum(recent) / max(len(recent), 1):.2f}",
                                      updates=updater.updates)
-            if steps % cfg.eval_every < cfg.num_envs or steps >= cfg.total_steps:
+            if main_rank and (steps % cfg.eval_every < cfg.num_envs or steps >= cfg.total_steps):
                 for name, eval_env in eval_envs.items():
                     logger.evaluation(name, evaluate(lambda t, greedy: act(agent, t, greedy), eval_env),
                                       steps, time.perf_counter() - start)
             if steps % cfg.checkpoint_every < cfg.num_envs or steps >= cfg.total_steps:
                 checkpoint()
+            if any_true(STOP.requested):  # preemption, time limit, Ctrl-C: save and return
+                checkpoint()
+                progress.close()
+                print(f"rank {rank}: stopped at {steps} environment steps; checkpoint in {checkpoint_dir}")
+                STOP.acknowledge()
+                return PREEMPTED
     except NonFiniteLossError as err:
         progress.close()
         print(f"stopped: {err}. The last good checkpoint is kept in {cfg.run_dir}; resume from it "
               "with --resume after changing the settings (e.g. a lower learning rate).", file=sys.stderr)
         return 1
     progress.close()
-    final = logger.last_evaluation
-    print(f"done: {assembler.env_steps} steps, {updater.updates} updates, "
-          f"{time.perf_counter() - start:.0f} s; greedy success "
-          + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success")))
-    print(f"logs and checkpoint in {Path(cfg.run_dir).resolve()}")
+    if main_rank:
+        final = logger.last_evaluation
+        print(f"done: {steps} steps, {updater.updates} updates, "
+              f"{time.perf_counter() - start:.0f} s; greedy success "
+              + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success")))
+        print(f"logs and checkpoint in {Path(cfg.run_dir).resolve()}")
     return 0
 
 

@@ -151,6 +151,7 @@ class SACGLAMLoss(nn.Module):
         Returns "loss_qvalue", "loss_actor", "loss_alpha" (scalars), "td_error" [B] (for the
         priorities), and diagnostics "alpha", "entropy", "q_value".
         """
+        batch = batch.to(next(self.scorer.parameters()).device)  # replay lives on the CPU
         obs = self.score(batch)
         with torch.no_grad():
             nxt = self.score(batch, next_obs=True)

@@ -15,6 +15,7 @@ from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss, render_observations
 from torchrl_glam.training.config import SACGLAMConfig
+from torchrl_glam.training.distributed import all_true, average_gradients
 
 
 class NonFiniteLossError(RuntimeError):
@@ -114,6 +115,7 @@ class SACGLAMUpdater:
         self.critic_optimizer = torch.optim.Adam(agent.head_parameters(), lr=cfg.critic_lr)
         self.alpha_optimizer = torch.optim.Adam([agent.sac.log_alpha], lr=cfg.alpha_lr)
         self.target_updater = agent.make_target_updater(cfg.tau)
+        self.parameters = agent.llm_parameters() + agent.head_parameters() + [agent.sac.log_alpha]
         self.updates = 0
 
     def step(self, batch_size: int | None = None) -> dict[str, float]:
@@ -121,7 +123,7 @@ class SACGLAMUpdater:
         warmup = self.updates < self.cfg.warmup_updates
         out = self.agent(batch, warmup=warmup)
         loss = out["loss_qvalue"] if warmup else out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]
-        if not torch.isfinite(loss):
+        if not all_true(torch.isfinite(loss).item()):  # every rank stops together
             raise NonFiniteLossError(
                 f"non-finite loss at update {self.updates}: "
                 + ", ".join(f"{k}={out[k].item():.4g}" for k in ("loss_qvalue", "loss_actor", "loss_alpha"))
@@ -130,8 +132,9 @@ class SACGLAMUpdater:
         for optimizer in (self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer):
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        average_gradients(self.parameters)  # data parallel: the same step on every rank
         if self.cfg.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(self.agent.llm_parameters() + self.agent.head_parameters(), self.cfg.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(self.parameters[:-1], self.cfg.max_grad_norm)
         for optimizer in optimizers:
             optimizer.step()
         self.target_updater.step()

@@ -1,0 +1,55 @@
+"""Stopping a training loop cleanly: at its next iteration boundary, with a checkpoint written.
+
+Slurm preemption and time limits arrive as signals. Saving from inside a signal handler could
+catch the loop in the middle of an optimiser step (a torn checkpoint), so the handler only asks
+(:meth:`StopRequest.request`); the loop checks :attr:`StopRequest.requested` between iterations,
+writes its checkpoint, and acknowledges. The Slurm launcher runs the loop in a worker thread and
+waits for that acknowledgement before requeueing the job; a plain ``python examples/...`` run
+installs :func:`stop_on_signals` so that Ctrl-C or SIGTERM also end with a checkpoint.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+
+
+class StopRequest:
+    def __init__(self) -> None:
+        self._requested = threading.Event()
+        self._stopped = threading.Event()
+
+    def request(self) -> None:
+        self._requested.set()
+
+    @property
+    def requested(self) -> bool:
+        return self._requested.is_set()
+
+    def acknowledge(self) -> None:
+        """Called by the loop once its checkpoint is written and it is about to return."""
+        self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._stopped.wait(timeout)
+
+    def reset(self) -> None:
+        self._requested.clear()
+        self._stopped.clear()
+
+
+#: The process-wide request the training scripts check.
+STOP = StopRequest()
+
+
+def stop_on_signals(signals=(signal.SIGINT, signal.SIGTERM)) -> None:
+    """Turns these signals into a stop request (main thread only; a second Ctrl-C still kills)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum, frame):
+        if STOP.requested:
+            signal.default_int_handler(signum, frame)
+        STOP.request()
+
+    for sig in signals:
+        signal.signal(sig, handler)
