@@ -1,0 +1,5 @@
+import sys
+
+from torchrl_glam.launch.launcher import main
+
+sys.exit(main())

@@ -1,0 +1,154 @@
+"""Submit training runs to Slurm (or run them locally) with submitit.
+
+    python -m torchrl_glam.launch --seeds 0-3 --preset cpu total_steps=50000
+    python -m torchrl_glam.launch --sweep slurm/sweeps/critic_designs.yaml --slurm-config slurm/cluster.yaml
+    python -m torchrl_glam.launch --seeds 0-1 --preset smoke --local --wait
+
+All the runs of one command form one Slurm array job (one task per run: grid x seeds). Slurm
+settings come from a YAML file (``--slurm-config``, see ``slurm/cluster.yaml``) and command-line
+flags, which win. Each run writes under ``<runs-root>/<name>/<variant>/seed<k>``: its config
+(``config.json``), logs, checkpoint, and ``launch.json`` (the command and the Slurm job).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import submitit
+import yaml
+
+from torchrl_glam.launch.job import TrainingJob
+from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
+from torchrl_glam.training.config import parse_overrides
+
+SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
+    "partition": "slurm_partition",
+    "account": "slurm_account",
+    "qos": "slurm_qos",
+    "time": "timeout_min",
+    "gpus_per_node": "gpus_per_node",
+    "cpus_per_task": "cpus_per_task",
+    "mem_gb": "mem_gb",
+    "nodes": "nodes",
+    "tasks_per_node": "tasks_per_node",
+    "array_parallelism": "slurm_array_parallelism",
+    "signal_delay_s": "slurm_signal_delay_s",
+}
+
+
+def examples_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "examples"
+
+
+def script_of(algorithm: str, scripts: Path | None = None) -> Path:
+    script = (scripts or examples_dir()) / f"{algorithm}.py"
+    if not script.exists():
+        raise FileNotFoundError(
+            f"no training script {script} for algorithm {algorithm!r}: launch from a source checkout "
+            f"(pip install -e .) or pass --scripts DIR holding {algorithm}.py"
+        )
+    return script
+
+
+def slurm_parameters(config_file: str | None, flags: dict[str, Any], extra_sbatch: list[str]) -> dict[str, Any]:
+    """submitit parameters from a YAML file and command-line flags (flags win)."""
+    settings: dict[str, Any] = {}
+    if config_file:
+        with open(config_file) as f:
+            settings = yaml.safe_load(f) or {}
+    sbatch = dict(settings.pop("sbatch", None) or {})
+    unknown = set(settings) - set(SLURM_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown Slurm settings {sorted(unknown)} in {config_file}; known: {sorted(SLURM_FIELDS)} and sbatch")
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    for pair in extra_sbatch:
+        if "=" not in pair:
+            raise ValueError(f"--sbatch {pair!r} is not KEY=VALUE (e.g. constraint=v100-32g)")
+        key, value = pair.split("=", 1)
+        sbatch[key] = value
+    params = {SLURM_FIELDS[k]: v for k, v in settings.items() if v is not None}
+    if sbatch:
+        params["slurm_additional_parameters"] = sbatch
+    return params
+
+
+def make_executor(folder: str | Path, params: dict[str, Any], local: bool = False) -> submitit.Executor:
+    """An executor on Slurm (``cluster="slurm"``) or on this machine (``local``)."""
+    executor = submitit.AutoExecutor(folder=str(folder), cluster="local" if local else "slurm")
+    if local:
+        params = {k: v for k, v in params.items() if not k.startswith("slurm_") and k != "nodes"}
+        params.setdefault("timeout_min", 60)
+    executor.update_parameters(**params)
+    return executor
+
+
+def submit(runs: list[RunSpec], executor: submitit.Executor, scripts: Path | None = None) -> list[submitit.Job]:
+    """Submits every run as one array job; writes each run's ``launch.json``."""
+    jobs_input = [TrainingJob(script_of(run.algorithm, scripts), run.argv()) for run in runs]
+    with executor.batch():
+        jobs = [executor.submit(job) for job in jobs_input]
+    for run, job in zip(runs, jobs):
+        Path(run.run_dir).mkdir(parents=True, exist_ok=True)
+        (Path(run.run_dir) / "launch.json").write_text(json.dumps({
+            "job_id": job.job_id, "algorithm": run.algorithm, "preset": run.preset, "seed": run.seed,
+            "overrides": run.overrides, "argv": run.argv(),
+        }, indent=2, default=str))
+    return jobs
+
+
+def build_runs(args) -> list[RunSpec]:
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None
+    if args.sweep:
+        return load_sweep(args.sweep, args.runs_root, seeds)
+    overrides = parse_overrides(args.overrides)
+    name = args.name or args.preset
+    return [RunSpec(name, args.algorithm, args.preset, overrides, seed,
+                    str(Path(args.runs_root) / name / f"seed{seed}")) for seed in seeds or [0]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algorithm", default="sac_glam", help="examples/<algorithm>.py")
+    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--seeds", default=None, help="e.g. 0-3 or 0,2,5 (default: the sweep's, or 0)")
+    parser.add_argument("--sweep", default=None, help="a sweep file (slurm/sweeps/*.yaml)")
+    parser.add_argument("--name", default=None, help="folder of the runs (default: the preset)")
+    parser.add_argument("--runs-root", default="runs")
+    parser.add_argument("--scripts", type=Path, default=None, help="folder of the training scripts")
+    parser.add_argument("--slurm-config", default=None, help="YAML of Slurm settings (slurm/cluster.yaml)")
+    parser.add_argument("--local", action="store_true", help="run with submitit's local executor")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs, submit nothing")
+    parser.add_argument("--wait", action="store_true", help="wait for the jobs and report")
+    for flag, kind in [("partition", str), ("account", str), ("qos", str), ("time", int), ("gpus_per_node", int),
+                       ("cpus_per_task", int), ("mem_gb", float), ("nodes", int), ("tasks_per_node", int),
+                       ("array_parallelism", int)]:
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, default=None)
+    parser.add_argument("--sbatch", action="append", default=[], help="extra sbatch option KEY=VALUE")
+    parser.add_argument("overrides", nargs="*", help="config field=value for every run")
+    args = parser.parse_intermixed_args(argv)
+
+    runs = build_runs(args)
+    if args.dry_run:
+        for run in runs:
+            print(run.run_dir, "::", run.algorithm, " ".join(run.argv()))
+        print(f"{len(runs)} runs")
+        return 0
+    flags = {k: getattr(args, k) for k in SLURM_FIELDS if hasattr(args, k)}
+    params = slurm_parameters(args.slurm_config, flags, args.sbatch)
+    executor = make_executor(Path(args.runs_root) / "submitit" / "%j", params, local=args.local)
+    jobs = submit(runs, executor, args.scripts)
+    print(f"submitted {len(jobs)} runs: job {jobs[0].job_id.split('_')[0]}")
+    if args.wait:
+        failed = 0
+        for run, job in zip(runs, jobs):
+            try:
+                job.result()
+                print(f"done   {run.run_dir}")
+            except Exception as err:  # noqa: BLE001 - report every failure, then exit non-zero
+                failed += 1
+                print(f"FAILED {run.run_dir}: {err}", file=sys.stderr)
+        return int(failed > 0)
+    return 0

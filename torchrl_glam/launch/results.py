@@ -1,0 +1,164 @@
+"""Aggregate run directories into the paper's Figure 2 panels and a CSV summary.
+
+    python -m torchrl_glam.launch.results runs/figure2 --out docs/results/figure2
+
+Every run directory below the given paths (a folder holding ``evaluations.jsonl``) is one seed;
+runs are grouped by their variant (the folder above ``seed<k>``, or ``--group-by config``: the
+config without seed and run_dir). For each group and evaluation set (training / held-out goals):
+greedy success against environment steps and against wall seconds, mean ± std over seeds, overall
+and per goal type. Writes ``success_vs_steps.png``, ``success_vs_seconds.png``,
+``success_by_goal_type.png``, ``curves.csv`` (every point) and ``summary.csv`` (final values).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from torchrl_glam.envs import GOAL_TYPES
+
+
+def find_runs(paths: list[str | Path]) -> list[Path]:
+    runs = []
+    for path in paths:
+        path = Path(path)
+        if (path / "evaluations.jsonl").exists():
+            runs.append(path)
+        runs.extend(p.parent for p in sorted(path.rglob("evaluations.jsonl")) if p.parent != path)
+    return sorted(set(runs))
+
+
+def load_run(run: Path) -> dict:
+    evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines() if line]
+    config = json.loads((run / "config.json").read_text()) if (run / "config.json").exists() else {}
+    return {"run": run, "config": config, "evaluations": evaluations}
+
+
+def group_of(run: dict, group_by: str) -> str:
+    if group_by == "config":
+        config = {k: v for k, v in run["config"].items() if k not in ("seed", "run_dir")}
+        return json.dumps(config, sort_keys=True)
+    path = run["run"]
+    return path.parent.name if path.name.startswith("seed") else path.name
+
+
+def curves(runs: list[dict], eval_set: str, metric: str) -> dict[str, dict]:
+    """Per group: steps, seconds, and the metric per seed on the steps all seeds share."""
+    out = {}
+    by_group: dict[str, list[dict]] = defaultdict(list)
+    for run in runs:
+        by_group[run["group"]].append(run)
+    for group, members in by_group.items():
+        series = []
+        for run in members:
+            points = {e["env_steps"]: (e["wall_seconds"], e.get(metric)) for e in run["evaluations"]
+                      if e["set"] == eval_set and e.get(metric) is not None}
+            if points:
+                series.append(points)
+        if not series:
+            continue
+        steps = sorted(set.intersection(*(set(s) for s in series)))
+        if not steps:
+            continue
+        values = np.array([[s[t][1] for t in steps] for s in series])
+        seconds = np.array([[s[t][0] for t in steps] for s in series]).mean(0)
+        out[group] = {"steps": np.array(steps), "seconds": seconds, "values": values}
+    return out
+
+
+def plot(data: dict[str, dict], x: str, title: str, path: Path, ax=None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(6, 4))
+    for group, d in sorted(data.items()):
+        mean, std = d["values"].mean(0), d["values"].std(0)
+        xs = d["steps"] if x == "steps" else d["seconds"]
+        ax.plot(xs, mean, label=f"{group} (n={len(d['values'])})")
+        ax.fill_between(xs, mean - std, mean + std, alpha=0.2)
+    ax.set_xlabel("environment steps" if x == "steps" else "wall seconds")
+    ax.set_ylabel("success rate")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if own:
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+
+
+def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [load_run(r) for r in find_runs(paths)]
+    if not runs:
+        raise FileNotFoundError(f"no run directories (with evaluations.jsonl) under {[str(p) for p in paths]}")
+    for run in runs:
+        run["group"] = group_of(run, group_by)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sets = sorted({e["set"] for run in runs for e in run["evaluations"]})
+
+    for x, name in [("steps", "success_vs_steps.png"), ("seconds", "success_vs_seconds.png")]:
+        fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4), squeeze=False)
+        for ax, eval_set in zip(axes[0], sets):
+            plot(curves(runs, eval_set, "success"), x, f"{eval_set} goals", out / name, ax=ax)
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=120)
+        plt.close(fig)
+
+    types = [t for t in GOAL_TYPES if any(f"success/{t}" in e for r in runs for e in r["evaluations"])]
+    fig, axes = plt.subplots(1, max(len(types), 1), figsize=(5 * max(len(types), 1), 4), squeeze=False)
+    for ax, goal_type in zip(axes[0], types):
+        plot(curves(runs, sets[0] if "train" not in sets else "train", f"success/{goal_type}"), "steps",
+             goal_type, out / "success_by_goal_type.png", ax=ax)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "success_by_goal_type.png", dpi=120)
+    plt.close(fig)
+
+    metrics = ["success"] + [f"success/{t}" for t in types]
+    with open(out / "curves.csv", "w", newline="") as f_curves, open(out / "summary.csv", "w", newline="") as f_sum:
+        curve_rows, summary = csv.writer(f_curves), csv.writer(f_sum)
+        curve_rows.writerow(["group", "set", "metric", "env_steps", "wall_seconds", "mean", "std", "seeds"])
+        summary.writerow(["group", "set", "metric", "final_env_steps", "final_wall_seconds", "mean", "std",
+                          "best_mean", "seeds"])
+        for eval_set in sets:
+            for metric in metrics:
+                for group, d in sorted(curves(runs, eval_set, metric).items()):
+                    mean, std = d["values"].mean(0), d["values"].std(0)
+                    for i, step in enumerate(d["steps"]):
+                        curve_rows.writerow([group, eval_set, metric, int(step), round(float(d["seconds"][i]), 1),
+                                             round(float(mean[i]), 4), round(float(std[i]), 4), len(d["values"])])
+                    summary.writerow([group, eval_set, metric, int(d["steps"][-1]), round(float(d["seconds"][-1]), 1),
+                                      round(float(mean[-1]), 4), round(float(std[-1]), 4),
+                                      round(float(mean.max()), 4), len(d["values"])])
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="+", help="run directories or folders holding them")
+    parser.add_argument("--out", required=True, help="folder for the PNG and CSV files")
+    parser.add_argument("--group-by", choices=["variant", "config"], default="variant")
+    args = parser.parse_args(argv)
+    out = aggregate(args.paths, args.out, args.group_by)
+    print(f"wrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
