@@ -1,0 +1,100 @@
+"""Sweep files expand to the expected grids; Slurm settings merge; results aggregate exactly."""
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from torchrl_glam.launch.launcher import main as launch_main
+from torchrl_glam.launch.launcher import slurm_parameters
+from torchrl_glam.launch.results import aggregate
+from torchrl_glam.launch.sweeps import expand_sweep, load_sweep, parse_seeds
+
+SLURM = Path(__file__).resolve().parents[2] / "slurm"
+
+
+def test_parse_seeds():
+    assert parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("0,2,5-6") == [0, 2, 5, 6]
+    assert parse_seeds(4) == [4]
+    with pytest.raises(ValueError, match="bad seed range"):
+        parse_seeds("3-1")
+
+
+def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
+    runs = load_sweep(SLURM / "sweeps" / "critic_designs.yaml", tmp_path)
+    assert len(runs) == 4 * 2
+    designs = {(r.overrides["critic_input"], r.overrides["critic_backprop"]) for r in runs}
+    assert designs == {("observation_action", True), ("observation_action", False),
+                       ("observation", True), ("observation", False)}
+    assert all(r.overrides["goals"] == "simplified" and r.preset == "sac_glam_her" for r in runs)
+    run = next(r for r in runs if r.overrides["critic_input"] == "observation" and not r.overrides["critic_backprop"])
+    assert Path(run.run_dir).relative_to(tmp_path).parts[:2] == (
+        "critic_designs", "critic_input-observation__critic_backprop-false")
+    assert len({r.run_dir for r in runs}) == len(runs)
+    argv = run.argv()
+    assert "--resume" in argv and "critic_backprop=false" in argv and f"seed={run.seed}" in argv
+
+
+@pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
+                                          ("nstep_capacity", 5 * 4), ("figure2", 2 * 4), ("cpu_figure2", 2 * 3)])
+def test_every_sweep_file_expands(tmp_path, name, count):
+    runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
+    assert len(runs) == count
+    assert load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[7])[0].seed == 7
+
+
+def test_variants_and_grid_combine_and_bad_sweeps_are_named(tmp_path):
+    runs = expand_sweep({"name": "x", "variants": {"a": {"preset": "smoke"}, "b": {"her": False}},
+                         "grid": {"n_step": [1, 3]}, "seeds": "0-1"}, tmp_path)
+    assert len(runs) == 2 * 2 * 2
+    assert {r.name for r in runs} == {"a__n_step-1", "a__n_step-3", "b__n_step-1", "b__n_step-3"}
+    assert {r.preset for r in runs if r.name.startswith("a")} == {"smoke"}
+    with pytest.raises(ValueError, match="unknown sweep keys"):
+        expand_sweep({"grids": {}}, tmp_path)
+    with pytest.raises(ValueError, match="non-empty list"):
+        expand_sweep({"grid": {"n_step": 3}}, tmp_path)
+
+
+def test_dry_run_lists_the_runs(tmp_path, capsys):
+    assert launch_main(["--seeds", "0-2", "--preset", "smoke", "--runs-root", str(tmp_path), "--dry-run",
+                        "total_steps=64"]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs" in out and "total_steps=64" in out and str(tmp_path / "smoke" / "seed2") in out
+
+
+def test_slurm_settings_from_yaml_and_flags(tmp_path):
+    params = slurm_parameters(str(SLURM / "cluster.yaml"), {"partition": "gpu", "time": 30}, ["constraint=v100"])
+    assert params["slurm_partition"] == "gpu" and params["timeout_min"] == 30
+    assert params["tasks_per_node"] == 4 and params["gpus_per_node"] == 4
+    assert params["slurm_additional_parameters"] == {"constraint": "v100"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("partitions: gpu\n")
+    with pytest.raises(ValueError, match="unknown Slurm settings"):
+        slurm_parameters(str(bad), {}, [])
+
+
+def _fake_run(root, variant, seed, values):
+    run = root / variant / f"seed{seed}"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"seed": seed}))
+    lines = [json.dumps({"env_steps": 100 * (i + 1), "wall_seconds": 10.0 * (i + 1), "set": "train",
+                         "success": v, "success/grasp": v}) for i, v in enumerate(values)]
+    (run / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_results_aggregate_mean_and_std_over_seeds(tmp_path):
+    _fake_run(tmp_path / "runs", "her", 0, [0.2, 0.6])
+    _fake_run(tmp_path / "runs", "her", 1, [0.4, 0.8])
+    _fake_run(tmp_path / "runs", "no_her", 0, [0.1, 0.1])
+    out = aggregate([tmp_path / "runs"], tmp_path / "out")
+    for name in ["success_vs_steps.png", "success_vs_seconds.png", "success_by_goal_type.png"]:
+        assert (out / name).stat().st_size > 1000
+    rows = list(csv.DictReader(open(out / "summary.csv")))
+    her = next(r for r in rows if r["group"] == "her" and r["metric"] == "success")
+    assert (float(her["mean"]), float(her["std"]), int(her["seeds"])) == (0.7, 0.1, 2)
+    assert int(her["final_env_steps"]) == 200 and float(her["final_wall_seconds"]) == 20.0
+    curve = [r for r in csv.DictReader(open(out / "curves.csv")) if r["group"] == "her" and r["metric"] == "success"]
+    assert [float(r["mean"]) for r in curve] == [0.3, 0.7]
+    with pytest.raises(FileNotFoundError, match="no run directories"):
+        aggregate([tmp_path / "nothing"], tmp_path / "out2")
