@@ -26,29 +26,9 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, SoftUpdate, ValueEstimators
 
-from torchrl_glam.envs import GoalCatalogue, render_batch
-from torchrl_glam.modules import (
-    ACTION_HIDDEN_KEY,
-    PROMPT_HIDDEN_KEY,
-    SCORES_KEY,
-    LLMScorer,
-    make_actor,
-    make_critic_heads,
-)
-
-
-def action_mask_from_held(held: torch.Tensor, num_actions: int) -> torch.Tensor:
-    """The environment's action mask from the compact state: "Go to" the held object is illegal."""
-    mask = torch.ones(*held.shape, num_actions, dtype=torch.bool, device=held.device)
-    holding = held >= 0
-    mask[holding, held[holding]] = False
-    return mask
-
-
-def render_observations(goal_id, objects, agent_on, held, grown, catalogue=None):
-    """Prompts [B], candidates [B][A] and action mask [B, A] of compact states."""
-    prompts, actions = render_batch(goal_id, objects, agent_on, held, grown, catalogue)
-    return prompts, actions, action_mask_from_held(held, objects.shape[-1] + 2)
+from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.modules import LLMScorer, make_actor, make_critic_heads
+from torchrl_glam.objectives.common import score_states
 
 
 class SACGLAMLoss(nn.Module):
@@ -131,19 +111,7 @@ class SACGLAMLoss(nn.Module):
     # ------------------------------------------------------------------ forward
     def score(self, batch: TensorDictBase, next_obs: bool = False):
         """Scores and hidden states of the observation (or next observation) of a compact batch."""
-        prefix = ("next",) if next_obs else ()
-        state = [batch[prefix + (k,)] for k in ("agent_on", "held", "grown")]
-        prompts, actions, mask = render_observations(
-            batch["goal_id"], batch["objects"], *state, catalogue=self.catalogue
-        )
-        mask = mask.to(batch["goal_id"].device)
-        scores, action_hidden, prompt_hidden = self.scorer(prompts, actions, mask)
-        return {
-            SCORES_KEY: scores,
-            "action_mask": mask,
-            ACTION_HIDDEN_KEY: action_hidden,
-            PROMPT_HIDDEN_KEY: prompt_hidden,
-        }
+        return score_states(self.scorer, batch, next_obs, self.catalogue)
 
     def forward(self, batch: TensorDictBase, warmup: bool = False) -> TensorDict:
         """Losses of a batch of compact n-step transitions.

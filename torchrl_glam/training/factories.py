@@ -13,7 +13,8 @@ from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
-from torchrl_glam.objectives.sac_glam import SACGLAMLoss, render_observations
+from torchrl_glam.objectives.common import render_observations
+from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.config import SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, average_gradients
 
@@ -86,8 +87,10 @@ def make_episode_processing(cfg: SACGLAMConfig):
 
 
 @torch.no_grad()
-def act(agent: SACGLAMLoss, td: TensorDictBase, greedy: bool = False) -> TensorDictBase:
-    """Writes "action" into an environment tensordict: a sample of the policy (or its mode)."""
+def act(agent, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = False) -> TensorDictBase:
+    """Writes "action" into an environment tensordict: a sample of the policy (or its mode), and
+    with ``with_log_prob`` its log-probability ("sample_log_prob", for PPO). ``agent`` is any
+    objective holding a ``scorer`` and a ``catalogue`` (SAC-GLAM or PPO-GLAM)."""
     prompts, actions, _ = render_observations(
         td["goal_id"], td["objects"], td["agent_on"], td["held"], td["grown"], agent.catalogue
     )
@@ -95,10 +98,13 @@ def act(agent: SACGLAMLoss, td: TensorDictBase, greedy: bool = False) -> TensorD
     device = next(agent.scorer.parameters()).device
     scores = agent.scorer(prompts, actions, mask.to(device))[0].cpu()
     if greedy:
-        action = scores.masked_fill(~mask, -math.inf).argmax(-1)
-    else:
-        action = MaskedCategorical(logits=scores, mask=mask, neg_inf=MASKED_LOGIT).sample()
-    return td.set("action", action)
+        return td.set("action", scores.masked_fill(~mask, -math.inf).argmax(-1))
+    dist = MaskedCategorical(logits=scores, mask=mask, neg_inf=MASKED_LOGIT)
+    action = dist.sample()
+    td.set("action", action)
+    if with_log_prob:
+        td.set("sample_log_prob", dist.log_prob(action))
+    return td
 
 
 class SACGLAMUpdater:

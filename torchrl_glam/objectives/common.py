@@ -1,0 +1,40 @@
+"""What every GLAM objective does first: render a batch of compact states and score it.
+
+The replay buffers and rollouts hold compact integer states (``torchrl_glam.data``); the LLM
+needs text. Both SAC-GLAM and PPO-GLAM go through :func:`score_states`, so the prompts an agent is
+trained on are exactly those it acted on.
+"""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+from torchrl_glam.envs import GoalCatalogue, render_batch
+from torchrl_glam.modules import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, SCORES_KEY, LLMScorer
+
+
+def action_mask_from_held(held: torch.Tensor, num_actions: int) -> torch.Tensor:
+    """The environment's action mask from the compact state: "Go to" the held object is illegal."""
+    mask = torch.ones(*held.shape, num_actions, dtype=torch.bool, device=held.device)
+    holding = held >= 0
+    mask[holding, held[holding]] = False
+    return mask
+
+
+def render_observations(goal_id, objects, agent_on, held, grown, catalogue=None):
+    """Prompts [B], candidates [B][A] and action mask [B, A] of compact states."""
+    prompts, actions = render_batch(goal_id, objects, agent_on, held, grown, catalogue)
+    return prompts, actions, action_mask_from_held(held, objects.shape[-1] + 2)
+
+
+def score_states(
+    scorer: LLMScorer, batch: TensorDictBase, next_obs: bool = False, catalogue: GoalCatalogue | None = None
+) -> dict[str, torch.Tensor]:
+    """Scores and hidden states of the observations of a flat batch of compact transitions
+    (``next_obs``: of the states under "next", with the same goal and objects)."""
+    prefix = ("next",) if next_obs else ()
+    state = [batch[prefix + (k,)] for k in ("agent_on", "held", "grown")]
+    prompts, actions, mask = render_observations(batch["goal_id"], batch["objects"], *state, catalogue=catalogue)
+    mask = mask.to(batch["goal_id"].device)
+    scores, action_hidden, prompt_hidden = scorer(prompts, actions, mask)
+    return {SCORES_KEY: scores, "action_mask": mask, ACTION_HIDDEN_KEY: action_hidden, PROMPT_HIDDEN_KEY: prompt_hidden}
