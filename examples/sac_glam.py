@@ -19,7 +19,6 @@ import time
 from collections import deque
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
 from torchrl_glam.data.episodes import EpisodeAssembler
