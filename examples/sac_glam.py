@@ -42,9 +42,7 @@ from torchrl_glam.training.factories import (
     make_replay,
 )
 from torchrl_glam.training.logging import RunLogger
-from torchrl_glam.training.preemption import STOP, stop_on_signals
-
-PREEMPTED = 3  # exit code of a run stopped early with its checkpoint written (resume with --resume)
+from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
 
 
 def parse_args(argv=None):
@@ -102,7 +100,7 @@ def main(argv=None) -> int:
         print(f"rank {rank}: resumed from {checkpoint_dir} at {assembler.env_steps * world} environment steps")
     else:
         td = env.reset()
-    logger = RunLogger(cfg, resume=state is not None) if main_rank else None
+    logger = RunLogger(cfg) if main_rank else None
     start = time.perf_counter() - wall_offset
 
     def checkpoint():
@@ -138,7 +136,7 @@ def main(argv=None) -> int:
             # ---- finished episodes -> (hindsight relabeling) -> n-step transitions -> replay
             if episodes is not None:
                 if logger:
-                    logger.episodes(episodes, steps)
+                    logger.episodes(episodes)
                 recent.extend(episodes["next", "terminated"].any(-1).tolist())
                 if her is not None:
                     episodes = her(episodes)

@@ -118,6 +118,9 @@ class GoalCatalogue:
         ).astype(np.int64)
         self.single_is_grow = single_is_grow
         self.single_description = single_description
+        # objects a scene needs for each goal: one per part, plus a supply per Grow part
+        per_part = np.where(self.parts >= 0, 1 + single_is_grow[np.maximum(self.parts, 0)], 0)
+        self.required_objects = per_part.sum(axis=1)
 
         # the splits
         single_train = ~single_held_out

@@ -227,8 +227,8 @@ class PlaygroundTextEnv(EnvBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = tensordict.get("action")
-        if action.shape != (self.num_envs,):
-            action = action.reshape(self.num_envs) if action.numel() == self.num_envs else action
+        if action.numel() == self.num_envs:  # [B] or [B, 1]
+            action = action.reshape(self.num_envs)
         if action.shape != (self.num_envs,) or action.dtype.is_floating_point:
             raise ValueError(
                 f"'action' must be {self.num_envs} integer indices (shape [{self.num_envs}]), got "

@@ -99,7 +99,7 @@ class PlaygroundRules:
             self.goal_ids[self.catalogue.goal_type[self.goal_ids] == k] for k in range(4)
         ]
         self._goals_by_type = [g for g in self._goals_by_type if len(g)]
-        self.check_goal_fits(int(self.goal_ids[np.argmax(self._required_objects[self.goal_ids])]))
+        self.check_goal_fits(int(self.goal_ids[np.argmax(self.catalogue.required_objects[self.goal_ids])]))
 
         B, N = batch_size, num_objects
         self.objects = np.zeros((B, N), dtype=np.int64)
@@ -114,15 +114,8 @@ class PlaygroundRules:
         self._sequential_done: list[set[int]] = [set() for _ in range(B)]
 
     # ------------------------------------------------------------------ reset
-    @property
-    def _required_objects(self) -> np.ndarray:
-        """Objects a scene needs for each goal: one per part, plus a supply per Grow part."""
-        parts = self.catalogue.parts
-        per_part = np.where(parts >= 0, 1 + self.catalogue.single_is_grow[np.maximum(parts, 0)], 0)
-        return per_part.sum(axis=1)
-
     def check_goal_fits(self, goal_id: int) -> None:
-        need = int(self._required_objects[goal_id])
+        need = int(self.catalogue.required_objects[goal_id])
         if need > self.num_objects:
             raise ValueError(
                 f"goal {self.catalogue.goals[goal_id]!r} needs {need} objects but scenes hold "

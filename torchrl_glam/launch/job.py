@@ -17,9 +17,7 @@ from pathlib import Path
 
 import submitit
 
-from torchrl_glam.training.preemption import STOP
-
-PREEMPTED = 3  # the scripts' exit code when they stopped early with a checkpoint
+from torchrl_glam.training.preemption import PREEMPTED, STOP
 
 
 def _load_script(script: Path):

@@ -12,7 +12,7 @@ from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
-from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
+from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, make_scorer
 from torchrl_glam.objectives.common import render_observations
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.config import SACGLAMConfig
@@ -38,17 +38,15 @@ def make_env(cfg: SACGLAMConfig, num_envs: int | None = None, goals: str | None 
 
 
 def make_scorer_from_config(cfg: SACGLAMConfig) -> LLMScorer:
-    llm = load_llm(
-        LLMConfig(
-            name_or_path=cfg.model,
-            dtype=cfg.dtype,
-            device=cfg.device,
-            lora_rank=cfg.lora_rank,
-            lora_alpha=cfg.lora_alpha,
-            quantization=cfg.quantization,
-        )
+    llm = LLMConfig(
+        name_or_path=cfg.model,
+        dtype=cfg.dtype,
+        device=cfg.device,
+        lora_rank=cfg.lora_rank,
+        lora_alpha=cfg.lora_alpha,
+        quantization=cfg.quantization,
     )
-    return LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=cfg.normalization)
+    return make_scorer(llm, normalization=cfg.normalization).module
 
 
 def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:

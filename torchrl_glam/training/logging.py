@@ -40,7 +40,7 @@ def make_loggers(cfg: SACGLAMConfig) -> list[Logger]:
 class RunLogger:
     """Accumulates episode and update statistics and writes their means at each flush."""
 
-    def __init__(self, cfg: SACGLAMConfig, resume: bool = False) -> None:
+    def __init__(self, cfg: SACGLAMConfig) -> None:
         self.run_dir = run_dir = Path(cfg.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(cfg.to_json())
@@ -51,7 +51,6 @@ class RunLogger:
         self._last_flush: tuple[int, float] | None = None
         self.last_evaluation: dict[str, float] = {}
         self._replay_share = 0.0
-        self._env_steps = 0
 
     def _add(self, name: str, value: float, count: int = 1) -> None:
         self._sums[name] += value
@@ -61,7 +60,7 @@ class RunLogger:
         for logger in self.loggers:
             logger.log_scalar(name, value, step=step)
 
-    def episodes(self, episodes: TensorDictBase, env_steps: int) -> None:
+    def episodes(self, episodes: TensorDictBase) -> None:
         """Success and length of finished episodes (before relabeling)."""
         success = episodes["next", "terminated"].any(-1).float()
         length = episodes["mask"].sum(-1).float()

@@ -13,6 +13,10 @@ import signal
 import threading
 
 
+#: Exit code of a training script that stopped early with its checkpoint written (resume with --resume).
+PREEMPTED = 3
+
+
 class StopRequest:
     def __init__(self) -> None:
         self._requested = threading.Event()
