@@ -9,19 +9,33 @@
 
 ``parse_overrides(["batch_size=64", "her=false"])`` turns command-line ``key=value`` pairs into
 typed values; :meth:`SACGLAMConfig.validate` names the field of any bad value before training.
+
+What every algorithm's config shares (the environment, the model, the run, and the machinery:
+validation naming the bad field, ``replace`` with nearest-name hints, JSON, typed command-line
+overrides, presets) lives in :class:`GLAMConfig` and the module-level helpers, so that PPO-GLAM's
+config (``ppo_config.py``) behaves exactly like this one.
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, get_type_hints
+from typing import Any, TypeVar, get_type_hints
 
 from torchrl_glam.envs.playground import GOAL_SETS
 
+C = TypeVar("C", bound="GLAMConfig")
+
 
 @dataclass
-class SACGLAMConfig:
+class GLAMConfig:
+    """The fields and behaviour shared by the configs of every GLAM algorithm.
+
+    A subclass adds its fields and, in :meth:`_checks` / :meth:`_expected`, the conditions on them
+    (it extends the base's dictionaries, so every config checks the shared fields the same way).
+    """
+
     # environment (App. A)
     goals: str = "train"
     num_objects: int | None = None  # None: 6, or 3 for "simplified"
@@ -35,6 +49,67 @@ class SACGLAMConfig:
     dtype: str = "float32"
     device: str = "cpu"
     normalization: str = "sum"  # "sum" of token log-probs (the paper) or "mean"
+    # run
+    total_steps: int = 400_000  # environment steps (Figure 2)
+    eval_every: int = 10_000
+    eval_episodes: int = 128
+    log_every: int = 1_000
+    checkpoint_every: int = 10_000
+    seed: int = 0
+    run_dir: str = "runs/glam"
+    # CSV always; TensorBoard when installed; W&B only when asked for (it needs a login)
+    loggers: list[str] = field(default_factory=lambda: ["csv", "tensorboard"])
+
+    def _checks(self) -> dict[str, bool]:
+        """Field name -> whether its value is acceptable (checked in this order)."""
+        return {
+            "goals": self.goals in GOAL_SETS,
+            "normalization": self.normalization in ("sum", "mean"),
+            "quantization": self.quantization in (None, "4bit", "8bit"),
+            "num_envs": self.num_envs >= 1,
+            "max_steps": self.max_steps >= 1,
+            "total_steps": self.total_steps >= 1,
+            "eval_every": self.eval_every >= 1,
+            "lora_rank": self.lora_rank >= 0,
+            "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
+        }
+
+    def _expected(self) -> dict[str, str]:
+        """Field name -> what a good value is, for the error message (default: see the class)."""
+        return {
+            "goals": f"one of {GOAL_SETS}",
+            "normalization": "'sum' or 'mean'",
+            "quantization": "none, '4bit' or '8bit'",
+            "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
+        }
+
+    def validate(self: C) -> C:
+        """Raises a ``ValueError`` naming the first field with a bad value."""
+        expected = self._expected()
+        for name, ok in self._checks().items():
+            if not ok:
+                hint = expected.get(name, f"see {type(self).__name__}")
+                raise ValueError(f"bad config value {name}={getattr(self, name)!r}: expected {hint}")
+        return self
+
+    def replace(self: C, **changes: Any) -> C:
+        """A copy with ``changes``; unknown names raise with the nearest field names."""
+        names = [f.name for f in fields(self)]
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
+            raise ValueError(f"unknown config field(s) {unknown}; did you mean {hints}?")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+@dataclass
+class SACGLAMConfig(GLAMConfig):
     critic_input: str = "observation_action"  # App. B: or "observation"
     critic_backprop: bool = True  # App. B: the critic loss trains the shared LLM weights
     critic_width: int = 1024  # App. C: two hidden layers of 1024
@@ -65,30 +140,16 @@ class SACGLAMConfig:
     prioritized: bool = True
     per_alpha: float = 0.6
     per_beta: float = 0.4
-    # run
-    total_steps: int = 400_000  # environment steps (Figure 2)
-    eval_every: int = 10_000
-    eval_episodes: int = 128
-    log_every: int = 1_000
-    checkpoint_every: int = 10_000
-    seed: int = 0
     run_dir: str = "runs/sac_glam"
-    # CSV always; TensorBoard when installed; W&B only when asked for (it needs a login)
-    loggers: list[str] = field(default_factory=lambda: ["csv", "tensorboard"])
 
-    def validate(self) -> "SACGLAMConfig":
-        """Raises a ``ValueError`` naming the first field with a bad value."""
-        checks = {
-            "goals": self.goals in GOAL_SETS,
-            "normalization": self.normalization in ("sum", "mean"),
+    def _checks(self) -> dict[str, bool]:
+        return {
+            **super()._checks(),
             "critic_input": self.critic_input in ("observation_action", "observation"),
-            "quantization": self.quantization in (None, "4bit", "8bit"),
             "batch_strategy": self.batch_strategy in ("ratio", "prior", "uniform"),
             "gamma": 0.0 <= self.gamma <= 1.0,
             "her_ratio": 0.0 <= self.her_ratio <= 1.0,
             "n_step": self.n_step >= 1,
-            "num_envs": self.num_envs >= 1,
-            "max_steps": self.max_steps >= 1,
             "update_frequency": self.update_frequency >= 1,
             "num_updates": self.num_updates >= 1,
             "batch_size": self.batch_size >= 1,
@@ -99,41 +160,15 @@ class SACGLAMConfig:
             "alpha_lr": self.alpha_lr >= 0,
             "tau": 0.0 < self.tau <= 1.0,
             "warmup_updates": self.warmup_updates >= 0,
-            "total_steps": self.total_steps >= 1,
-            "eval_every": self.eval_every >= 1,
-            "lora_rank": self.lora_rank >= 0,
-            "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
         }
-        allowed = {
-            "goals": f"one of {GOAL_SETS}",
-            "normalization": "'sum' or 'mean'",
+
+    def _expected(self) -> dict[str, str]:
+        return {
+            **super()._expected(),
             "critic_input": "'observation_action' or 'observation'",
-            "quantization": "none, '4bit' or '8bit'",
             "batch_strategy": "'ratio', 'prior' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
-            "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
         }
-        for name, ok in checks.items():
-            if not ok:
-                expected = allowed.get(name, "see SACGLAMConfig")
-                raise ValueError(f"bad config value {name}={getattr(self, name)!r}: expected {expected}")
-        return self
-
-    def replace(self, **changes: Any) -> "SACGLAMConfig":
-        unknown = sorted(set(changes) - {f.name for f in fields(self)})
-        if unknown:
-            import difflib
-
-            names = [f.name for f in fields(self)]
-            hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
-            raise ValueError(f"unknown config field(s) {unknown}; did you mean {hints}?")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -165,12 +200,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
+def config_from_preset(config_class: type[C], presets: dict[str, dict[str, Any]], preset: str,
+                       overrides: dict[str, Any] | None = None) -> C:
+    """``config_class`` with a preset's values, then ``overrides``, validated."""
+    if preset not in presets:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
+    return config_class().replace(**presets[preset]).replace(**(overrides or {})).validate()
+
 
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:
-    """The config of a preset with overrides applied, validated."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-    return SACGLAMConfig().replace(**PRESETS[preset]).replace(**(overrides or {})).validate()
+    """The SAC-GLAM config of a preset with overrides applied, validated."""
+    return config_from_preset(SACGLAMConfig, PRESETS, preset, overrides)
 
 
 def _coerce(name: str, text: str, annotation: Any) -> Any:
@@ -195,15 +235,15 @@ def _coerce(name: str, text: str, annotation: Any) -> Any:
     return text
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by the config's fields."""
-    hints = get_type_hints(SACGLAMConfig)
+def parse_overrides(pairs: list[str], config_class: type[GLAMConfig] = SACGLAMConfig) -> dict[str, Any]:
+    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields."""
+    hints = get_type_hints(config_class)
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
             raise ValueError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
         name, text = pair.split("=", 1)
         if name not in hints:
-            SACGLAMConfig().replace(**{name: None})  # raises with the nearest field names
+            config_class().replace(**{name: None})  # raises with the nearest field names
         out[name] = _coerce(name, text, hints[name])
     return out
