@@ -40,7 +40,8 @@ class LLMConfig:
 
     Attributes:
         name_or_path: a hub name (``"google/flan-t5-base"``, ``"Qwen/Qwen2.5-0.5B"``), a local
-            directory written by ``save_pretrained``, or ``None`` for the offline tiny T5.
+            directory written by ``save_pretrained``, ``None`` for the offline tiny T5, or an
+            offline model by name (``"offline:tiny-t5-pretrained"``, see ``OFFLINE_MODELS``).
         architecture: ``"auto"`` (read from the model's config), ``"seq2seq"`` or ``"causal"``.
         dtype: dtype of the non-quantised weights (and compute dtype of quantised ones).
         device: where to put the model (ignored with quantisation: bitsandbytes places it).
@@ -101,13 +102,35 @@ def _not_found(name: str, reason: str) -> ModelNotFoundError:
     )
 
 
+OFFLINE_PREFIX = "offline:"
+#: The models built on this machine, by name: random-init, or pretrained on random-play transcripts
+#: (:mod:`torchrl_glam.modules.pretraining`). Built into the cache on first use.
+OFFLINE_MODELS = ("tiny-t5", "tiny-llama", "tiny-t5-pretrained", "tiny-llama-pretrained")
+
+
+def offline_model_path(name: str):
+    """The cached directory of an offline model named ``offline:<one of OFFLINE_MODELS>``."""
+    key = name.removeprefix(OFFLINE_PREFIX)
+    if key not in OFFLINE_MODELS:
+        raise ValueError(f"unknown offline model {name!r}; choose one of "
+                         f"{[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}")
+    kind = key.split("-")[1]
+    if key.endswith("-pretrained"):
+        from torchrl_glam.modules.pretraining import default_pretrained_model_path
+
+        return default_pretrained_model_path(kind)
+    from torchrl_glam.modules.offline import default_tiny_model_path
+
+    return default_tiny_model_path(kind)
+
+
 def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
     """The local path or hub name to load; fails fast on a local path that does not exist."""
     if name_or_path is None:
-        from torchrl_glam.modules.offline import default_tiny_model_path
-
-        return str(default_tiny_model_path("t5"))
+        name_or_path = "offline:tiny-t5"
     name = os.fspath(name_or_path)
+    if name.startswith(OFFLINE_PREFIX):
+        return str(offline_model_path(name))
     if os.path.isdir(name):
         return name
     # A hub id is "name" or "owner/name"; anything else that does not exist is a missing local path

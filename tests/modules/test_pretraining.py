@@ -1,0 +1,66 @@
+"""Pretraining the offline model on random-play transcripts: the data is random play in the
+environment's words, a few steps lower the loss, the result loads by path and by offline name."""
+import pytest
+import torch
+
+from torchrl_glam.envs.render import render_actions
+from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.modules import LLMConfig, load_llm
+from torchrl_glam.modules.loading import offline_model_path, resolve_model_path
+from torchrl_glam.modules.pretraining import RandomPlayTranscripts, _lm_batch, pretrain
+
+
+def _prompt_field(prompt: str, name: str) -> str:
+    return next(line for line in prompt.splitlines() if line.startswith(name)).split(": ", 1)[1]
+
+
+def test_transcripts_are_random_legal_actions_followed_by_their_outcome():
+    data = RandomPlayTranscripts(num_envs=16, seed=3)
+    prompts, targets = data.batch(400)
+    first_moves = []
+    for prompt, target in zip(prompts, targets):
+        action, outcome, reports = (part.strip() for part in target.split(" : "))
+        seen = _prompt_field(prompt, "You see").split(", ")
+        holding = _prompt_field(prompt, "You are holding")
+        scene = seen + ([holding] if holding != "nothing" else [])
+        assert all(name in OBJECT_NAMES for name in scene)
+        assert action in render_actions([OBJECT_NAMES.index(n) for n in scene])  # a candidate of the state
+        assert action != f"Go to {holding}"  # never a masked action
+        assert outcome.startswith("You are on: ") and ", You are holding: " in outcome
+        if action.startswith("Go to"):
+            assert outcome.startswith(f"You are on: {action.removeprefix('Go to ')} ")
+        if reports != "nothing":  # the social partner reports only what the action did
+            assert action in ("Grasp", "Release") or action.startswith("Go to")
+            assert all(r.startswith(("Grasp ", "Grow ")) for r in reports.split(", "))
+        if _prompt_field(prompt, "You are on") == "nothing" and holding == "nothing":
+            first_moves.append(action)
+    # uniform over the legal candidates: every kind of first move occurs in a fair share
+    shares = {kind: sum(a.startswith(kind) for a in first_moves) / len(first_moves) for kind in ("Go to", "Grasp", "Release")}
+    assert 0.4 < shares["Go to"] < 0.9 and shares["Grasp"] > 0.05 and shares["Release"] > 0.05
+
+
+def test_a_few_steps_lower_the_loss_and_the_result_loads(tmp_path, tiny_paths):
+    torch.manual_seed(0)
+    out = pretrain(tmp_path / "pre", start_from=tiny_paths["t5"], steps=30, batch_size=16, lr=3e-3, seed=1)
+    fixed = RandomPlayTranscripts(num_envs=8, seed=99).batch(32)
+
+    def loss(path):
+        llm = load_llm(LLMConfig(str(path)))
+        with torch.no_grad():
+            return llm.model(**_lm_batch(llm.tokenizer, *fixed, True)).loss.item()
+
+    assert loss(out) < loss(tiny_paths["t5"]) - 0.5
+    assert (out / "pretraining.txt").read_text().startswith("random-play transcripts")
+
+
+def test_decoder_only_pretraining_runs(tmp_path, tiny_paths):
+    out = pretrain(tmp_path / "pre", start_from=tiny_paths["llama"], steps=2, batch_size=4)
+    assert not load_llm(LLMConfig(str(out))).is_encoder_decoder
+
+
+def test_offline_model_names(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
+    assert resolve_model_path("offline:tiny-t5") == str(offline_model_path("offline:tiny-t5"))
+    assert (tmp_path / "tiny-t5-v1" / "config.json").exists()
+    with pytest.raises(ValueError, match="unknown offline model 'offline:tiny-gpt'.*offline:tiny-t5-pretrained"):
+        resolve_model_path("offline:tiny-gpt")
