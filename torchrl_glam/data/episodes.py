@@ -19,7 +19,8 @@ key                                        meaning
 ========================================== ==================================================
 
 Episodes are kept whole until they end because n-step returns and hindsight relabeling both need
-the steps after a transition (see ``nstep.py`` and ``her.py``).
+the steps after a transition (see ``nstep.py`` and ``her.py``). On-policy rollouts [B, T] (PPO)
+are cut into the same padded layout by :func:`rollout_episodes`.
 """
 from __future__ import annotations
 
@@ -92,3 +93,33 @@ class EpisodeAssembler:
             value = episode["next", k]
             episode["next", k] = torch.where(mask, value, torch.zeros_like(value))
         return episode
+
+
+def rollout_episodes(rollout: TensorDictBase, max_steps: int) -> TensorDictBase:
+    """The episode pieces of a rollout [B, T] (time last) as a padded batch [E, max_steps].
+
+    A piece is a run of one sub-environment's steps within one episode: it ends at a ("next",
+    "done") step or at the end of the rollout, and begins after a done or at the start of the
+    rollout. Pieces are padded by repeating their last step; "mask" is True on their steps. The
+    rollout's keys keep their layout (no squeeze), in row order then time order.
+    """
+    B, T = rollout.shape
+    done = rollout["next", "done"].reshape(B, T)
+    steps = torch.arange(T).expand(B, T)
+    starts = torch.ones_like(done)
+    starts[:, 1:] = done[:, :-1]
+    piece = starts.long().cumsum(1) - 1  # piece number within its row
+    per_row = piece[:, -1] + 1
+    piece = piece + (per_row.cumsum(0) - per_row)[:, None]  # global piece number, [B, T]
+    num_pieces = int(per_row.sum())
+    length = torch.zeros(num_pieces, dtype=torch.long).index_add_(0, piece.reshape(-1), torch.ones(B * T, dtype=torch.long))
+    if int(length.max()) > max_steps:
+        raise ValueError(f"a rollout piece has {int(length.max())} steps, more than max_steps={max_steps}: "
+                         "pass the environment's max_steps")
+    first = torch.zeros(num_pieces, dtype=torch.long)
+    first[piece[starts]] = (steps + T * torch.arange(B)[:, None])[starts]  # flat index of each first step
+    positions = torch.arange(max_steps)
+    index = first[:, None] + torch.minimum(positions, length[:, None] - 1)
+    pieces = rollout.reshape(-1)[index]
+    pieces["mask"] = positions < length[:, None]
+    return pieces

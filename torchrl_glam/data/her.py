@@ -14,15 +14,20 @@ on the relabeled section, so relabeling has to happen on whole episodes, before 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
+
+from torchrl_glam.data.episodes import rollout_episodes
 
 
 def relabel_episodes(
     episodes: TensorDictBase,
     max_per_episode: int | None = None,
     generator: torch.Generator | None = None,
+    keep_goal: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> TensorDictBase:
     """Relabeled copies of a padded episode batch [E, T] (see ``episodes.py``): one per
     (episode, step t, goal reported at t), goal replaced, ending with reward 1 and a terminal at t.
@@ -32,6 +37,8 @@ def relabel_episodes(
         max_per_episode: relabel with at most this many reported goals per episode, drawn at random
             (``None``: all of them, the paper's choice).
         generator: the random generator of that draw.
+        keep_goal: ``keep_goal(goal_ids, relabel_ids)`` -> bool, elementwise: relabel only where
+            it holds (e.g. :func:`~torchrl_glam.data.subgoals.aligned_goal_filter`); ``None``: all.
     """
     E, T = episodes.shape
     ids = episodes["next", "achieved_goal_ids"]  # [E, T, K]
@@ -40,6 +47,9 @@ def relabel_episodes(
     own_goal = episodes["goal_id"][:, :1, None]  # [E, 1, 1]
     valid = (slot < count.unsqueeze(-1)) & episodes["mask"].unsqueeze(-1) & (ids != own_goal)
     e, t, k = valid.nonzero(as_tuple=True)
+    if keep_goal is not None and len(e):
+        keep = keep_goal(episodes["goal_id"][e, 0], ids[e, t, k])
+        e, t, k = e[keep], t[keep], k[keep]
     if max_per_episode is not None and len(e):
         # a random subset of at most max_per_episode (e, t, k) triples per episode
         keys = torch.rand(len(e), generator=generator) + e.float() * 2  # random order within episode
@@ -94,3 +104,31 @@ class HindsightRelabel(Transform):
 
     def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:
         return self.forward(episodes)
+
+
+def relabel_rollout(
+    rollout: TensorDictBase,
+    max_steps: int,
+    keep_goal: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+) -> TensorDictBase:
+    """Hindsight-relabeled pieces of an on-policy rollout [B, T] (PPO with HER, paper App. G).
+
+    The rollout is in TorchRL's layout (time last, ("next", "reward" / "done" / "terminated" /
+    "truncated") with a trailing 1). It is cut into its episode pieces (:func:`rollout_episodes`)
+    and relabeled like whole episodes (:func:`relabel_episodes`): every goal reported at step t
+    gives the piece up to t with that goal, reward 1 and a terminal at t. A piece whose episode
+    began in an earlier rollout is the end of the relabeled episode, which is all GAE needs (the
+    section ends with a terminal). The result [E', max_steps] is in the rollout's layout again,
+    with "mask" (True on the piece's steps) and "relabeled"; everything else is copied from the
+    collected steps, "sample_log_prob" included: the behaviour log-probability under the
+    *original* goal, the denominator of App. G's ratio.
+    """
+    pieces = rollout_episodes(rollout, max_steps)
+    flags = ("reward", "terminated", "truncated")
+    for key in flags:
+        pieces["next", key] = pieces["next", key].squeeze(-1)
+    relabeled = relabel_episodes(pieces, keep_goal=keep_goal)
+    for key in flags:
+        relabeled["next", key] = relabeled["next", key].unsqueeze(-1)
+    relabeled["next", "done"] = relabeled["next", "terminated"] | relabeled["next", "truncated"]
+    return relabeled
