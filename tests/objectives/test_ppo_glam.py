@@ -1,10 +1,14 @@
-"""PPO-GLAM on ClipPPOLoss and GAE: hand-computed advantages and losses, the first-epoch ratio."""
+"""PPO-GLAM on ClipPPOLoss / KLPENPPOLoss and GAE: hand-computed advantages and losses, the
+first-epoch ratio, the KL penalty against the behaviour policy, the centred clip (App. G)."""
+import math
+
 import pytest
 import torch
+from torchrl.modules import MaskedCategorical
 
-from torchrl_glam.modules import make_scorer
+from torchrl_glam.modules import MASKED_LOGIT, make_scorer
 from torchrl_glam.objectives.common import score_states
-from torchrl_glam.objectives.ppo_glam import PPOGLAMLoss
+from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
 from torchrl_glam.training.config import make_config
 from torchrl_glam.training.factories import act, make_env
 
@@ -27,7 +31,7 @@ def rollout(loss, num_envs=4, steps=6, seed=0):
         act(loss, td, with_log_prob=True)
         step, td = env.step_and_maybe_reset(td)
         steps_out.append(step.select("goal_id", "objects", "agent_on", "held", "grown", "action",
-                                     "sample_log_prob", ("next", "agent_on"), ("next", "held"),
+                                     "sample_log_prob", BEHAVIOUR_SCORES_KEY, ("next", "agent_on"), ("next", "held"),
                                      ("next", "grown"), ("next", "reward"), ("next", "done"),
                                      ("next", "terminated")))
     return torch.stack(steps_out, dim=1)
@@ -75,3 +79,67 @@ def test_both_losses_train_the_llm(loss):
     for key in ("loss_objective", "loss_critic"):
         grads = torch.autograd.grad(out[key], params, retain_graph=True, allow_unused=True)
         assert sum(g.abs().sum().item() for g in grads if g is not None) > 0, key
+
+
+def policy(scores, mask):
+    return MaskedCategorical(logits=scores, mask=mask, neg_inf=MASKED_LOGIT)
+
+
+def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
+    torch.manual_seed(0)
+    beta = 0.7
+    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, lmbda=LMBDA, value_width=32, loss="kl", kl_coeff=beta)
+    data = loss.advantages(rollout(loss)).reshape(-1)
+    # a behaviour policy that differs from the current one, as after a few epochs (or with HER)
+    scored = score_states(loss.scorer, data)
+    mask = scored["action_mask"]
+    data[BEHAVIOUR_SCORES_KEY] = data[BEHAVIOUR_SCORES_KEY] + torch.randn(data[BEHAVIOUR_SCORES_KEY].shape)
+    old = policy(data[BEHAVIOUR_SCORES_KEY], mask)
+    data["sample_log_prob"] = old.log_prob(data["action"])
+    data["advantage"] = torch.randn(data["advantage"].shape)
+    out = loss(data)
+    with torch.no_grad():
+        new = policy(scored["action_scores"], mask)
+        ratio = (new.log_prob(data["action"]) - data["sample_log_prob"]).exp()
+        p_old, log_p_old, log_p_new = old.probs, old.logits.log_softmax(-1), new.logits.log_softmax(-1)
+        kl = torch.where(mask, p_old * (log_p_old - log_p_new), 0.0).sum(-1)
+    expected = -(ratio * data["advantage"].squeeze(-1) - beta * kl).mean()
+    assert kl.mean() > 1e-2  # a real penalty
+    assert out["loss_objective"].item() == pytest.approx(expected.item(), rel=1e-4)
+    assert out["kl"].item() == pytest.approx(kl.mean().item(), rel=1e-4)
+    assert out["ratio"].item() == pytest.approx(ratio.mean().item(), rel=1e-5)
+    assert out["kl_coeff"].item() == pytest.approx(beta)  # kl_target=None: a constant beta, as in eq. 5
+    adaptive = PPOGLAMLoss(loss.scorer, value_width=32, loss="kl", kl_coeff=beta, kl_target=1e-4)
+    adaptive(data)
+    assert adaptive.ppo.beta.item() == pytest.approx(2 * beta)  # TorchRL's rule: doubles above 1.5 x the target
+
+
+def test_centred_clip_clips_around_the_first_epoch_ratio():
+    torch.manual_seed(0)
+    scorer = make_scorer(None).module
+    eps = 0.2
+    centred = PPOGLAMLoss(scorer, clip_epsilon=eps, value_width=32, centred=True)
+    plain = PPOGLAMLoss(scorer, clip_epsilon=eps, value_width=32)
+    data = centred.advantages(rollout(centred)).reshape(-1)
+    n = len(data)
+    log_prob = data[FIRST_EPOCH_LOG_PROB_KEY].clone()  # the current policy: nothing trained yet
+    d = torch.linspace(-0.5, 0.5, n)[torch.randperm(n)]  # log(r / c): inside and outside the range
+    c = torch.empty(n).uniform_(math.log(0.3), math.log(3.0)).exp()  # first-epoch ratios (relabeled)
+    data[FIRST_EPOCH_LOG_PROB_KEY] = log_prob - d
+    data["sample_log_prob"] = log_prob - d - c.log()
+    advantage = torch.randn(n)
+    data["advantage"] = advantage.unsqueeze(-1)
+    r = c * d.exp()  # pi_theta(a|s,g') / pi_old(a|s,g)
+
+    def surrogate(low, high):
+        return -torch.minimum(r * advantage, torch.minimum(torch.maximum(r, low), high) * advantage).mean().item()
+
+    out_centred, out_plain = centred(data), plain(data)
+    assert out_centred["loss_objective"].item() == pytest.approx(surrogate(c * (1 - eps), c * (1 + eps)), rel=1e-4)
+    assert out_plain["loss_objective"].item() == pytest.approx(surrogate(torch.tensor(1 - eps), torch.tensor(1 + eps)), rel=1e-4)
+    assert out_centred["loss_objective"].item() != pytest.approx(out_plain["loss_objective"].item(), rel=1e-3)
+    outside = ((d < math.log(1 - eps)) | (d > math.log(1 + eps))).float().mean()
+    assert out_centred["clip_fraction"].item() == pytest.approx(outside.item(), abs=1e-6)
+    assert out_centred["ratio"].item() == pytest.approx(r.mean().item(), rel=1e-4)
+    with pytest.raises(ValueError, match="centred=True.*needs loss='clip'"):
+        PPOGLAMLoss(scorer, centred=True, loss="kl")

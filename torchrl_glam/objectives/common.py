@@ -33,8 +33,30 @@ def score_states(
     """Scores and hidden states of the observations of a flat batch of compact transitions
     (``next_obs``: of the states under "next", with the same goal and objects)."""
     prefix = ("next",) if next_obs else ()
-    state = [batch[prefix + (k,)] for k in ("agent_on", "held", "grown")]
-    prompts, actions, mask = render_observations(batch["goal_id"], batch["objects"], *state, catalogue=catalogue)
+    state = [batch[prefix + (k,)].cpu() for k in ("agent_on", "held", "grown")]  # text is rendered on CPU
+    prompts, actions, mask = render_observations(batch["goal_id"].cpu(), batch["objects"].cpu(), *state,
+                                                 catalogue=catalogue)
     mask = mask.to(batch["goal_id"].device)
     scores, action_hidden, prompt_hidden = scorer(prompts, actions, mask)
     return {SCORES_KEY: scores, "action_mask": mask, ACTION_HIDDEN_KEY: action_hidden, PROMPT_HIDDEN_KEY: prompt_hidden}
+
+
+class TrainableState:
+    """Checkpoints of a GLAM objective (an ``nn.Module``) without the frozen LLM weights: with LoRA
+    the adapters, plus the heads, targets and the loss's own state (alpha, KL coefficient); the
+    frozen base model comes back from its hub name or path."""
+
+    def _frozen_names(self) -> set[str]:
+        return {name for name, p in self.named_parameters() if not p.requires_grad}
+
+    def trainable_state_dict(self) -> dict[str, torch.Tensor]:
+        frozen = self._frozen_names()
+        return {k: v for k, v in self.state_dict().items() if k not in frozen}
+
+    def load_trainable_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        missing, unexpected = self.load_state_dict(state, strict=False)
+        if unexpected or set(missing) - self._frozen_names():
+            raise ValueError(
+                f"checkpoint does not fit this agent: missing {sorted(set(missing) - self._frozen_names())[:5]}, "
+                f"unexpected {unexpected[:5]} (was it written with another model or critic design?)"
+            )

@@ -1,15 +1,23 @@
-"""PPO-GLAM (Carta et al. 2023; the paper's baseline, Table 1) on TorchRL's ``ClipPPOLoss`` and ``GAE``.
+"""PPO-GLAM (Carta et al. 2023; the paper's baseline, Table 1) on TorchRL's ``ClipPPOLoss`` or
+``KLPENPPOLoss`` and ``GAE``, with the HER variants of the paper's App. G.
 
 The same scorer as SAC-GLAM gives the policy (masked softmax over the candidates' scores); the
 value is an MLP on the LLM's prompt representation ("prompt_hidden"), which does not depend on
 the candidates, as in GLAM. As for SAC, the LLM runs outside the loss: rollouts are compact
 states; :meth:`PPOGLAMLoss.advantages` scores them without gradient and runs GAE, and
-:meth:`PPOGLAMLoss.forward` rescores a minibatch with gradient and hands ``ClipPPOLoss`` the
+:meth:`PPOGLAMLoss.forward` rescores a minibatch with gradient and hands the TorchRL loss the
 scores and hidden states. Both the policy and the value loss train the LLM (shared weights).
 
+With HER (App. G, eq. 4-5), a relabeled transition keeps the behaviour log-probability of its
+action under the *original* goal g ("sample_log_prob", recorded when acting) while the policy is
+scored under the relabeled goal g'. The ratio is then pi_theta(a|s,g') / pi_old(a|s,g), which is
+not 1 in the first epoch; the KL penalty compares pi_old(.|s,g) (the candidates' scores recorded
+when acting, "behaviour_scores") with pi_theta(.|s,g'). ``centred=True`` clips the ratio around
+its first-epoch value c = pi_theta_old(a|s,g') / pi_old(a|s,g) instead of 1.
+
 Rollout keys ([B, T], time last): the compact state ("goal_id", "objects", "agent_on", "held",
-"grown"), "action", "sample_log_prob" (log-probability of the action when it was taken), and
-under "next" the state after the step, "reward", "done", "terminated".
+"grown"), "action", "sample_log_prob", "behaviour_scores" [B, T, A], and under "next" the state
+after the step, "reward", "done", "terminated". Relabeled pieces [E, T] also carry "mask".
 """
 from __future__ import annotations
 
@@ -17,14 +25,23 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import nn
-from torchrl.modules import MLP
-from torchrl.objectives import ClipPPOLoss, ValueEstimators
+from torchrl.modules import MLP, MaskedCategorical
+from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, ValueEstimators
 
 from torchrl_glam.envs import GoalCatalogue
-from torchrl_glam.modules import PROMPT_HIDDEN_KEY, LLMScorer, make_actor
-from torchrl_glam.objectives.common import score_states
+from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, LLMScorer, make_actor
+from torchrl_glam.objectives.common import TrainableState, score_states
 
 VALUE_KEY = "state_value"
+#: The candidates' scores when the action was taken: the behaviour policy's logits (KL loss).
+BEHAVIOUR_SCORES_KEY = "behaviour_scores"
+#: log pi_theta_old(a | s, g) under the transition's (possibly relabeled) goal, at the start of the
+#: update: the first epoch's numerator, the centre of the centred clip.
+FIRST_EPOCH_LOG_PROB_KEY = "first_epoch_log_prob"
+#: The actor's distribution parameter, as KLPENPPOLoss reads the previous policy from the data.
+_LOGITS_KEY = "action_logits"
+
+PPO_LOSSES = ("clip", "kl")
 
 
 def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2) -> TensorDictModule:
@@ -33,13 +50,19 @@ def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2) -> Tens
     return TensorDictModule(mlp, in_keys=[PROMPT_HIDDEN_KEY], out_keys=[VALUE_KEY])
 
 
-class PPOGLAMLoss(nn.Module):
-    """The scorer, the value head and ``ClipPPOLoss`` with ``GAE``; see the module docstring.
+class PPOGLAMLoss(TrainableState, nn.Module):
+    """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
     Args:
         scorer: the :class:`~torchrl_glam.modules.LLMScorer`.
         clip_epsilon, entropy_coeff, critic_coeff, gamma, lmbda: Table 1 (0.2, 0.01, 0.5, 0.99, 0.99).
         value_width: units of the value head's two hidden layers.
+        catalogue: the goal grammar, to render prompts.
+        loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
+        centred: clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
+        kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
+            (``None``: beta stays ``kl_coeff``, as in the paper's eq. 5).
+        score_chunk: prompts scored at once when computing advantages (bounds the memory).
     """
 
     def __init__(
@@ -52,51 +75,105 @@ class PPOGLAMLoss(nn.Module):
         lmbda: float = 0.99,
         value_width: int = 1024,
         catalogue: GoalCatalogue | None = None,
+        loss: str = "clip",
+        centred: bool = False,
+        kl_coeff: float = 1.0,
+        kl_target: float | None = None,
+        score_chunk: int = 512,
     ) -> None:
         super().__init__()
+        if loss not in PPO_LOSSES:
+            raise ValueError(f"loss={loss!r}: expected one of {PPO_LOSSES}")
+        if centred and loss != "clip":
+            raise ValueError("centred=True moves the clipping range: it needs loss='clip'")
         self.scorer = scorer
         self.catalogue = catalogue or GoalCatalogue.default()
+        self.loss_kind, self.centred, self.clip_epsilon = loss, centred, clip_epsilon
+        self.score_chunk = score_chunk
         self.actor = make_actor(return_log_prob=True)
         self.value = make_value_head(scorer.hidden_size, value_width)
-        self.ppo = ClipPPOLoss(
-            self.actor,
-            self.value,
-            clip_epsilon=clip_epsilon,
-            entropy_coeff=entropy_coeff,
-            critic_coeff=critic_coeff,
-            loss_critic_type="l2",
-            normalize_advantage=False,
-        )
+        common = dict(entropy_coeff=entropy_coeff, critic_coeff=critic_coeff, loss_critic_type="l2",
+                      normalize_advantage=False)
+        if loss == "clip":
+            self.ppo = ClipPPOLoss(self.actor, self.value, clip_epsilon=clip_epsilon, **common)
+        else:
+            adaptive = {} if kl_target is not None else {"increment": 1.0, "decrement": 1.0}
+            self.ppo = KLPENPPOLoss(self.actor, self.value, beta=kl_coeff, dtarg=kl_target or 0.01,
+                                    **adaptive, **common)
         self.ppo.set_keys(sample_log_prob="sample_log_prob", value=VALUE_KEY)
         self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
 
     def parameters_to_train(self) -> list[nn.Parameter]:
-        return [p for p in self.parameters() if p.requires_grad]
+        """The LLM's trainable weights (all, or the LoRA adapters) and the value head's."""
+        unique = {id(p): p for p in self.parameters() if p.requires_grad}
+        return list(unique.values())
+
+    def _device(self) -> torch.device:
+        return next(self.scorer.parameters()).device
 
     @torch.no_grad()
     def advantages(self, rollout: TensorDictBase) -> TensorDictBase:
-        """Adds "advantage", "value_target" and "state_value" to a rollout [B, T] (GAE)."""
-        flat = rollout.reshape(-1)
-        obs = score_states(self.scorer, flat, catalogue=self.catalogue)
-        nxt = score_states(self.scorer, flat, next_obs=True, catalogue=self.catalogue)
-        data = rollout.clone(False)
-        data[PROMPT_HIDDEN_KEY] = obs[PROMPT_HIDDEN_KEY].reshape(*rollout.shape, -1)
-        data["next", PROMPT_HIDDEN_KEY] = nxt[PROMPT_HIDDEN_KEY].reshape(*rollout.shape, -1)
+        """Adds "advantage", "value_target", "state_value" and "first_epoch_log_prob" to a rollout
+        [B, T] (GAE along the last dimension), on the scorer's device.
+
+        Where the rollout has a "mask" (relabeled pieces, padded), only the masked steps are
+        scored; the padding gets zero hidden states, and never reaches GAE's result on the masked
+        steps since a piece ends with a terminal.
+        """
+        mask = rollout.get("mask", None)
+        steps = rollout[mask] if mask is not None else rollout.reshape(-1)
+        hidden, next_hidden, log_prob = [], [], []
+        for chunk in steps.split(self.score_chunk):
+            obs = score_states(self.scorer, chunk, catalogue=self.catalogue)
+            hidden.append(obs[PROMPT_HIDDEN_KEY])
+            next_hidden.append(score_states(self.scorer, chunk, next_obs=True, catalogue=self.catalogue)[PROMPT_HIDDEN_KEY])
+            dist = MaskedCategorical(logits=obs[SCORES_KEY], mask=obs["action_mask"], neg_inf=MASKED_LOGIT)
+            log_prob.append(dist.log_prob(chunk["action"].to(self._device())))
+        data = rollout.to(self._device())
+        for key, values in ((PROMPT_HIDDEN_KEY, hidden), (("next", PROMPT_HIDDEN_KEY), next_hidden),
+                            (FIRST_EPOCH_LOG_PROB_KEY, log_prob)):
+            values = torch.cat(values)
+            if mask is None:
+                data[key] = values.reshape(*rollout.shape, *values.shape[1:])
+            else:
+                full = values.new_zeros(*rollout.shape, *values.shape[1:])
+                full[mask.to(full.device)] = values
+                data[key] = full
         self.ppo.value_estimator(data)
         return data
 
     def forward(self, minibatch: TensorDictBase) -> TensorDict:
-        """``ClipPPOLoss`` on a flat minibatch of a rollout with advantages, rescored with gradient.
+        """The PPO loss on a flat minibatch of a rollout with advantages, rescored with gradient.
 
-        Returns "loss_objective", "loss_critic", "loss_entropy" and diagnostics ("entropy",
-        "clip_fraction", "kl_approx", "ratio" (mean probability ratio, 1 in the first epoch)).
+        Returns "loss_objective", "loss_critic", "loss_entropy" and diagnostics: "entropy",
+        "kl_approx", "ratio" (mean of pi_theta(a|s,g') / pi_old(a|s,g): 1 at the first step of an
+        update without HER) and its per-transition log, "log_ratio" [N], for the clipped loss "clip_fraction" (the share of ratios outside the
+        clipping range: around 1, or centred around the first-epoch ratio), for the KL loss "kl"
+        (mean KL(pi_old(.|s,g) || pi_theta(.|s,g'))) and "kl_coeff" (beta after this step).
         """
-        minibatch = minibatch.to(next(self.scorer.parameters()).device)
+        device = self._device()
         scored = score_states(self.scorer, minibatch, catalogue=self.catalogue)
-        td = minibatch.select("action", "sample_log_prob", "advantage", "value_target").clone(False)
+        td = minibatch.select("action", "sample_log_prob", "advantage", "value_target").to(device).clone(False)
         td.update(scored)
+        behaviour_log_prob = td["sample_log_prob"]
+        if self.centred:
+            # Clipping pi_theta/pi_old(.|g) to [c(1-eps), c(1+eps)] around the first-epoch ratio
+            # c = pi_theta_old(a|s,g') / pi_old(a|s,g) is ClipPPOLoss's clip of pi_theta/pi_theta_old
+            # (the log-ratio ball of radius eps moved from log 1 to log c) with the surrogate
+            # weighted by c: min(r A, clip(r, c(1-eps), c(1+eps)) A) = min(r' cA, clip(r', 1-eps, 1+eps) cA)
+            # with r' = r / c. So ClipPPOLoss gets the first-epoch log-prob as its denominator and
+            # the advantage times c (TorchRL's decoupled "proximal policy" form, without a target actor).
+            first = minibatch[FIRST_EPOCH_LOG_PROB_KEY].to(device)
+            td["advantage"] = td["advantage"] * (first - behaviour_log_prob).exp().unsqueeze(-1)
+            td["sample_log_prob"] = first
+        if self.loss_kind == "kl":
+            td[_LOGITS_KEY] = minibatch[BEHAVIOUR_SCORES_KEY].to(device)  # the previous policy, pi_old(.|s,g)
         out = self.ppo(td)
         with torch.no_grad():
-            log_prob = self.actor.get_dist(td).log_prob(td["action"])
-            out["ratio"] = (log_prob - td["sample_log_prob"]).exp().mean()
-        return out
+            log_prob = self.actor.get_dist(td.exclude(_LOGITS_KEY)).log_prob(td["action"])
+            out["log_ratio"] = log_prob - behaviour_log_prob
+            out["ratio"] = out["log_ratio"].exp().mean()
+            if self.loss_kind == "kl":
+                out["kl"] = out["kl"].mean()
+                out["kl_coeff"] = self.ppo.beta.detach().clone()
+        return out.exclude("ESS", "max_ratio", "mean_ratio")  # about r / c when centred: "ratio" is r

@@ -28,10 +28,10 @@ from torchrl.objectives import DiscreteSACLoss, SoftUpdate, ValueEstimators
 
 from torchrl_glam.envs import GoalCatalogue
 from torchrl_glam.modules import LLMScorer, make_actor, make_critic_heads
-from torchrl_glam.objectives.common import score_states
+from torchrl_glam.objectives.common import TrainableState, score_states
 
 
-class SACGLAMLoss(nn.Module):
+class SACGLAMLoss(TrainableState, nn.Module):
     """The scorer and ``DiscreteSACLoss`` of SAC-GLAM; see the module docstring.
 
     Args:
@@ -89,24 +89,6 @@ class SACGLAMLoss(nn.Module):
     def make_target_updater(self, tau: float) -> SoftUpdate:
         """Soft update of the target heads (only the heads: the LLM is not in the loss)."""
         return SoftUpdate(self.sac, tau=tau)
-
-    # ------------------------------------------------------------------ checkpoints
-    def _frozen_names(self) -> set[str]:
-        return {name for name, p in self.named_parameters() if not p.requires_grad}
-
-    def trainable_state_dict(self) -> dict[str, torch.Tensor]:
-        """The state without the frozen LLM weights: with LoRA the adapters, heads, targets and
-        alpha (the frozen base model comes back from its hub name or path)."""
-        frozen = self._frozen_names()
-        return {k: v for k, v in self.state_dict().items() if k not in frozen}
-
-    def load_trainable_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        missing, unexpected = self.load_state_dict(state, strict=False)
-        if unexpected or set(missing) - self._frozen_names():
-            raise ValueError(
-                f"checkpoint does not fit this agent: missing {sorted(set(missing) - self._frozen_names())[:5]}, "
-                f"unexpected {unexpected[:5]} (was it written with another model or critic design?)"
-            )
 
     # ------------------------------------------------------------------ forward
     def score(self, batch: TensorDictBase, next_obs: bool = False):

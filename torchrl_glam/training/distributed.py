@@ -77,3 +77,12 @@ def all_true(flag: bool) -> bool:
 def any_true(flag: bool) -> bool:
     """Whether ``flag`` holds on at least one rank."""
     return not all_true(not flag)
+
+
+def all_max(value: int) -> int:
+    """The largest ``value`` over the ranks (e.g. a number of minibatches every rank must run)."""
+    if not is_distributed():
+        return int(value)
+    tensor = torch.tensor([int(value)])
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return int(tensor.item())

@@ -14,8 +14,9 @@ from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, make_scorer
 from torchrl_glam.objectives.common import render_observations
+from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
-from torchrl_glam.training.config import SACGLAMConfig
+from torchrl_glam.training.config import GLAMConfig, SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, average_gradients
 
 
@@ -23,7 +24,7 @@ class NonFiniteLossError(RuntimeError):
     """A loss became NaN or infinite: the run stops, the last good checkpoint stays."""
 
 
-def make_env(cfg: SACGLAMConfig, num_envs: int | None = None, goals: str | None = None,
+def make_env(cfg: GLAMConfig, num_envs: int | None = None, goals: str | None = None,
              seed: int | None = None, **kwargs) -> PlaygroundTextEnv:
     """The training environment (tensors only: prompts are rendered for the LLM from the state)."""
     return PlaygroundTextEnv(
@@ -37,7 +38,7 @@ def make_env(cfg: SACGLAMConfig, num_envs: int | None = None, goals: str | None 
     )
 
 
-def make_scorer_from_config(cfg: SACGLAMConfig) -> LLMScorer:
+def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
     llm = LLMConfig(
         name_or_path=cfg.model,
         dtype=cfg.dtype,
@@ -87,8 +88,9 @@ def make_episode_processing(cfg: SACGLAMConfig):
 @torch.no_grad()
 def act(agent, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = False) -> TensorDictBase:
     """Writes "action" into an environment tensordict: a sample of the policy (or its mode), and
-    with ``with_log_prob`` its log-probability ("sample_log_prob", for PPO). ``agent`` is any
-    objective holding a ``scorer`` and a ``catalogue`` (SAC-GLAM or PPO-GLAM)."""
+    with ``with_log_prob`` its log-probability ("sample_log_prob") and the candidates' scores
+    ("behaviour_scores"), the behaviour policy PPO needs. ``agent`` is any objective holding a
+    ``scorer`` and a ``catalogue`` (SAC-GLAM or PPO-GLAM)."""
     prompts, actions, _ = render_observations(
         td["goal_id"], td["objects"], td["agent_on"], td["held"], td["grown"], agent.catalogue
     )
@@ -102,6 +104,7 @@ def act(agent, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = F
     td.set("action", action)
     if with_log_prob:
         td.set("sample_log_prob", dist.log_prob(action))
+        td.set(BEHAVIOUR_SCORES_KEY, scores)
     return td
 
 

@@ -1,11 +1,16 @@
-"""What a SAC-GLAM run logs, through TorchRL's loggers (CSV always; TensorBoard, W&B if asked for
-and installed), against environment steps, with the wall seconds logged beside every flush.
+"""What a SAC-GLAM or PPO-GLAM run logs, through TorchRL's loggers (CSV always; TensorBoard, W&B if
+asked for and installed), against environment steps, with the wall seconds logged beside every flush.
 
 Scalars: ``train/success`` and ``train/success/<goal type>`` (episodes finished since the last
-flush), ``train/episode_length``, the losses, ``alpha``, ``entropy``, ``q_value``,
-``replay/relabeled_share`` (of the buffer), ``batch/relabeled_share``, ``batch/age`` (environment
-steps since the sampled transitions were collected), ``time/wall_seconds``,
+flush), ``train/episode_length``, the update's metrics (means since the last flush), ``time/wall_seconds``,
 ``time/steps_per_second``, and ``eval/<train|held_out>/success[/<goal type>]``.
+
+* SAC-GLAM: the losses, ``alpha``, ``entropy``, ``q_value``, ``replay/relabeled_share`` (of the
+  buffer), ``batch/relabeled_share``, ``batch/age`` (environment steps since the sampled
+  transitions were collected);
+* PPO-GLAM: the losses, ``entropy``, ``clip_fraction`` or ``kl`` and ``kl_coeff``, ``kl_approx``,
+  ``ratio``, ``ratio/first_epoch`` (with HER also ``_collected`` and ``_relabeled``),
+  ``grad_norm``, ``update/transitions``, ``update/relabeled_share``.
 """
 from __future__ import annotations
 
@@ -19,10 +24,10 @@ from tensordict import TensorDictBase
 from torchrl.record.loggers import CSVLogger, Logger
 
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
-from torchrl_glam.training.config import SACGLAMConfig
+from torchrl_glam.training.config import GLAMConfig
 
 
-def make_loggers(cfg: SACGLAMConfig) -> list[Logger]:
+def make_loggers(cfg: GLAMConfig) -> list[Logger]:
     """TorchRL loggers writing under ``run_dir``; optional backends only when installed."""
     run_dir = Path(cfg.run_dir)
     loggers: list[Logger] = [CSVLogger(exp_name="logs", log_dir=str(run_dir))]
@@ -40,7 +45,7 @@ def make_loggers(cfg: SACGLAMConfig) -> list[Logger]:
 class RunLogger:
     """Accumulates episode and update statistics and writes their means at each flush."""
 
-    def __init__(self, cfg: SACGLAMConfig) -> None:
+    def __init__(self, cfg: GLAMConfig) -> None:
         self.run_dir = run_dir = Path(cfg.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(cfg.to_json())
@@ -50,7 +55,7 @@ class RunLogger:
         self._counts: dict[str, int] = defaultdict(int)
         self._last_flush: tuple[int, float] | None = None
         self.last_evaluation: dict[str, float] = {}
-        self._replay_share = 0.0
+        self._replay_share: float | None = None  # SAC-GLAM's replay only
 
     def _add(self, name: str, value: float, count: int = 1) -> None:
         self._sums[name] += value
@@ -72,7 +77,7 @@ class RunLogger:
             if chosen.any():
                 self._add(f"train/success/{name}", success[chosen].sum().item(), int(chosen.sum()))
 
-    def update(self, metrics: dict[str, float], env_steps: int, replay) -> None:
+    def update(self, metrics: dict[str, float], env_steps: int, replay=None) -> None:
         for name, value in metrics.items():
             if name == "batch_collected_at":
                 self._add("batch/age", env_steps - value)
@@ -80,15 +85,17 @@ class RunLogger:
                 self._add("batch/relabeled_share", value)
             else:
                 self._add(name, value)
-        sizes = replay.sizes()
-        self._replay_share = sizes.get("relabeled", 0) / max(sum(sizes.values()), 1)
+        if replay is not None:
+            sizes = replay.sizes()
+            self._replay_share = sizes.get("relabeled", 0) / max(sum(sizes.values()), 1)
 
     def flush(self, env_steps: int, wall_seconds: float) -> None:
         for name, total in self._sums.items():
             self._log(name, total / max(self._counts[name], 1), env_steps)
         self._sums.clear()
         self._counts.clear()
-        self._log("replay/relabeled_share", self._replay_share, env_steps)
+        if self._replay_share is not None:
+            self._log("replay/relabeled_share", self._replay_share, env_steps)
         self._log("time/wall_seconds", wall_seconds, env_steps)
         if self._last_flush is not None:
             steps, seconds = env_steps - self._last_flush[0], wall_seconds - self._last_flush[1]

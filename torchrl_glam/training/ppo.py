@@ -1,0 +1,174 @@
+"""PPO-GLAM's pieces for a training script: the agent (:func:`make_ppo_agent`), the rollout being
+collected (:class:`Rollout`) and the update (:class:`PPOGLAMUpdater`: GAE, hindsight relabeling,
+epochs x minibatches of the PPO loss, Adam, gradient clipping).
+
+Advantages are computed once per rollout, with the values of the policy that collected it (as
+GLAM and Stable-Baselines3 do; TorchRL's PPO example recomputes them every epoch, which here would
+cost one more LLM pass over the rollout per epoch).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from torchrl_glam.data.her import relabel_rollout
+from torchrl_glam.data.subgoals import aligned_goal_filter
+from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
+from torchrl_glam.training.distributed import all_max, all_true, average_gradients
+from torchrl_glam.training.factories import NonFiniteLossError, make_scorer_from_config
+from torchrl_glam.training.ppo_config import PPOGLAMConfig
+
+#: What a rollout keeps of each environment step: the compact state and what acting recorded, and
+#: under "next" what GAE and hindsight relabeling need.
+ROLLOUT_KEYS = ("goal_id", "objects", "agent_on", "held", "grown", "action", "sample_log_prob", BEHAVIOUR_SCORES_KEY)
+ROLLOUT_NEXT_KEYS = ("agent_on", "held", "grown", "reward", "done", "terminated", "truncated",
+                     "achieved_goal_ids", "achieved_goal_count")
+#: What a minibatch of the update holds (collected and relabeled transitions alike).
+UPDATE_KEYS = ("goal_id", "objects", "agent_on", "held", "grown", "action", "sample_log_prob",
+               BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, "advantage", "value_target", "relabeled")
+
+
+def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
+    """The LLM scorer, the value head and their PPO loss (clipped or KL-penalised)."""
+    return PPOGLAMLoss(
+        make_scorer_from_config(cfg),
+        clip_epsilon=cfg.clip_epsilon,
+        entropy_coeff=cfg.entropy_coeff,
+        critic_coeff=cfg.value_coeff,
+        gamma=cfg.gamma,
+        lmbda=cfg.gae_lambda,
+        value_width=cfg.value_width,
+        loss=cfg.her_loss,
+        centred=cfg.her_centred,
+        kl_coeff=cfg.kl_coeff,
+        kl_target=cfg.kl_target,
+    ).to(cfg.device)
+
+
+class Rollout:
+    """The steps collected since the last update; full after ``length`` steps.
+
+    :meth:`add` takes ``env.step_and_maybe_reset``'s first output ([num_envs], with "next") and
+    returns the whole rollout [num_envs, length] (time last) once it is full, else ``None``.
+    """
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.steps: list[TensorDict] = []
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def add(self, step: TensorDictBase) -> TensorDictBase | None:
+        kept = step.select(*ROLLOUT_KEYS, *(("next", k) for k in ROLLOUT_NEXT_KEYS)).clone()
+        self.steps.append(kept)
+        if len(self.steps) < self.length:
+            return None
+        rollout = torch.stack(self.steps, dim=1).contiguous()
+        self.steps = []
+        return rollout
+
+    def state_dict(self) -> dict:
+        """The steps of the rollout in progress (for checkpoints)."""
+        return {"steps": list(self.steps)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.steps = list(state["steps"])
+
+
+class PPOGLAMUpdater:
+    """One PPO update per rollout: advantages (and relabeled pieces with HER), then ``epochs``
+    passes over the data in minibatches of ``minibatch_size``, each an Adam step on the summed
+    losses after gradient clipping at ``max_grad_norm``.
+
+    With HER the update's data are the collected transitions plus relabeled ones (their share
+    capped at ``her_ratio``, drawn at random), with advantages computed on the relabeled pieces.
+
+    Args:
+        agent: the :class:`~torchrl_glam.objectives.ppo_glam.PPOGLAMLoss`.
+        cfg: the run's config.
+        world: the number of data-parallel ranks (each holds its share of every minibatch).
+    """
+
+    def __init__(self, agent: PPOGLAMLoss, cfg: PPOGLAMConfig, world: int = 1) -> None:
+        self.agent, self.cfg, self.world = agent, cfg, world
+        self.parameters = agent.parameters_to_train()
+        self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.lr)
+        self.keep_goal = aligned_goal_filter(agent.catalogue) if cfg.her_filter == "aligned" else None
+        self.updates = 0  # gradient steps
+        self.iterations = 0  # rollouts
+
+    def update_data(self, rollout: TensorDictBase) -> TensorDictBase:
+        """The flat data [N] of one update: "advantage", "value_target", "first_epoch_log_prob",
+        "relabeled" beside the rollout's keys (:data:`UPDATE_KEYS`)."""
+        data = self.agent.advantages(rollout).reshape(-1)
+        data["relabeled"] = torch.zeros(data.shape, dtype=torch.bool, device=data.device)
+        data = data.select(*UPDATE_KEYS)
+        if not self.cfg.her:
+            return data
+        pieces = relabel_rollout(rollout, self.cfg.max_steps, self.keep_goal)
+        if not pieces.numel():
+            return data
+        pieces = self.agent.advantages(pieces)
+        relabeled = pieces[pieces["mask"]].select(*UPDATE_KEYS)
+        cap = int(len(data) * self.cfg.her_ratio / (1 - self.cfg.her_ratio))
+        if len(relabeled) > cap:
+            relabeled = relabeled[torch.randperm(len(relabeled))[:cap]]
+        return torch.cat([data, relabeled])
+
+    def update(self, rollout: TensorDictBase) -> list[dict[str, float]]:
+        """Runs the update on a full rollout [num_envs, T]; returns each gradient step's metrics."""
+        data = self.update_data(rollout)
+        minibatch = self.cfg.minibatch_size // self.world
+        num_minibatches = all_max(math.ceil(len(data) / minibatch))  # the same steps on every rank
+        keys = ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "ratio"]
+        keys += ["clip_fraction"] if self.cfg.her_loss == "clip" else ["kl", "kl_coeff"]
+        metrics = []
+        for epoch in range(self.cfg.epochs):
+            for indices in torch.randperm(len(data)).tensor_split(num_minibatches):
+                batch = data[indices]
+                out = self.agent(batch)
+                loss = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
+                if not all_true(torch.isfinite(loss).item()):  # every rank stops together
+                    raise NonFiniteLossError(
+                        f"non-finite loss at update {self.updates}: "
+                        + ", ".join(f"{k}={out[k].item():.4g}" for k in ("loss_objective", "loss_critic", "loss_entropy"))
+                    )
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                average_gradients(self.parameters)  # data parallel: the same step on every rank
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.cfg.max_grad_norm or math.inf)
+                self.optimizer.step()
+                self.updates += 1
+                step = {k: out[k].item() for k in keys}
+                step["grad_norm"] = grad_norm.item()
+                if epoch == 0:
+                    step.update(self._first_epoch_ratios(batch, out))
+                metrics.append(step)
+        self.iterations += 1
+        metrics[0]["update/transitions"] = float(len(data))
+        metrics[0]["update/relabeled_share"] = data["relabeled"].float().mean().item()
+        return metrics
+
+    @staticmethod
+    def _first_epoch_ratios(batch: TensorDictBase, out: TensorDictBase) -> dict[str, float]:
+        """The mean ratio in the first epoch: exactly 1 at the update's first step without HER
+        (the policy that collected is the one scored), then moved only by that epoch's earlier
+        steps; with HER, split by origin (the relabeled ones start at c, App. G)."""
+        ratios = {"ratio/first_epoch": out["ratio"].item()}
+        relabeled = batch["relabeled"]
+        if relabeled.any():
+            ratio = out["log_ratio"].exp()
+            ratios["ratio/first_epoch_relabeled"] = ratio[relabeled].mean().item()
+            if (~relabeled).any():
+                ratios["ratio/first_epoch_collected"] = ratio[~relabeled].mean().item()
+        return ratios
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "updates": self.updates, "iterations": self.iterations}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates, self.iterations = state["updates"], state["iterations"]
