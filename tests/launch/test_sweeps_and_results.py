@@ -37,7 +37,8 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 
 
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
-                                          ("nstep_capacity", 5 * 4), ("figure2", 2 * 4), ("cpu_figure2", 2 * 3)])
+                                          ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 3 * 3),
+                                          ("ppo_her", 6 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
@@ -61,6 +62,22 @@ def test_dry_run_lists_the_runs(tmp_path, capsys):
                         "total_steps=64"]) == 0
     out = capsys.readouterr().out
     assert "3 runs" in out and "total_steps=64" in out and str(tmp_path / "smoke" / "seed2") in out
+
+
+def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
+    from torchrl_glam.launch.launcher import script_of
+    from torchrl_glam.training.ppo_config import make_ppo_config
+
+    runs = load_sweep(SLURM / "sweeps" / "cpu_figure2.yaml", tmp_path)
+    ppo = [r for r in runs if r.algorithm == "ppo_glam"]
+    assert len(ppo) == 3 and script_of("ppo_glam").name == "ppo_glam.py"
+    for run in load_sweep(SLURM / "sweeps" / "ppo_her.yaml", tmp_path):  # every variant is a valid config
+        make_ppo_config(run.preset, run.overrides)
+    assert launch_main(["--algorithm", "ppo_glam", "--seeds", "0", "--preset", "cpu_her", "--runs-root",
+                        str(tmp_path), "--dry-run", "her_loss=kl", "epochs=4"]) == 0
+    assert "ppo_glam --preset cpu_her" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="unknown config field"):
+        launch_main(["--algorithm", "ppo_glam", "--dry-run", "n_step=3"])
 
 
 def test_slurm_settings_from_yaml_and_flags(tmp_path):

@@ -3,6 +3,7 @@
     python -m torchrl_glam.launch --seeds 0-3 --preset cpu total_steps=50000
     python -m torchrl_glam.launch --sweep slurm/sweeps/critic_designs.yaml --slurm-config slurm/cluster.yaml
     python -m torchrl_glam.launch --seeds 0-1 --preset smoke --local --wait
+    python -m torchrl_glam.launch --algorithm ppo_glam --seeds 0-3 --preset ppo_glam
 
 All the runs of one command form one Slurm array job (one task per run: grid x seeds). Slurm
 settings come from a YAML file (``--slurm-config``, see ``slurm/cluster.yaml``) and command-line
@@ -22,7 +23,11 @@ import yaml
 
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.config import parse_overrides
+from torchrl_glam.training.config import GLAMConfig, SACGLAMConfig, parse_overrides
+from torchrl_glam.training.ppo_config import PPOGLAMConfig
+
+#: The config of each training script (examples/<algorithm>.py), to type command-line overrides.
+CONFIGS: dict[str, type[GLAMConfig]] = {"sac_glam": SACGLAMConfig, "ppo_glam": PPOGLAMConfig}
 
 SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
     "partition": "slurm_partition",
@@ -103,7 +108,7 @@ def build_runs(args) -> list[RunSpec]:
     seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     if args.sweep:
         return load_sweep(args.sweep, args.runs_root, seeds)
-    overrides = parse_overrides(args.overrides)
+    overrides = parse_overrides(args.overrides, CONFIGS.get(args.algorithm, SACGLAMConfig))
     name = args.name or args.preset
     return [RunSpec(name, args.algorithm, args.preset, overrides, seed,
                     str(Path(args.runs_root) / name / f"seed{seed}")) for seed in seeds or [0]]
