@@ -103,17 +103,20 @@ def test_smoke_run_of_the_example(tmp_path):
                  "grad_norm", "update/relabeled_share", "train/success", "time/wall_seconds",
                  "eval/train/success", "eval/held_out/success"]:
         assert (scalars / f"{name}.csv").exists(), name
-    first_epoch = [float(row.split(",")[1]) for row in (scalars / "ratio/first_epoch_collected.csv").read_text().splitlines()]
+    first_epoch = [ratio for _, ratio in _scalar(run, "ratio/first_epoch_collected")]
     assert first_epoch and all(abs(r - 1) < 2e-2 for r in first_epoch)
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluations} == {"train", "held_out"}
 
 
+def _scalar(run, name):
+    """(environment steps, value) rows of a logged scalar."""
+    rows = (run / "logs" / "scalars" / f"{name}.csv").read_text().splitlines()
+    return [tuple(map(float, row.split(","))) for row in rows]
+
+
 def _losses(run):
-    rows = []
-    for name in ("loss_objective", "loss_critic", "ratio/first_epoch"):
-        rows += [tuple(map(float, row.split(","))) for row in (run / "logs" / "scalars" / f"{name}.csv").read_text().splitlines()]
-    return rows
+    return [row for name in ("loss_objective", "loss_critic", "ratio/first_epoch") for row in _scalar(run, name)]
 
 
 @pytest.mark.parametrize("variant", [[], ["her=true", "her_loss=kl"]])
@@ -169,7 +172,8 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     run = tmp_path / "ddp"
-    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "OMP_NUM_THREADS": "1"}
     args = [sys.executable, str(EXAMPLE), "--preset", "smoke", "--no-progress", "--run-dir", str(run),
             "total_steps=256", "eval_every=256", "checkpoint_every=256", "her=true"]
     procs = [subprocess.Popen(args, env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},

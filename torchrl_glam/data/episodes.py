@@ -112,7 +112,7 @@ def rollout_episodes(rollout: TensorDictBase, max_steps: int) -> TensorDictBase:
     per_row = piece[:, -1] + 1
     piece = piece + (per_row.cumsum(0) - per_row)[:, None]  # global piece number, [B, T]
     num_pieces = int(per_row.sum())
-    length = torch.zeros(num_pieces, dtype=torch.long).index_add_(0, piece.reshape(-1), torch.ones(B * T, dtype=torch.long))
+    length = torch.bincount(piece.reshape(-1), minlength=num_pieces)
     if int(length.max()) > max_steps:
         raise ValueError(f"a rollout piece has {int(length.max())} steps, more than max_steps={max_steps}: "
                          "pass the environment's max_steps")

@@ -126,10 +126,12 @@ class PPOGLAMLoss(TrainableState, nn.Module):
         for chunk in steps.split(self.score_chunk):
             obs = score_states(self.scorer, chunk, catalogue=self.catalogue)
             hidden.append(obs[PROMPT_HIDDEN_KEY])
-            next_hidden.append(score_states(self.scorer, chunk, next_obs=True, catalogue=self.catalogue)[PROMPT_HIDDEN_KEY])
-            dist = MaskedCategorical(logits=obs[SCORES_KEY], mask=obs["action_mask"], neg_inf=MASKED_LOGIT)
-            log_prob.append(dist.log_prob(chunk["action"].to(self._device())))
-        data = rollout.to(self._device())
+            nxt = score_states(self.scorer, chunk, next_obs=True, catalogue=self.catalogue)
+            next_hidden.append(nxt[PROMPT_HIDDEN_KEY])
+            scores = obs[SCORES_KEY]
+            dist = MaskedCategorical(logits=scores, mask=obs["action_mask"].to(scores.device), neg_inf=MASKED_LOGIT)
+            log_prob.append(dist.log_prob(chunk["action"].to(scores.device)))
+        data = rollout.clone(False).to(self._device())  # the caller's rollout stays as it was
         for key, values in ((PROMPT_HIDDEN_KEY, hidden), (("next", PROMPT_HIDDEN_KEY), next_hidden),
                             (FIRST_EPOCH_LOG_PROB_KEY, log_prob)):
             values = torch.cat(values)
@@ -147,9 +149,10 @@ class PPOGLAMLoss(TrainableState, nn.Module):
 
         Returns "loss_objective", "loss_critic", "loss_entropy" and diagnostics: "entropy",
         "kl_approx", "ratio" (mean of pi_theta(a|s,g') / pi_old(a|s,g): 1 at the first step of an
-        update without HER) and its per-transition log, "log_ratio" [N], for the clipped loss "clip_fraction" (the share of ratios outside the
-        clipping range: around 1, or centred around the first-epoch ratio), for the KL loss "kl"
-        (mean KL(pi_old(.|s,g) || pi_theta(.|s,g'))) and "kl_coeff" (beta after this step).
+        update without HER) and its per-transition log "log_ratio" [N]; for the clipped loss
+        "clip_fraction" (the share of ratios outside the clipping range: around 1, or centred
+        around the first-epoch ratio); for the KL loss "kl" (mean KL(pi_old(.|s,g) || pi_theta(.|s,g')))
+        and "kl_coeff" (beta after this step).
         """
         device = self._device()
         scored = score_states(self.scorer, minibatch, catalogue=self.catalogue)
@@ -160,9 +163,10 @@ class PPOGLAMLoss(TrainableState, nn.Module):
             # Clipping pi_theta/pi_old(.|g) to [c(1-eps), c(1+eps)] around the first-epoch ratio
             # c = pi_theta_old(a|s,g') / pi_old(a|s,g) is ClipPPOLoss's clip of pi_theta/pi_theta_old
             # (the log-ratio ball of radius eps moved from log 1 to log c) with the surrogate
-            # weighted by c: min(r A, clip(r, c(1-eps), c(1+eps)) A) = min(r' cA, clip(r', 1-eps, 1+eps) cA)
-            # with r' = r / c. So ClipPPOLoss gets the first-epoch log-prob as its denominator and
-            # the advantage times c (TorchRL's decoupled "proximal policy" form, without a target actor).
+            # weighted by c: with r' = r / c,
+            #   min(r A, clip(r, c(1-eps), c(1+eps)) A) = min(r' cA, clip(r', 1-eps, 1+eps) cA).
+            # So ClipPPOLoss gets the first-epoch log-prob as its denominator and the advantage times
+            # c (TorchRL's decoupled "proximal policy" form, without a target actor).
             first = minibatch[FIRST_EPOCH_LOG_PROB_KEY].to(device)
             td["advantage"] = td["advantage"] * (first - behaviour_log_prob).exp().unsqueeze(-1)
             td["sample_log_prob"] = first

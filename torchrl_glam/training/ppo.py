@@ -132,10 +132,9 @@ class PPOGLAMUpdater:
                 out = self.agent(batch)
                 loss = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
                 if not all_true(torch.isfinite(loss).item()):  # every rank stops together
-                    raise NonFiniteLossError(
-                        f"non-finite loss at update {self.updates}: "
-                        + ", ".join(f"{k}={out[k].item():.4g}" for k in ("loss_objective", "loss_critic", "loss_entropy"))
-                    )
+                    losses = ("loss_objective", "loss_critic", "loss_entropy")
+                    raise NonFiniteLossError(f"non-finite loss at gradient step {self.updates}: "
+                                             + ", ".join(f"{k}={out[k].item():.4g}" for k in losses))
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 average_gradients(self.parameters)  # data parallel: the same step on every rank
