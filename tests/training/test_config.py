@@ -12,7 +12,7 @@ def test_paper_presets_follow_tables_2_and_3():
     assert (table2.buffer_capacity, table2.num_envs, table2.goals) == (100_000, 32, "train")
     table3 = make_config("sac_glam_her")
     assert (table3.alpha_init, table3.target_entropy, table3.her, table3.her_ratio) == (0.05, 0.01, True, 0.5)
-    assert make_config().model is None and make_config().goals == "simplified"  # the cpu default
+    assert make_config().model == "offline:tiny-t5-pretrained" and make_config().goals == "simplified"  # the cpu default
     assert set(PRESETS) >= {"sac_glam", "sac_glam_her", "cpu", "smoke"}
 
 

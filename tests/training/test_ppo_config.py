@@ -20,10 +20,10 @@ def test_ppo_glam_preset_is_table_1():
 
 def test_cpu_preset_follows_the_sac_cpu_preset():
     ppo, sac = make_ppo_config(), make_config("cpu")  # cpu is the default
-    for name in ("goals", "model", "normalization", "num_objects", "max_steps", "total_steps", "eval_every"):
+    for name in ("goals", "model", "normalization", "gamma", "num_objects", "max_steps", "total_steps", "eval_every"):
         assert getattr(ppo, name) == getattr(sac, name), name
     assert ppo.value_width == sac.critic_width
-    assert ppo.model is None and ppo.goals == "simplified" and not ppo.her
+    assert ppo.model == "offline:tiny-t5-pretrained" and ppo.goals == "simplified" and not ppo.her
     assert ppo.transitions_per_update == 2048 and ppo.epochs == 16  # Table 1's schedule
     her = make_ppo_config("cpu_her")
     assert (her.her, her.her_loss, her.her_filter, her.her_centred) == (True, "clip", "aligned", False)
