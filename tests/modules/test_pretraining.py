@@ -64,3 +64,11 @@ def test_offline_model_names(monkeypatch, tmp_path):
     assert (tmp_path / "tiny-t5-v1" / "config.json").exists()
     with pytest.raises(ValueError, match="unknown offline model 'offline:tiny-gpt'.*offline:tiny-t5-pretrained"):
         resolve_model_path("offline:tiny-gpt")
+
+
+def test_pretraining_is_deterministic(tmp_path, tiny_paths):
+    """The cached default model is whatever the command builds: same seed, same weights."""
+    first, second = (load_llm(LLMConfig(str(pretrain(tmp_path / name, start_from=tiny_paths["t5"], steps=3,
+                                                      batch_size=8, seed=4)))).model.state_dict()
+                     for name in ("a", "b"))
+    assert all(torch.equal(first[name], second[name]) for name in first)

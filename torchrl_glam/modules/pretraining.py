@@ -16,14 +16,14 @@ prior, learned from the environment's own language and nothing else:
                nothing : nothing
 
   and after a Grasp on the red cat the last field lists the social partner's reports ("Grasp red
-  cat, Grasp any animal, Grasp red animal, ..."). Predicting the random action teaches the prior
-  over candidates (uniform over the legal ones, whatever their length in tokens: with summed
-  log-probs a random-init model gives the 1-token "Grasp" ~66^3 the probability of a 4-token
-  "Go to red cat"); predicting what follows teaches the dynamics and the descriptions (what an
-  animal is, what water grows) into the hidden state at the action's last token, which is the
-  critic's input.
-* **budget**: ``steps`` Adam updates of ``batch_size`` transcripts (defaults: 1,500 x 128, i.e.
-  192k transcripts, about 15 minutes on one CPU core for the tiny T5). Every agent of a comparison
+  cat, Grasp any animal, Grasp red animal, ..."). Predicting the random action teaches a prior over
+  candidates that ignores their length in tokens (with summed log-probs a random-init model gives
+  the 1-token "Grasp" ~66^3 the probability of a 4-token "Go to red cat"; after the default 600
+  steps the model does not copy object names yet, so mean-normalised scores are the near-uniform
+  ones). Predicting what follows teaches the dynamics and the descriptions (what an animal is,
+  what water grows) into the hidden state at the action's last token, the critic's input.
+* **budget**: ``steps`` Adam updates of ``batch_size`` transcripts (defaults: 600 x 128, i.e.
+  77k transcripts, about 10 minutes on one CPU core for the tiny T5). Every agent of a comparison
   starts from the same pretrained weights.
 
 Command line (writes a model directory that ``LLMConfig(name_or_path=DIR)`` loads)::

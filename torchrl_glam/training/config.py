@@ -186,7 +186,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Departures from Table 3, each for a measured reason (issue 5; docs/results/sac_glam_cpu):
     # - model: the tiny T5 pretrained on random-play transcripts (modules/pretraining.py), the
     #   stand-in for Flan-T5's prior; from random init the critic never told goals apart.
-    # - normalization "mean": the tiny model still favours 1-token actions under "sum" scores.
+    # - normalization "mean": after its 600 pretraining steps the tiny model has not yet learnt to
+    #   copy object names, so summed scores still give each "Go to X" ~0.01 against ~0.6 for Grasp.
     # - gamma 0.9: at 0.99, the Q-values of a good and a wasted step differ by ~1%, below the
     #   critic's noise; 0.9 makes it 10% (episodes last at most 10 steps).
     # - critic_lr 1e-3, critic_width 256: small heads that fit fast; the LLM keeps 1e-4.
