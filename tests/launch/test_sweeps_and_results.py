@@ -37,7 +37,7 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 
 
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
-                                          ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 3 * 3),
+                                          ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
                                           ("ppo_her", 6 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
@@ -70,7 +70,10 @@ def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
 
     runs = load_sweep(SLURM / "sweeps" / "cpu_figure2.yaml", tmp_path)
     ppo = [r for r in runs if r.algorithm == "ppo_glam"]
-    assert len(ppo) == 3 and script_of("ppo_glam").name == "ppo_glam.py"
+    assert len(ppo) == 6 and script_of("ppo_glam").name == "ppo_glam.py"
+    assert {r.preset for r in ppo} == {"cpu", "cpu_her"}
+    for run in ppo:  # every variant is a valid config
+        make_ppo_config(run.preset, run.overrides)
     for run in load_sweep(SLURM / "sweeps" / "ppo_her.yaml", tmp_path):  # every variant is a valid config
         make_ppo_config(run.preset, run.overrides)
     assert launch_main(["--algorithm", "ppo_glam", "--seeds", "0", "--preset", "cpu_her", "--runs-root",
