@@ -93,3 +93,24 @@ def test_command_line_builds_a_loadable_model(tmp_path, capsys):
     assert "LLMConfig(name_or_path=" in capsys.readouterr().out
     llm = load_llm(LLMConfig(str(tmp_path / "llama")))
     assert not llm.is_encoder_decoder and llm.model.config.hidden_size == 64
+
+
+def test_a_nonzero_rank_of_a_process_group_builds_a_complete_model(tmp_path, monkeypatch):
+    """Inside a process group, transformers saves config and weights on rank 0 only; the offline
+    model is built by whichever rank gets there first, so every rank must write all of it."""
+    import transformers.distributed.mixin as mixin
+
+    monkeypatch.setattr(mixin, "_is_torch_distributed_initialized", lambda: True)
+    monkeypatch.setattr(mixin, "_get_torch_distributed_rank", lambda: 1)
+    path = build_tiny_model(tmp_path / "rank1", "t5")
+    assert (path / "config.json").exists() and list(path.glob("*.safetensors"))
+    assert load_llm(LLMConfig(str(path))).is_encoder_decoder
+
+
+def test_a_broken_cached_build_is_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
+    broken = tmp_path / "tiny-t5-v1"
+    broken.mkdir()
+    (broken / "tokenizer.json").write_text("{}")  # what a rank-1 build used to leave
+    path = default_tiny_model_path("t5")
+    assert path == broken and load_llm(LLMConfig(str(path))).is_encoder_decoder

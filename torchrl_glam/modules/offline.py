@@ -46,7 +46,14 @@ def build_word_tokenizer(kind: ModelKind = "t5"):
     Words split on whitespace and punctuation ("see:" -> "see", ":"). T5 appends ``</s>`` to an
     encoded text like the real T5 tokenizer; the decoder-only kind prepends ``<s>`` like Llama.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+    )
     from transformers import PreTrainedTokenizerFast
 
     from torchrl_glam.envs.vocabulary import vocabulary_words
@@ -125,9 +132,29 @@ def build_tiny_model(out: str | os.PathLike, kind: ModelKind = "t5", seed: int =
         model = auto_class.from_config(config)
         with torch.no_grad():
             model.get_output_embeddings().weight.normal_(0.0, OUTPUT_INIT_STD)
+    save_model_and_tokenizer(model, tokenizer, out)
+    return out
+
+
+def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
+    """``save_pretrained`` of both into ``out``, whatever this process's distributed rank.
+
+    Inside an initialised process group, transformers' ``save_pretrained`` writes the config and
+    weights on rank 0 only. The offline models are built by whichever rank gets there first (each
+    rank of a data-parallel run resolves the model itself), so a rank-1 build would leave a
+    directory holding the tokenizer alone, and renaming it into the cache would break every later
+    load. The model here is this process's own private copy, so it always saves.
+    """
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
+    model.should_save_on_this_rank = lambda is_main_process: True  # see the docstring
+    try:
+        model.save_pretrained(out)
+    finally:
+        del model.should_save_on_this_rank
     tokenizer.save_pretrained(out)
+    if not (out / "config.json").exists() or not any(out.glob("*.safetensors")):
+        raise RuntimeError(f"saving the model to {out} wrote no config or weights: {sorted(os.listdir(out))}")
     return out
 
 
@@ -136,28 +163,36 @@ def cache_root() -> Path:
     return Path(os.environ.get("TORCHRL_GLAM_CACHE", Path.home() / ".cache" / "torchrl_glam"))
 
 
-def default_tiny_model_path(kind: ModelKind = "t5") -> Path:
-    """Path of the default tiny model, built once (seed 0) into :func:`cache_root`.
+def build_into_cache(final: Path, build) -> Path:
+    """``final`` once it holds a model, calling ``build(directory)`` to make it if needed.
 
-    Safe under concurrent builds: each caller builds into its own temporary directory next to the
-    final one and renames it into place; a rename that loses the race is discarded.
+    Safe under concurrent builds (several test workers, the ranks of a data-parallel run, array
+    jobs): each caller builds into its own temporary directory next to ``final`` and renames it
+    into place; a rename that loses the race is discarded. A ``final`` left without a config (a
+    build interrupted by an older version) is replaced.
     """
-    root = cache_root()
-    final = root / f"tiny-{kind}-v{RECIPE_VERSION}"
     if (final / "config.json").exists():
         return final
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".tiny-{kind}-", dir=root))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
     try:
-        build_tiny_model(staging, kind=kind, seed=0)
+        build(staging)
         try:
             os.rename(staging, final)  # atomic on one filesystem
         except OSError:
-            if not (final / "config.json").exists():  # not a lost race: a real failure
-                raise
+            if (final / "config.json").exists():  # lost the race to a complete build
+                return final
+            shutil.rmtree(final, ignore_errors=True)  # a broken leftover: replace it
+            os.rename(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def default_tiny_model_path(kind: ModelKind = "t5") -> Path:
+    """Path of the default tiny model, built once (seed 0) into :func:`cache_root`."""
+    final = cache_root() / f"tiny-{kind}-v{RECIPE_VERSION}"
+    return build_into_cache(final, lambda directory: build_tiny_model(directory, kind=kind, seed=0))
 
 
 def main(argv: list[str] | None = None) -> None:

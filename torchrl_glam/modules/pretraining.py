@@ -36,15 +36,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from torchrl_glam.modules.offline import ModelKind, cache_root, default_tiny_model_path
+from torchrl_glam.modules.offline import (
+    ModelKind,
+    build_into_cache,
+    cache_root,
+    default_tiny_model_path,
+    save_model_and_tokenizer,
+)
 
 #: Bump when the data, objective or defaults below change, so stale cached builds are not reused.
 PRETRAINING_VERSION = 1
@@ -177,10 +181,7 @@ def pretrain(
             if step % log_every == 0 or step == steps:
                 print(f"pretraining step {step}/{steps}: loss {running:.3f} ({time.perf_counter() - start:.0f} s)",
                       flush=True)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    out = save_model_and_tokenizer(model, tokenizer, out)
     (out / "pretraining.txt").write_text(
         f"random-play transcripts, version {PRETRAINING_VERSION}: {steps} steps x {batch_size}, "
         f"lr {lr}, seed {seed}, from {source}, {time.perf_counter() - start:.0f} s\n"
@@ -189,26 +190,14 @@ def pretrain(
 
 
 def default_pretrained_model_path(kind: ModelKind = "t5") -> Path:
-    """The pretrained offline model, built once into the cache with the default budget (several
-    minutes on a CPU the first time; concurrent callers build privately, the first rename wins)."""
-    root = cache_root()
-    final = root / f"tiny-{kind}-pretrained-v{PRETRAINING_VERSION}"
-    if (final / "config.json").exists():
-        return final
-    root.mkdir(parents=True, exist_ok=True)
-    print(f"pretraining the offline tiny {kind} on random-play transcripts into {final} "
-          f"({DEFAULT_STEPS} steps, once; python -m torchrl_glam.modules.pretraining does the same)", flush=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".tiny-{kind}-pretrained-", dir=root))
-    try:
-        pretrain(staging, kind=kind)
-        try:
-            os.rename(staging, final)
-        except OSError:
-            if not (final / "config.json").exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return final
+    """The pretrained offline model, built once into the cache with the default budget (about ten
+    minutes on a CPU the first time; concurrent callers are safe, see ``build_into_cache``)."""
+    final = cache_root() / f"tiny-{kind}-pretrained-v{PRETRAINING_VERSION}"
+    if not (final / "config.json").exists():
+        print(f"pretraining the offline tiny {kind} on random-play transcripts into {final} "
+              f"({DEFAULT_STEPS} steps, once; python -m torchrl_glam.modules.pretraining does the same)",
+              flush=True)
+    return build_into_cache(final, lambda directory: pretrain(directory, kind=kind))
 
 
 def main(argv: list[str] | None = None) -> None:
