@@ -32,7 +32,7 @@ from torchrl_glam.training.checkpoint import (
 )
 from torchrl_glam.training.distributed import any_true, broadcast_parameters, init_distributed
 from torchrl_glam.training.evaluation import evaluate
-from torchrl_glam.training.factories import NonFiniteLossError, act, make_env
+from torchrl_glam.training.factories import NonFiniteLossError, act, make_env, make_eval_envs
 from torchrl_glam.training.logging import RunLogger
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
@@ -69,10 +69,7 @@ def main(argv=None) -> int:
     updater = PPOGLAMUpdater(agent, cfg, world)
     rollout = Rollout(cfg.rollout_steps)
     assembler = EpisodeAssembler(env.num_envs, cfg.max_steps)  # finished episodes, for the logs
-    eval_envs = {
-        "train": make_env(cfg, num_envs=cfg.eval_episodes, seed=10_000 + cfg.seed, goal_sampling="by_type"),
-        "held_out": make_env(cfg, num_envs=cfg.eval_episodes, goals="held_out", seed=20_000 + cfg.seed),
-    }
+    eval_envs = make_eval_envs(cfg)  # fixed seeds: the same episodes for every algorithm
     seed_everything(cfg.seed + rank)  # ranks act differently
 
     # ---- resume: everything that changes during a run is in the checkpoint (one file per rank)

@@ -39,6 +39,7 @@ from torchrl_glam.training.factories import (
     make_agent,
     make_env,
     make_episode_processing,
+    make_eval_envs,
     make_replay,
 )
 from torchrl_glam.training.logging import RunLogger
@@ -76,10 +77,7 @@ def main(argv=None) -> int:
     her, nstep = make_episode_processing(cfg)
     updater = SACGLAMUpdater(agent, replay, cfg)
     assembler = EpisodeAssembler(env.num_envs, cfg.max_steps)
-    eval_envs = {
-        "train": make_env(cfg, num_envs=cfg.eval_episodes, seed=10_000 + cfg.seed, goal_sampling="by_type"),
-        "held_out": make_env(cfg, num_envs=cfg.eval_episodes, goals="held_out", seed=20_000 + cfg.seed),
-    }
+    eval_envs = make_eval_envs(cfg)  # fixed seeds: the same episodes for every algorithm
     seed_everything(cfg.seed + rank)  # ranks act and sample differently
 
     # ---- resume: everything that changes during a run is in the checkpoint (one file per rank)

@@ -38,6 +38,16 @@ def make_env(cfg: GLAMConfig, num_envs: int | None = None, goals: str | None = N
     )
 
 
+def make_eval_envs(cfg: GLAMConfig) -> dict[str, PlaygroundTextEnv]:
+    """The greedy-evaluation environments: goal types sampled uniformly over the training set, and
+    the held-out goals, each with ``eval_episodes`` sub-environments and fixed seeds, so that every
+    algorithm of a comparison is evaluated on the same episodes."""
+    return {
+        "train": make_env(cfg, num_envs=cfg.eval_episodes, seed=10_000 + cfg.seed, goal_sampling="by_type"),
+        "held_out": make_env(cfg, num_envs=cfg.eval_episodes, goals="held_out", seed=20_000 + cfg.seed),
+    }
+
+
 def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
     llm = LLMConfig(
         name_or_path=cfg.model,
