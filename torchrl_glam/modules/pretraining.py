@@ -39,7 +39,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from torchrl_glam.modules.offline import (
@@ -78,7 +77,6 @@ class RandomPlayTranscripts:
 
     def _step(self, index: int) -> tuple[list[str], list[str]]:
         from torchrl_glam.envs import render_batch
-        from torchrl_glam.envs.render import render_actions
         from torchrl_glam.envs.vocabulary import OBJECT_NAMES
 
         env, td = self.envs[index], self.tds[index]
@@ -96,8 +94,7 @@ class RandomPlayTranscripts:
             on, held = int(nxt["agent_on"][b]), int(nxt["held"][b])
             grown = [n for n, g in zip(names, nxt["grown"][b].tolist()) if g]
             reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
-            chosen = render_actions(td["objects"][b].tolist())[int(action[b])]
-            assert chosen == actions[b][int(action[b])]
+            chosen = actions[b][int(action[b])]
             targets.append(
                 f"{chosen} : You are on: {names[on] if on >= 0 else 'nothing'} , "
                 f"You are holding: {names[held] if held >= 0 else 'nothing'} , "
@@ -159,7 +156,6 @@ def pretrain(
     tokenizer = AutoTokenizer.from_pretrained(source)
     with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams alone
         torch.manual_seed(seed)
-        np.random.seed(seed)
         try:
             model = AutoModelForSeq2SeqLM.from_pretrained(source)
         except ValueError:
