@@ -1,60 +1,204 @@
-"""Make TorchRL's ``PrioritizedSampler`` work wherever torchrl's compiled extension does not load.
+"""Segment trees for TorchRL's ``PrioritizedSampler`` where torchrl's compiled extension does not load.
 
-TorchRL's prioritized replay keeps priorities in C++ segment trees (``torchrl._torchrl``). A torchrl
-wheel is built against one torch release; installed beside another (torchrl 0.14.1 with torch 2.13
-here) the extension fails to load with an undefined symbol, and ``PrioritizedSampler`` raises
-"SumSegmentTreeFp32 is not available". torchrl ships the C++ sources of that extension
-(``torchrl/csrc``), so :func:`ensure_prioritized_replay` compiles them against the installed torch
-once (~40 s, cached under ``$TORCH_EXTENSIONS_DIR``, needs a C++ compiler and ninja) and hands the
-segment trees to the sampler. Nothing of torchrl is copied or rewritten here; where the wheel's
-extension loads (the usual case on a matching install), this does nothing.
+TorchRL keeps replay priorities in C++ segment trees (``torchrl._torchrl``). A torchrl wheel is
+built against one torch release; beside another (torchrl 0.14.1 with torch 2.13 here) the
+extension fails to load and ``PrioritizedSampler`` raises "SumSegmentTreeFp32 is not available".
+This module used to compile torchrl's shipped C++ sources at run time instead: that needs a
+compiler, takes about a minute, and ``torch.utils.cpp_extension`` holds a lock file in a folder
+shared by every job of a user while it builds, so one run killed mid-build wedged every later run
+(torch waits for that lock forever, silently). So nothing is compiled any more: the four trees
+below are written with vectorised torch operations and offer exactly what ``PrioritizedSampler``
+(and ``PrioritizedSliceSampler``) use of ``SumSegmentTreeFp32/Fp64`` and ``MinSegmentTreeFp32/Fp64``
+(``torchrl/csrc/segment_tree.h``): ``t[i]``, ``t[i] = v`` (int, numpy or tensor indices, scalar or
+per-index values), ``at``, ``update``, ``query(l, r)``, ``scan_lower_bound``, ``size``,
+``capacity``, ``identity_element``, ``len`` and pickling. Every internal node is computed as in
+the C++ code (``node = op(left child, right child)`` in the tree's own precision), so priorities,
+sums and sampled indices are the same numbers. :func:`ensure_prioritized_replay` installs them
+only where torchrl's own trees are missing; where the wheel's extension loads, it does nothing.
 """
 from __future__ import annotations
 
-import os
-import threading
+import numbers
 
-_lock = threading.Lock()
+import numpy as np
+import torch
+
 _TREES = ("SumSegmentTreeFp32", "SumSegmentTreeFp64", "MinSegmentTreeFp32", "MinSegmentTreeFp64")
 
 
-def _build_extension():
-    import torchrl
-    from torch.utils.cpp_extension import load
+class _SegmentTree:
+    """A binary tree over ``size`` leaves stored in one array (node i has children 2i and 2i+1)."""
 
-    csrc = os.path.join(os.path.dirname(torchrl.__file__), "csrc")
-    sources = [os.path.join(csrc, name) for name in ("pybind.cpp", "utils.cpp")]
-    missing = [s for s in sources if not os.path.exists(s)]
-    if missing:
-        raise RuntimeError(
-            f"torchrl's compiled extension does not load and its C++ sources are missing ({missing}): "
-            "install a torchrl wheel built for your torch version (pip install 'torchrl==X' matching "
-            "torch), or build torchrl from source"
-        )
-    # The module name must be "_torchrl": it is the name PYBIND11_MODULE gives in pybind.cpp.
-    return load(name="_torchrl", sources=sources, extra_include_paths=[csrc], verbose=False)
+    dtype: torch.dtype
+    _identity: float
+
+    def __init__(self, size: int) -> None:
+        size = int(size)
+        if size < 1:
+            raise ValueError(f"a segment tree needs at least one leaf, got size={size}")
+        capacity = 1
+        while capacity <= size:  # as segment_tree.h: the smallest power of two above size
+            capacity <<= 1
+        self._size, self._capacity = size, capacity
+        self._values = torch.full((2 * capacity,), self._identity, dtype=self.dtype)
+
+    # ---- what the C++ class exposes
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def identity_element(self) -> float:
+        return self._identity
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _op(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def _index(index) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(index) if not isinstance(index, torch.Tensor) else index,
+                               dtype=torch.long).reshape(-1).cpu()
+
+    def at(self, index):
+        """Leaf values: a float for an int, a numpy array for an array, a tensor for a tensor."""
+        if isinstance(index, numbers.Integral):
+            return float(self._values[int(index) | self._capacity])
+        leaves = self._values[self._index(index) | self._capacity]
+        if isinstance(index, torch.Tensor):
+            return leaves.reshape(index.shape)
+        return leaves.numpy().reshape(np.shape(index))
+
+    __getitem__ = at
+
+    def update(self, index, value) -> None:
+        """Sets leaves (a value per index, or one value for all) and recomputes their ancestors."""
+        if isinstance(index, numbers.Integral):
+            index = [int(index)]
+        index = self._index(index)
+        value = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
+        value = value.detach().to("cpu", self.dtype).reshape(-1)
+        if value.numel() == 1:
+            value = value.expand(index.numel())
+        elif value.numel() != index.numel():
+            raise ValueError(f"{value.numel()} values for {index.numel()} indices")
+        if index.numel() == 0:
+            return
+        if ((index < 0) | (index >= self._capacity)).any():
+            raise IndexError(f"segment tree index out of range [0, {self._capacity})")
+        # the C++ tree applies updates in order: with repeated indices the last value wins
+        reversed_index = index.flip(0)
+        unique, first = np.unique(reversed_index.numpy(), return_index=True)
+        nodes = torch.from_numpy(unique) | self._capacity
+        self._values[nodes] = value.flip(0)[torch.from_numpy(first)]
+        while nodes[0] > 1:  # one level up at a time: parents are pure functions of children
+            nodes = torch.unique(nodes >> 1)
+            self._values[nodes] = self._op(self._values[nodes << 1], self._values[(nodes << 1) | 1])
+
+    __setitem__ = update
+
+    def _query_one(self, left: int, right: int) -> float:
+        values, capacity = self._values, self._capacity
+        if left <= 0 and right >= self._size:
+            return float(values[1])
+        result = torch.tensor(self._identity, dtype=self.dtype)
+        left, right = left | capacity, right | capacity
+        while left < right:  # the same reduction order as segment_tree.h, hence the same rounding
+            if left & 1:
+                result = self._op(result, values[left])
+                left += 1
+            if right & 1:
+                right -= 1
+                result = self._op(result, values[right])
+            left >>= 1
+            right >>= 1
+        return float(result)
+
+    def query(self, left, right):
+        """The reduction over leaves [left, right): a float, or one per pair of an array/tensor."""
+        if isinstance(left, numbers.Integral) and isinstance(right, numbers.Integral):
+            return self._query_one(int(left), int(right))
+        lefts, rights = self._index(left), self._index(right)
+        out = torch.tensor([self._query_one(int(a), int(b)) for a, b in zip(lefts, rights)], dtype=self.dtype)
+        if isinstance(left, torch.Tensor):
+            return out.reshape(left.shape)
+        return out.numpy().reshape(np.shape(left))
+
+    # ---- pickling and deepcopy (the sampler's state_dict deep-copies its trees): the leaves
+    def __getstate__(self) -> dict:
+        return {"size": self._size, "leaves": self._values[self._capacity:self._capacity + self._size].clone()}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["size"])
+        self.update(torch.arange(state["size"]), state["leaves"])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(size={self._size})"
+
+
+class _SumSegmentTree(_SegmentTree):
+    _identity = 0.0
+
+    def _op(self, left, right):
+        return left + right
+
+    def scan_lower_bound(self, value):
+        """The smallest leaf index whose prefix sum reaches ``value`` (``size`` when past the total)."""
+        scalar = isinstance(value, numbers.Real)
+        mass = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
+        shape = mass.shape
+        mass = mass.detach().to("cpu", self.dtype).reshape(-1).clone()
+        values, capacity = self._values, self._capacity
+        if mass.numel() == 0:
+            return torch.empty(shape, dtype=torch.long) if isinstance(value, torch.Tensor) else np.empty(shape, np.int64)
+        past_end = mass > values[1]
+        node = torch.ones(mass.shape, dtype=torch.long)
+        while capacity > 1 and node[0] < capacity:  # all nodes descend one level together
+            node <<= 1
+            left = values[node]
+            go_right = mass > left
+            mass = torch.where(go_right, mass - left, mass)
+            node |= go_right.long()
+        index = torch.where(past_end, torch.full_like(node, self._size), node ^ capacity)
+        if scalar:
+            return int(index[0])
+        if isinstance(value, torch.Tensor):
+            return index.reshape(shape)
+        return index.numpy().reshape(shape)
+
+
+class _MinSegmentTree(_SegmentTree):
+    def _op(self, left, right):
+        return torch.minimum(left, right)
+
+
+class SumSegmentTreeFp32(_SumSegmentTree):
+    dtype, _identity = torch.float32, 0.0
+
+
+class SumSegmentTreeFp64(_SumSegmentTree):
+    dtype, _identity = torch.float64, 0.0
+
+
+class MinSegmentTreeFp32(_MinSegmentTree):
+    dtype, _identity = torch.float32, float(np.finfo(np.float32).max)
+
+
+class MinSegmentTreeFp64(_MinSegmentTree):
+    dtype, _identity = torch.float64, float(np.finfo(np.float64).max)
 
 
 def ensure_prioritized_replay() -> None:
-    """Makes ``torchrl.data.PrioritizedSampler`` usable, compiling torchrl's segment trees if needed."""
+    """Makes ``torchrl.data.PrioritizedSampler`` usable: installs the trees above where torchrl's
+    compiled ones did not load (its module globals are what the sampler builds its trees from)."""
     from torchrl.data.replay_buffers.samplers import prioritized
 
-    if all(getattr(prioritized, name) is not None for name in _TREES):
-        return
-    with _lock:
-        if all(getattr(prioritized, name) is not None for name in _TREES):
-            return
-        try:
-            extension = _build_extension()
-        except RuntimeError:
-            raise
-        except Exception as err:  # compiler or ninja missing, build error
-            raise RuntimeError(
-                "PrioritizedSampler needs torchrl's segment trees: the torchrl wheel's extension does not "
-                "load against this torch, and compiling torchrl's C++ sources failed "
-                f"({type(err).__name__}: {err}). Install a C++ compiler and `pip install ninja`, or a "
-                "torchrl wheel built for this torch version."
-            ) from err
-        for name in _TREES:
-            # the sampler reads these module globals when it builds its trees
-            setattr(prioritized, name, getattr(extension, name))
+    for name in _TREES:
+        if getattr(prioritized, name) is None:
+            setattr(prioritized, name, globals()[name])

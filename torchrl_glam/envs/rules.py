@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from torchrl_glam.envs.catalogue import GoalCatalogue, nearest
 from torchrl_glam.envs.vocabulary import (
@@ -184,20 +185,31 @@ class PlaygroundRules:
     _STATE = ("objects", "agent_on", "held", "grown", "goal_id", "steps", "_singles_done", "_sequential_done")
 
     def state_dict(self) -> dict:
-        """The full state of every scene, social partner memory included (for checkpoints)."""
+        """The full state of every scene, social partner memory included (for checkpoints).
+        Arrays are saved as tensors: a checkpoint then loads with ``torch.load(weights_only=True)``."""
         import copy
 
-        return {name: copy.deepcopy(getattr(self, name)) for name in self._STATE}
+        return {
+            name: torch.from_numpy(value.copy()) if isinstance(value, np.ndarray) else copy.deepcopy(value)
+            for name, value in ((name, getattr(self, name)) for name in self._STATE)
+        }
 
     def load_state_dict(self, state: dict) -> None:
         import copy
 
-        if state["objects"].shape != self.objects.shape:
+        if tuple(state["objects"].shape) != self.objects.shape:
             raise ValueError(
-                f"saved scenes have shape {state['objects'].shape}, this environment {self.objects.shape}"
+                f"saved scenes have shape {tuple(state['objects'].shape)}, this environment {self.objects.shape}"
             )
         for name in self._STATE:
-            setattr(self, name, copy.deepcopy(state[name]))
+            value = state[name]
+            if isinstance(value, torch.Tensor):
+                value = value.numpy().astype(getattr(self, name).dtype, copy=True)
+            elif isinstance(value, np.ndarray):
+                value = value.copy()
+            else:
+                value = copy.deepcopy(value)
+            setattr(self, name, value)
 
     # ------------------------------------------------------------------ step
     def action_mask(self) -> np.ndarray:
@@ -222,7 +234,10 @@ class PlaygroundRules:
             name = OBJECT_NAMES[self.objects[b, actions[b]]]
             raise ValueError(
                 f"action {actions[b]} ('Go to {name}') of sub-environment {b} is masked: the agent "
-                f"holds {name}. Sample actions with the 'action_mask' (e.g. MaskedCategorical)."
+                f"holds {name}. Sample actions with the 'action_mask' (e.g. MaskedCategorical). Random "
+                "actions of a wrapped or batched environment (TransformedEnv, SerialEnv, ParallelEnv: "
+                "their action spec is a copy that does not follow the mask) need TorchRL's ActionMask "
+                "transform last: TransformedEnv(env, ActionMask())"
             )
 
     def step(self, actions: np.ndarray) -> StepResult:
