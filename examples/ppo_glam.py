@@ -30,6 +30,7 @@ from torchrl_glam.training.checkpoint import (
     seed_everything,
     set_rng_state,
 )
+from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.distributed import any_true, broadcast_parameters, init_distributed
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, act, make_env, make_eval_envs
@@ -37,6 +38,9 @@ from torchrl_glam.training.logging import RunLogger
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
+from torchrl_glam.training.resume import apply_resume, resume_changes
+from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
+from torchrl_glam.training.runtime import apply_runtime
 
 
 def parse_args(argv=None):
@@ -44,6 +48,7 @@ def parse_args(argv=None):
     parser.add_argument("--preset", default="cpu", choices=sorted(PPO_PRESETS))
     parser.add_argument("--run-dir", default=None, help="where logs and checkpoints go (run_dir=...)")
     parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
+    parser.add_argument("--overwrite", action="store_true", help="discard what run_dir holds and start afresh")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
     args = parser.parse_intermixed_args(argv)  # overrides may come before or after the flags
@@ -55,11 +60,13 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     cfg, args = parse_args(argv)
+    apply_runtime(cfg)  # cfg.num_threads torch threads; a missing GPU fails here, before any model loads
     rank, world = init_distributed(cfg.device)  # several processes: data parallel (see distributed.py)
     if cfg.num_envs % world or cfg.minibatch_size % world:
         raise ValueError(f"num_envs={cfg.num_envs} and minibatch_size={cfg.minibatch_size} must divide "
                          f"by the {world} ranks")
     main_rank = rank == 0
+    prepare_run_dir(cfg.run_dir, args.resume, args.overwrite, rank)  # refuse a used dir; lock it
     seed_everything(cfg.seed)  # the same initial weights on every rank
 
     # ---- the environment, the agent (LLM scorer + actor + value head + PPO loss), the rollout
@@ -75,6 +82,7 @@ def main(argv=None) -> int:
     # ---- resume: everything that changes during a run is in the checkpoint (one file per rank)
     checkpoint_dir = Path(cfg.run_dir) / ("" if main_rank else f"rank{rank}")
     state = load_checkpoint(checkpoint_dir) if args.resume else None
+    changes = resume_changes(state["config"], cfg) if state is not None else {}  # refuses a mixed run
     wall_offset = 0.0
     if state is not None:
         agent.load_trainable_state_dict(state["agent"])
@@ -85,8 +93,11 @@ def main(argv=None) -> int:
         set_rng_state(state["rng"])
         wall_offset = state["wall_seconds"]
         td = env.observation()
+        apply_resume(cfg, changes, {"lr": updater.optimizer}, assembler.env_steps * world, main_rank)
         print(f"rank {rank}: resumed from {checkpoint_dir} at {assembler.env_steps * world} environment steps")
     else:
+        if args.resume and main_rank:  # a run killed before its first checkpoint: its rows go
+            truncate_logs(cfg.run_dir, 0)
         td = env.reset()
     logger = RunLogger(cfg) if main_rank else None
     start = time.perf_counter() - wall_offset
@@ -128,6 +139,7 @@ def main(argv=None) -> int:
             # ---- every rollout_steps: GAE (+ HER), then epochs x minibatches of the PPO loss
             if full_rollout is not None:
                 for metrics in updater.update(full_rollout):
+                    check_divergence(metrics, cfg, steps)
                     if logger:
                         logger.update(metrics, steps)
 
@@ -147,7 +159,7 @@ def main(argv=None) -> int:
                 print(f"rank {rank}: stopped at {steps} environment steps; checkpoint in {checkpoint_dir}")
                 STOP.acknowledge()
                 return PREEMPTED
-    except NonFiniteLossError as err:
+    except (NonFiniteLossError, DivergenceError) as err:
         progress.close()
         print(f"stopped: {err}. The last good checkpoint is kept in {cfg.run_dir}; resume from it "
               "with --resume after changing the settings (e.g. a lower learning rate).", file=sys.stderr)

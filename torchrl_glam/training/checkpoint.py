@@ -1,33 +1,102 @@
-"""Checkpoints written atomically: a crash while writing never leaves a broken checkpoint.
+"""Checkpoints written atomically, read safely, with the previous good one kept as a fallback.
 
 A checkpoint is one ``torch.save`` file holding everything a run needs to continue exactly: model
 (adapters or weights), heads and targets, optimisers, alpha, the replay buffers with priorities,
-the environments' state and random generators, the episodes in progress, counters.
+the environments' state and random generators, the episodes in progress, counters. It holds
+tensors and plain Python data only, and is read with ``torch.load(weights_only=True)``: a
+checkpoint file can never run code (a pickle can, and run dirs get copied between machines).
+
+Writing goes through a temporary file and a rename, so a crash never leaves a half-written
+``checkpoint.pt``; the checkpoint it replaces becomes ``checkpoint.prev.pt``, used (with a
+warning) if the newest one cannot be read. Temporaries left by a killed process are removed.
 """
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import random
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
+from tensordict import TensorDict, TensorDictBase
 
 CHECKPOINT_NAME = "checkpoint.pt"
+PREVIOUS_NAME = "checkpoint.prev.pt"
+_TMP_PREFIX, _TMP_SUFFIX = ".checkpoint-", ".tmp"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be read (and no readable previous one)."""
+
+
+_TD_TAG = "__tensordict__"
+
+
+def _map_dict(obj: dict, fn) -> dict:
+    out = copy.copy(obj)  # keeps a subclass and its attributes (a state_dict's _metadata)
+    for key, value in obj.items():
+        out[key] = fn(value)
+    return out
+
+
+def _to_plain(obj):
+    """TensorDicts (episodes in progress, rollouts) as tagged plain dicts of tensors: torch.load
+    with weights_only=True refuses tensordict's own pickling (it names a function to call)."""
+    if isinstance(obj, TensorDictBase):
+        return {_TD_TAG: _to_plain(obj.to_dict()), "batch_size": list(obj.batch_size)}
+    if isinstance(obj, dict):
+        return _map_dict(obj, _to_plain)
+    if type(obj) is list:
+        return [_to_plain(v) for v in obj]
+    if type(obj) is tuple:  # not torch.Size or named tuples: kept as they are
+        return tuple(_to_plain(v) for v in obj)
+    return obj
+
+
+def _from_plain(obj):
+    if isinstance(obj, dict):
+        if _TD_TAG in obj and set(obj) == {_TD_TAG, "batch_size"}:
+            return TensorDict(_from_plain(obj[_TD_TAG]), batch_size=obj["batch_size"])
+        return _map_dict(obj, _from_plain)
+    if type(obj) is list:
+        return [_from_plain(v) for v in obj]
+    if type(obj) is tuple:
+        return tuple(_from_plain(v) for v in obj)
+    return obj
+
+
+def remove_stale_temporaries(run_dir: str | os.PathLike) -> list[Path]:
+    """Removes ``.checkpoint-*.tmp`` files a killed process left behind (one process owns a run
+    dir at a time: see ``training/rundir.py``, so no live writer is using them)."""
+    removed = []
+    for path in Path(run_dir).glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def save_checkpoint(state: dict, run_dir: str | os.PathLike) -> Path:
-    """Writes ``state`` to ``run_dir/checkpoint.pt`` through a temporary file and a rename."""
+    """Writes ``state`` to ``run_dir/checkpoint.pt`` through a temporary file and a rename; the
+    checkpoint it replaces is kept as ``checkpoint.prev.pt``."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(run_dir)
     path = run_dir / CHECKPOINT_NAME
-    fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=".checkpoint-", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
+            torch.save(_to_plain(state), f)
             f.flush()
             os.fsync(f.fileno())
+        if path.exists():
+            os.replace(path, run_dir / PREVIOUS_NAME)  # a kill between the renames: prev is read
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one
     except BaseException:
         if os.path.exists(tmp):
@@ -36,12 +105,51 @@ def save_checkpoint(state: dict, run_dir: str | os.PathLike) -> Path:
     return path
 
 
+def _read(path: Path) -> dict:
+    try:
+        return _from_plain(torch.load(path, map_location="cpu", weights_only=True))
+    except pickle.UnpicklingError as err:
+        if "weights_only" in str(err) or "Unsupported global" in str(err):
+            raise CheckpointError(
+                f"refusing to load {path}: it holds Python objects that loading would have to "
+                "execute, which no checkpoint of this project contains (it was not written by "
+                "torchrl_glam, or by an older version). Delete it or start a new --run-dir."
+            ) from None
+        raise CheckpointError(f"{path} is not a readable checkpoint ({err})") from err
+    except (EOFError, RuntimeError, OSError, ValueError) as err:
+        size = path.stat().st_size if path.exists() else 0
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({size} bytes; {type(err).__name__}: {err}): "
+            "it is truncated or corrupted"
+        ) from err
+
+
 def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
-    """The state saved in ``run_dir``, or ``None`` when there is none."""
-    path = Path(run_dir) / CHECKPOINT_NAME
-    if not path.exists():
+    """The state saved in ``run_dir``, or ``None`` when there is none.
+
+    When ``checkpoint.pt`` cannot be read (truncated, empty), ``checkpoint.prev.pt`` is used with
+    a warning; when neither can, a :class:`CheckpointError` names the file and what to do.
+    """
+    run_dir = Path(run_dir)
+    remove_stale_temporaries(run_dir) if run_dir.exists() else None
+    path, previous = run_dir / CHECKPOINT_NAME, run_dir / PREVIOUS_NAME
+    if not path.exists() and not previous.exists():
         return None
-    return torch.load(path, map_location="cpu", weights_only=False)
+    try:
+        if not path.exists():
+            raise CheckpointError(f"{path} is missing")
+        return _read(path)
+    except CheckpointError as err:
+        if "refusing to load" in str(err) or not previous.exists():
+            raise CheckpointError(
+                f"{err}. No readable previous checkpoint ({previous.name}) to fall back to: "
+                f"start again without --resume in a new --run-dir (or with --overwrite in {run_dir})."
+            ) from None
+        state = _read(previous)
+        warnings.warn(f"{err}; resuming from the previous checkpoint {previous} instead "
+                      "(the steps since then are replayed)", stacklevel=2)
+        print(f"warning: {err}; resuming from the previous checkpoint {previous}")
+        return state
 
 
 def seed_everything(seed: int) -> None:
@@ -52,11 +160,20 @@ def seed_everything(seed: int) -> None:
 
 
 def rng_state() -> dict:
-    """The states of Python's, numpy's and torch's global generators."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """The states of Python's, numpy's and torch's global generators, as tensors and plain data
+    (what ``torch.load(weights_only=True)`` reads)."""
+    name, keys, position, has_gauss, cached = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": {"name": str(name), "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "torch": torch.get_rng_state(),
+    }
 
 
 def set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    numpy = state["numpy"]
+    np.random.set_state((numpy["name"], numpy["keys"].numpy().astype(np.uint32), numpy["position"],
+                         numpy["has_gauss"], numpy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar, get_type_hints
 
@@ -57,6 +58,10 @@ class GLAMConfig:
     checkpoint_every: int = 10_000
     seed: int = 0
     run_dir: str = "runs/glam"
+    # torch's intra-op threads. 1: the small CPU models gain little from more, and two runs (or a
+    # run and a test suite) with OpenMP threads spinning against each other fell from ~60 to ~3
+    # environment steps/s. Raise it on a node of your own (e.g. --cpus-per-task) with a big model.
+    num_threads: int = 1
     # CSV always; TensorBoard when installed; W&B only when asked for (it needs a login)
     loggers: list[str] = field(default_factory=lambda: ["csv", "tensorboard"])
 
@@ -70,7 +75,17 @@ class GLAMConfig:
             "max_steps": self.max_steps >= 1,
             "total_steps": self.total_steps >= 1,
             "eval_every": self.eval_every >= 1,
+            "eval_episodes": self.eval_episodes >= 1,
+            "log_every": self.log_every >= 1,
+            "checkpoint_every": self.checkpoint_every >= 1,
+            "num_threads": self.num_threads >= 1,
             "lora_rank": self.lora_rank >= 0,
+            "lora_alpha": self.lora_alpha >= 1,
+            "num_objects": self.num_objects is None or self.num_objects >= 2,
+            # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
+            "quantization_needs_lora": self.quantization is None or self.lora_rank >= 1,
+            "device": _is_device(self.device),
+            "dtype": self.dtype in ("float32", "float16", "bfloat16"),
             "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
         }
 
@@ -81,16 +96,39 @@ class GLAMConfig:
             "normalization": "'sum' or 'mean'",
             "quantization": "none, '4bit' or '8bit'",
             "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
+            "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
+                                       "be trained; only LoRA adapters on them), or quantization=none",
+            "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
+            "dtype": "'float32', 'float16' or 'bfloat16'",
         }
 
     def validate(self: C) -> C:
         """Raises a ``ValueError`` naming the first field with a bad value."""
+        for f in fields(self):  # inf and nan pass every comparison below the wrong way
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"bad config value {f.name}={value!r}: expected a finite number")
         expected = self._expected()
         for name, ok in self._checks().items():
             if not ok:
                 hint = expected.get(name, f"see {type(self).__name__}")
-                raise ValueError(f"bad config value {name}={getattr(self, name)!r}: expected {hint}")
+                shown = (f"quantization={self.quantization!r} with lora_rank={self.lora_rank}"
+                         if name == "quantization_needs_lora" else f"{name}={getattr(self, name)!r}")
+                raise ValueError(f"bad config value {shown}: expected {hint}")
         return self
+
+    def check_device(self) -> None:
+        """Raises before any model loads when ``device`` names an accelerator this machine lacks
+        (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
+        import torch
+
+        kind = torch.device(self.device).type
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(
+                f"device={self.device!r} but torch sees no CUDA GPU here (torch {torch.__version__}, "
+                f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
+                "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
+            )
 
     def replace(self: C, **changes: Any) -> C:
         """A copy with ``changes``; unknown names raise with the nearest field names."""
@@ -160,6 +198,12 @@ class SACGLAMConfig(GLAMConfig):
             "alpha_lr": self.alpha_lr >= 0,
             "tau": 0.0 < self.tau <= 1.0,
             "warmup_updates": self.warmup_updates >= 0,
+            "learning_starts": self.learning_starts >= 0,
+            "critic_width": self.critic_width >= 1,
+            "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
+            "her_max_per_episode": self.her_max_per_episode is None or self.her_max_per_episode >= 1,
+            "per_alpha": self.per_alpha >= 0,
+            "per_beta": self.per_beta >= 0,
         }
 
     def _expected(self) -> dict[str, str]:
@@ -168,6 +212,7 @@ class SACGLAMConfig(GLAMConfig):
             "critic_input": "'observation_action' or 'observation'",
             "batch_strategy": "'ratio', 'prior' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
+            "max_grad_norm": "a positive number, or none for no clipping",
         }
 
 
@@ -199,6 +244,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # - batch_size 128: twice the updates per second (updates are the CPU's budget).
     # - warmup_updates 50; 50k steps (~17 min on one core), evaluated every 2k steps: the three
     #   seeds first reached 80% greedy success at 32k-46k steps.
+    # - num_threads 1 (the default, every preset): one torch thread per run; the tiny model gains
+    #   nothing from more, and spinning OpenMP threads slowed a run 20x beside a busy process.
     "cpu": dict(
         goals="simplified", model="offline:tiny-t5-pretrained", her=True, alpha_init=0.05,
         target_entropy=0.5, normalization="mean", gamma=0.9, critic_lr=1e-3, critic_width=256,
@@ -213,6 +260,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         checkpoint_every=200, warmup_updates=2,
     ),
 }
+
+def _is_device(name: str) -> bool:
+    import torch
+
+    try:
+        torch.device(name)
+    except (RuntimeError, TypeError):
+        return False
+    return True
+
 
 def config_from_preset(config_class: type[C], presets: dict[str, dict[str, Any]], preset: str,
                        overrides: dict[str, Any] | None = None) -> C:

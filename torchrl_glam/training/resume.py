@@ -1,0 +1,73 @@
+"""What a resumed run may change, and how those changes are applied and recorded.
+
+A checkpoint restores the optimisers (their learning rates included), the loss, the replay
+contents computed with the saved settings, and the environments mid-episode. A resume that
+silently kept some saved values and took some new ones would train a mix that no config
+describes, so each field is decided here:
+
+* may change, and is really applied: the run's length and schedule (``total_steps``,
+  ``eval_every``, ``log_every``, ``checkpoint_every``), ``loggers``, ``num_threads``, where the run
+  lives (``run_dir``), and the learning rates (set on the optimisers' parameter groups after their
+  state is loaded: the way out of a diverging run);
+* anything else changed: the resume is refused with each field's saved and new values.
+
+What a resume changed goes to ``run_dir/events.jsonl``; ``config.json`` is rewritten with the
+config the run continues with (the saved one plus the allowed changes).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.rundir import record_event, truncate_logs
+
+#: Fields a resume may change (see the module docstring).
+SCHEDULE_FIELDS = ("total_steps", "eval_every", "log_every", "checkpoint_every", "loggers", "num_threads", "run_dir")
+LEARNING_RATE_FIELDS = ("actor_lr", "critic_lr", "alpha_lr", "lr")
+RESUMABLE_FIELDS = SCHEDULE_FIELDS + LEARNING_RATE_FIELDS
+
+
+class ResumeError(ValueError):
+    """A resume that would change settings a checkpoint fixes."""
+
+
+def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[Any, Any]]:
+    """The fields ``cfg`` changes from the checkpoint's config ``saved``: ``{name: (saved, new)}``.
+
+    Raises a :class:`ResumeError` naming every changed field a resume may not change."""
+    new = cfg.to_dict()
+    # a field missing from an older checkpoint's config had its default then
+    default = type(cfg)().to_dict()
+    changes = {name: (saved.get(name, default[name]), value) for name, value in new.items()
+               if saved.get(name, default[name]) != value}
+    refused = {name: values for name, values in changes.items() if name not in RESUMABLE_FIELDS}
+    if refused:
+        listed = "; ".join(f"{name}: saved {old!r}, now {value!r}" for name, (old, value) in refused.items())
+        raise ResumeError(
+            f"cannot resume {cfg.run_dir} with changed settings ({listed}). A resume may change only "
+            f"{', '.join(f for f in RESUMABLE_FIELDS if f in new)}: the checkpoint's optimisers, replay and "
+            "environments were made with the saved values. To continue the saved run, drop those "
+            "overrides; to train with the new values, start a new run with a fresh --run-dir "
+            "(without --resume)."
+        )
+    return changes
+
+
+def apply_resume(cfg: GLAMConfig, changes: dict[str, tuple[Any, Any]],
+                 optimizers: dict[str, torch.optim.Optimizer], env_steps: int, main_rank: bool = True) -> None:
+    """After the checkpoint's state is loaded: sets the learning rates of ``optimizers`` (config
+    field -> the optimiser it drives) to ``cfg``'s, and on the main rank removes the log rows after
+    ``env_steps`` and records the resume in ``events.jsonl``."""
+    for name, optimizer in optimizers.items():
+        for group in optimizer.param_groups:
+            group["lr"] = getattr(cfg, name)
+    if not main_rank:
+        return
+    removed = truncate_logs(cfg.run_dir, env_steps)
+    record_event(cfg.run_dir, "resume", env_steps=env_steps,
+                 changed={name: {"saved": old, "now": new} for name, (old, new) in changes.items()},
+                 log_rows_removed=removed)
+    for name, (old, new) in changes.items():
+        print(f"resume: {name} changed from {old!r} to {new!r}")
