@@ -16,18 +16,50 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import submitit
 import yaml
 
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.config import GLAMConfig, SACGLAMConfig, parse_overrides
-from torchrl_glam.training.ppo_config import PPOGLAMConfig
+from torchrl_glam.training.config import (
+    PRESETS, GLAMConfig, SACGLAMConfig, coerce_value, config_from_preset, parse_overrides,
+)
+from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
 
 #: The config of each training script (examples/<algorithm>.py), to type command-line overrides.
 CONFIGS: dict[str, type[GLAMConfig]] = {"sac_glam": SACGLAMConfig, "ppo_glam": PPOGLAMConfig}
+#: The presets of each training script.
+ALGORITHM_PRESETS: dict[str, dict[str, dict[str, Any]]] = {"sac_glam": PRESETS, "ppo_glam": PPO_PRESETS}
+
+
+def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
+    """Builds and validates every run's full config (algorithm, preset, overrides, seed) and checks
+    that its run dir stays under ``runs_root``: a bad sweep fails here, at submission (and in
+    ``--dry-run``), not inside queued jobs."""
+    root = Path(runs_root).resolve()
+    for run in runs:
+        where = f"run {run.run_dir}"
+        if run.algorithm not in CONFIGS:
+            raise ValueError(f"{where}: unknown algorithm {run.algorithm!r}; known: {sorted(CONFIGS)}")
+        if not Path(run.run_dir).resolve().is_relative_to(root):
+            raise ValueError(f"{where}: its directory leaves the runs root {root} (a sweep name or variant "
+                             "with '..' or an absolute path); use plain names")
+        config_class = CONFIGS[run.algorithm]
+        hints = get_type_hints(config_class)
+        overrides = {}
+        for key, value in run.overrides.items():
+            if key in ("seed", "run_dir"):
+                raise ValueError(f"{where}: {key!r} is set by the launcher (--seeds / --runs-root), not in overrides")
+            if key in hints and isinstance(value, str):
+                value = coerce_value(key, value, hints[key])  # YAML reads 1e-3 as text
+            overrides[key] = value
+        try:
+            config_from_preset(config_class, ALGORITHM_PRESETS[run.algorithm], run.preset,
+                               {**overrides, "seed": run.seed, "run_dir": run.run_dir})
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{where} ({run.algorithm}, preset {run.preset!r}): {err}") from None
 
 SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
     "partition": "slurm_partition",
@@ -107,11 +139,18 @@ def submit(runs: list[RunSpec], executor: submitit.Executor, scripts: Path | Non
 def build_runs(args) -> list[RunSpec]:
     seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     if args.sweep:
-        return load_sweep(args.sweep, args.runs_root, seeds)
-    overrides = parse_overrides(args.overrides, CONFIGS.get(args.algorithm, SACGLAMConfig))
-    name = args.name or args.preset
-    return [RunSpec(name, args.algorithm, args.preset, overrides, seed,
-                    str(Path(args.runs_root) / name / f"seed{seed}")) for seed in seeds or [0]]
+        runs = load_sweep(args.sweep, args.runs_root, seeds)
+    else:
+        if args.algorithm not in CONFIGS:
+            raise ValueError(f"unknown algorithm {args.algorithm!r}; known: {sorted(CONFIGS)}")
+        overrides = parse_overrides(args.overrides, CONFIGS[args.algorithm])
+        if "seed" in overrides:
+            raise ValueError("seed=... in the overrides would give every run the same seed: use --seeds")
+        name = args.name or args.preset
+        runs = [RunSpec(name, args.algorithm, args.preset, overrides, seed,
+                        str(Path(args.runs_root) / name / f"seed{seed}")) for seed in seeds or [0]]
+    validate_runs(runs, args.runs_root)
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:

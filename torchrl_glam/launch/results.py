@@ -8,6 +8,9 @@ config without seed and run_dir). For each group and evaluation set (training / 
 greedy success against environment steps and against wall seconds, mean ± std over seeds, overall
 and per goal type. Writes ``success_vs_steps.png``, ``success_vs_seconds.png``,
 ``success_by_goal_type.png``, ``curves.csv`` (every point) and ``summary.csv`` (final values).
+A seed that stopped early does not cut its group's curves: every point says how many seeds it
+averages (``seeds``), and a warning names the group; torn lines of ``evaluations.jsonl`` are
+skipped with a warning naming the file.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import csv
 import json
 from collections import defaultdict
 from pathlib import Path
+
+import warnings
 
 import numpy as np
 
@@ -33,7 +38,21 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
 
 
 def load_run(run: Path) -> dict:
-    evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines() if line]
+    """A run's evaluations and config. A torn line (a run killed while writing it) is skipped with a
+    warning naming the file and line; the rest of the run still counts."""
+    path = run / "evaluations.jsonl"
+    evaluations = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict) or not {"env_steps", "set"} <= set(entry):
+                raise ValueError("not an evaluation record")
+        except ValueError as err:
+            warnings.warn(f"{path}:{number}: skipping a torn or malformed line ({err}): {line[:80]!r}", stacklevel=2)
+            continue
+        evaluations.append(entry)
     config = json.loads((run / "config.json").read_text()) if (run / "config.json").exists() else {}
     return {"run": run, "config": config, "evaluations": evaluations}
 
@@ -47,7 +66,11 @@ def group_of(run: dict, group_by: str) -> str:
 
 
 def curves(runs: list[dict], eval_set: str, metric: str) -> dict[str, dict]:
-    """Per group: steps, seconds, and the metric per seed on the steps all seeds share."""
+    """Per group: steps, seconds, the metric per seed (NaN where a seed has no point: it stopped
+    early or is still running) and how many seeds each point averages ("counts").
+
+    A group whose seeds have unequal lengths is reported with a warning rather than silently cut
+    to the shortest seed."""
     out = {}
     by_group: dict[str, list[dict]] = defaultdict(list)
     for run in runs:
@@ -61,12 +84,18 @@ def curves(runs: list[dict], eval_set: str, metric: str) -> dict[str, dict]:
                 series.append(points)
         if not series:
             continue
-        steps = sorted(set.intersection(*(set(s) for s in series)))
-        if not steps:
-            continue
-        values = np.array([[s[t][1] for t in steps] for s in series])
-        seconds = np.array([[s[t][0] for t in steps] for s in series]).mean(0)
-        out[group] = {"steps": np.array(steps), "seconds": seconds, "values": values}
+        steps = sorted(set.union(*(set(s) for s in series)))
+        values = np.array([[s[t][1] if t in s else np.nan for t in steps] for s in series], dtype=float)
+        seconds = np.array([[s[t][0] if t in s else np.nan for t in steps] for s in series], dtype=float)
+        counts = (~np.isnan(values)).sum(0)
+        if (counts < len(series)).any():
+            lengths = ", ".join(f"{len(s)} points up to {max(s)} steps" for s in series)
+            warnings.warn(
+                f"group {group!r} ({eval_set}, {metric}): its {len(series)} seeds have unequal lengths "
+                f"({lengths}); points where a seed is missing average fewer seeds (the 'seeds' column)",
+                stacklevel=2)
+        out[group] = {"steps": np.array(steps), "seconds": np.nanmean(seconds, 0), "values": values,
+                      "counts": counts}
     return out
 
 
@@ -80,7 +109,7 @@ def plot(data: dict[str, dict], x: str, title: str, path: Path, ax=None) -> None
     if own:
         fig, ax = plt.subplots(figsize=(6, 4))
     for group, d in sorted(data.items()):
-        mean, std = d["values"].mean(0), d["values"].std(0)
+        mean, std = np.nanmean(d["values"], 0), np.nanstd(d["values"], 0)
         xs = d["steps"] if x == "steps" else d["seconds"]
         ax.plot(xs, mean, label=f"{group} (n={len(d['values'])})")
         ax.fill_between(xs, mean - std, mean + std, alpha=0.2)
@@ -135,17 +164,17 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
         curve_rows, summary = csv.writer(f_curves), csv.writer(f_sum)
         curve_rows.writerow(["group", "set", "metric", "env_steps", "wall_seconds", "mean", "std", "seeds"])
         summary.writerow(["group", "set", "metric", "final_env_steps", "final_wall_seconds", "mean", "std",
-                          "best_mean", "seeds"])
+                          "best_mean", "seeds", "seeds_in_group"])
         for eval_set in sets:
             for metric in metrics:
                 for group, d in sorted(curves(runs, eval_set, metric).items()):
-                    mean, std = d["values"].mean(0), d["values"].std(0)
+                    mean, std = np.nanmean(d["values"], 0), np.nanstd(d["values"], 0)
                     for i, step in enumerate(d["steps"]):
                         curve_rows.writerow([group, eval_set, metric, int(step), round(float(d["seconds"][i]), 1),
-                                             round(float(mean[i]), 4), round(float(std[i]), 4), len(d["values"])])
+                                             round(float(mean[i]), 4), round(float(std[i]), 4), int(d["counts"][i])])
                     summary.writerow([group, eval_set, metric, int(d["steps"][-1]), round(float(d["seconds"][-1]), 1),
                                       round(float(mean[-1]), 4), round(float(std[-1]), 4),
-                                      round(float(mean.max()), 4), len(d["values"])])
+                                      round(float(mean.max()), 4), int(d["counts"][-1]), len(d["values"])])
     return out
 
 

@@ -94,6 +94,14 @@ def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] 
         if not isinstance(values, list) or not values:
             raise ValueError(f"sweep grid entry {key!r} must be a non-empty list of values")
     variants = sweep.get("variants") or {"": {}}
+    for where, keys in [("overrides", common), ("grid", grid),
+                        *((f"variant {v!r}", settings or {}) for v, settings in variants.items())]:
+        for key in ("seed", "run_dir"):
+            if key in keys:
+                raise ValueError(
+                    f"sweep {name!r} sets {key!r} in its {where}: the launcher sets it per run "
+                    + ("from the sweep's `seeds:` list or --seeds (one value here would give every seed the "
+                       "same run)" if key == "seed" else "under --runs-root") + "; remove it")
     seeds = seeds if seeds is not None else parse_seeds(sweep.get("seeds", [0]))
     runs = []
     for variant, settings in variants.items():

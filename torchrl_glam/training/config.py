@@ -306,6 +306,10 @@ def _coerce(name: str, text: str, annotation: Any) -> Any:
     return text
 
 
+#: One override's text -> its typed value, by the field's annotation (sweep files' text values too).
+coerce_value = _coerce
+
+
 def parse_overrides(pairs: list[str], config_class: type[GLAMConfig] = SACGLAMConfig) -> dict[str, Any]:
     """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields."""
     hints = get_type_hints(config_class)

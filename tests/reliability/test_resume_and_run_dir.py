@@ -1,0 +1,90 @@
+"""Issue 12, defects 2 and 3: a resume changes only what it may (and really applies it, learning
+rates included), refuses the rest naming each field's two values; run dirs are protected against a
+second run and a second live process (a lock that kill -9 never leaves stale)."""
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+import torch
+
+from reliability_helpers import PYTHON, ROOT, subprocess_env
+from torchrl_glam.training.config import make_config
+from torchrl_glam.training.resume import ResumeError, resume_changes
+from torchrl_glam.training.rundir import RunDirError, prepare_run_dir
+
+SMOKE = ["--no-progress", "total_steps=48", "eval_every=48", "checkpoint_every=48"]
+
+
+def test_resume_changes_refuses_settings_a_checkpoint_fixes():
+    saved = make_config("smoke").to_dict()
+    with pytest.raises(ResumeError) as err:
+        resume_changes(saved, make_config("smoke", {"gamma": 0.5, "n_step": 2, "actor_lr": 0.01}))
+    message = str(err.value)
+    assert "gamma: saved 0.99, now 0.5" in message and "n_step: saved 3, now 2" in message
+    assert "actor_lr" not in message.split("(")[1].split(")")[0]  # allowed: not among the refused
+    assert "--run-dir" in message
+    changes = resume_changes(saved, make_config("smoke", {"total_steps": 800, "critic_lr": 0.01}))
+    assert changes == {"total_steps": (400, 800), "critic_lr": (1e-4, 0.01)}
+
+
+@pytest.mark.parametrize("example", ["sac_glam", "ppo_glam"])
+def test_resume_refuses_a_mixed_run_and_applies_learning_rates(tmp_path, example, request):
+    main = request.getfixturevalue(f"{example[:3]}_example").main
+    run = tmp_path / "run"
+    common = ["--preset", "smoke", "--run-dir", str(run), *SMOKE]
+    assert main(common) == 0
+    config_before = (run / "config.json").read_text()
+    with pytest.raises(ResumeError, match=r"gamma: saved 0.99, now 0.5"):
+        main([*common, "--resume", "gamma=0.5"])
+    assert (run / "config.json").read_text() == config_before  # config.json stays truthful
+    lr_field = "actor_lr" if example == "sac_glam" else "lr"
+    assert main([*common, "--resume", "total_steps=96", f"{lr_field}=0.0123"]) == 0
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    optimizer = state["updater"]["llm_optimizer" if example == "sac_glam" else "optimizer"]
+    assert {group["lr"] for group in optimizer["param_groups"]} == {0.0123}
+    assert json.loads((run / "config.json").read_text())[lr_field] == 0.0123
+    event = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()][-1]
+    assert event["event"] == "resume" and event["changed"][lr_field] == {"saved": 1e-4, "now": 0.0123}
+
+
+def test_an_existing_run_dir_is_refused_without_resume_and_cleared_with_overwrite(tmp_path, sac_example):
+    run = tmp_path / "run"
+    common = ["--preset", "smoke", "--run-dir", str(run), *SMOKE]
+    assert sac_example.main(common) == 0
+    with pytest.raises(RunDirError, match=r"--resume.*--run-dir.*--overwrite"):
+        sac_example.main(common)
+    (run / "stale-note.txt").write_text("from the first run")
+    assert sac_example.main([*common, "--overwrite"]) == 0
+    assert not (run / "stale-note.txt").exists()
+    rows = (run / "logs" / "scalars" / "train" / "success.csv").read_text().splitlines()
+    assert len(rows) == len({row.split(",")[0] for row in rows})  # one run's rows, not two
+
+
+def test_a_second_live_process_is_refused_and_kill_9_leaves_no_stale_lock(tmp_path):
+    run = tmp_path / "run"
+    holder = subprocess.Popen(
+        [PYTHON, "-c", "import sys, time; from torchrl_glam.training.rundir import prepare_run_dir;"
+                       f"prepare_run_dir({str(run)!r}, resume=True); print('locked', flush=True); time.sleep(120)"],
+        cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        result = subprocess.run(
+            [PYTHON, "-c", f"from torchrl_glam.training.rundir import prepare_run_dir; prepare_run_dir({str(run)!r}, resume=True)"],
+            cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=60)
+        assert result.returncode != 0 and "in use by another live process" in result.stderr
+        assert f"pid {holder.pid}" in result.stderr
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    prepare_run_dir(run, resume=True)  # the kernel released the dead holder's lock
+
+
+def test_ranks_above_zero_neither_lock_nor_clear(tmp_path):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    with pytest.raises(RunDirError):
+        prepare_run_dir(run, resume=False, rank=1)  # every rank refuses the same way
+    prepare_run_dir(run, resume=False, overwrite=True, rank=1)
+    assert (run / "logs").exists() and not (run / ".lock").exists()
