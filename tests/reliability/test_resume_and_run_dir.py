@@ -58,8 +58,8 @@ def test_an_existing_run_dir_is_refused_without_resume_and_cleared_with_overwrit
     (run / "stale-note.txt").write_text("from the first run")
     assert sac_example.main([*common, "--overwrite"]) == 0
     assert not (run / "stale-note.txt").exists()
-    rows = (run / "logs" / "scalars" / "train" / "success.csv").read_text().splitlines()
-    assert len(rows) == len({row.split(",")[0] for row in rows})  # one run's rows, not two
+    evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    assert sorted(e["set"] for e in evaluations) == ["held_out", "train"]  # one run's rows, not two
 
 
 def test_a_second_live_process_is_refused_and_kill_9_leaves_no_stale_lock(tmp_path):
