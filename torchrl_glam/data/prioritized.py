@@ -7,7 +7,7 @@ This module used to compile torchrl's shipped C++ sources at run time instead: t
 compiler, takes about a minute, and ``torch.utils.cpp_extension`` holds a lock file in a folder
 shared by every job of a user while it builds, so one run killed mid-build wedged every later run
 (torch waits for that lock forever, silently). So nothing is compiled any more: the four trees
-below are written with vectorised torch operations and offer exactly what ``PrioritizedSampler``
+below are written with vectorised numpy operations and offer exactly what ``PrioritizedSampler``
 (and ``PrioritizedSliceSampler``) use of ``SumSegmentTreeFp32/Fp64`` and ``MinSegmentTreeFp32/Fp64``
 (``torchrl/csrc/segment_tree.h``): ``t[i]``, ``t[i] = v`` (int, numpy or tensor indices, scalar or
 per-index values), ``at``, ``update``, ``query(l, r)``, ``scan_lower_bound``, ``size``,
@@ -27,9 +27,12 @@ _TREES = ("SumSegmentTreeFp32", "SumSegmentTreeFp64", "MinSegmentTreeFp32", "Min
 
 
 class _SegmentTree:
-    """A binary tree over ``size`` leaves stored in one array (node i has children 2i and 2i+1)."""
+    """A binary tree over ``size`` leaves stored in one array (node i has children 2i and 2i+1).
 
-    dtype: torch.dtype
+    numpy inside (its per-call overhead is a few times lower than torch's on these small index
+    arrays); torch tensors in and out where the C++ class takes and gives them."""
+
+    dtype: np.dtype
     _identity: float
 
     def __init__(self, size: int) -> None:
@@ -40,7 +43,7 @@ class _SegmentTree:
         while capacity <= size:  # as segment_tree.h: the smallest power of two above size
             capacity <<= 1
         self._size, self._capacity = size, capacity
-        self._values = torch.full((2 * capacity,), self._identity, dtype=self.dtype)
+        self._values = np.full(2 * capacity, self._identity, dtype=self.dtype)
 
     # ---- what the C++ class exposes
     @property
@@ -58,13 +61,14 @@ class _SegmentTree:
     def __len__(self) -> int:
         return self._size
 
-    def _op(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    def _op(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     @staticmethod
-    def _index(index) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(index) if not isinstance(index, torch.Tensor) else index,
-                               dtype=torch.long).reshape(-1).cpu()
+    def _index(index) -> np.ndarray:
+        if isinstance(index, torch.Tensor):
+            index = index.detach().cpu().numpy()
+        return np.asarray(index, dtype=np.int64).reshape(-1)
 
     def at(self, index):
         """Leaf values: a float for an int, a numpy array for an array, a tensor for a tensor."""
@@ -72,8 +76,8 @@ class _SegmentTree:
             return float(self._values[int(index) | self._capacity])
         leaves = self._values[self._index(index) | self._capacity]
         if isinstance(index, torch.Tensor):
-            return leaves.reshape(index.shape)
-        return leaves.numpy().reshape(np.shape(index))
+            return torch.from_numpy(leaves).reshape(index.shape)
+        return leaves.reshape(np.shape(index))
 
     __getitem__ = at
 
@@ -82,24 +86,25 @@ class _SegmentTree:
         if isinstance(index, numbers.Integral):
             index = [int(index)]
         index = self._index(index)
-        value = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
-        value = value.detach().to("cpu", self.dtype).reshape(-1)
-        if value.numel() == 1:
-            value = value.expand(index.numel())
-        elif value.numel() != index.numel():
-            raise ValueError(f"{value.numel()} values for {index.numel()} indices")
-        if index.numel() == 0:
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().numpy()
+        value = np.asarray(value, dtype=self.dtype).reshape(-1)
+        if value.size == 1:
+            value = np.broadcast_to(value, index.shape)
+        elif value.size != index.size:
+            raise ValueError(f"{value.size} values for {index.size} indices")
+        if index.size == 0:
             return
-        if ((index < 0) | (index >= self._capacity)).any():
+        if index.min() < 0 or index.max() >= self._capacity:
             raise IndexError(f"segment tree index out of range [0, {self._capacity})")
         # the C++ tree applies updates in order: with repeated indices the last value wins
-        reversed_index = index.flip(0)
-        unique, first = np.unique(reversed_index.numpy(), return_index=True)
-        nodes = torch.from_numpy(unique) | self._capacity
-        self._values[nodes] = value.flip(0)[torch.from_numpy(first)]
-        while nodes[0] > 1:  # one level up at a time: parents are pure functions of children
-            nodes = torch.unique(nodes >> 1)
-            self._values[nodes] = self._op(self._values[nodes << 1], self._values[(nodes << 1) | 1])
+        unique, first_from_end = np.unique(index[::-1], return_index=True)
+        nodes = unique | self._capacity
+        values = self._values
+        values[nodes] = value[::-1][first_from_end]
+        while nodes[0] > 1:  # one level up at a time: a parent is a pure function of its children,
+            nodes = nodes >> 1  # so a parent listed twice is written twice with the same value
+            values[nodes] = self._op(values[nodes << 1], values[(nodes << 1) | 1])
 
     __setitem__ = update
 
@@ -107,7 +112,7 @@ class _SegmentTree:
         values, capacity = self._values, self._capacity
         if left <= 0 and right >= self._size:
             return float(values[1])
-        result = torch.tensor(self._identity, dtype=self.dtype)
+        result = self.dtype.type(self._identity)
         left, right = left | capacity, right | capacity
         while left < right:  # the same reduction order as segment_tree.h, hence the same rounding
             if left & 1:
@@ -125,18 +130,18 @@ class _SegmentTree:
         if isinstance(left, numbers.Integral) and isinstance(right, numbers.Integral):
             return self._query_one(int(left), int(right))
         lefts, rights = self._index(left), self._index(right)
-        out = torch.tensor([self._query_one(int(a), int(b)) for a, b in zip(lefts, rights)], dtype=self.dtype)
+        out = np.array([self._query_one(int(a), int(b)) for a, b in zip(lefts, rights)], dtype=self.dtype)
         if isinstance(left, torch.Tensor):
-            return out.reshape(left.shape)
-        return out.numpy().reshape(np.shape(left))
+            return torch.from_numpy(out).reshape(left.shape)
+        return out.reshape(np.shape(left))
 
     # ---- pickling and deepcopy (the sampler's state_dict deep-copies its trees): the leaves
     def __getstate__(self) -> dict:
-        return {"size": self._size, "leaves": self._values[self._capacity:self._capacity + self._size].clone()}
+        return {"size": self._size, "leaves": self._values[self._capacity:self._capacity + self._size].copy()}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["size"])
-        self.update(torch.arange(state["size"]), state["leaves"])
+        self.update(np.arange(state["size"]), state["leaves"])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(size={self._size})"
@@ -151,47 +156,48 @@ class _SumSegmentTree(_SegmentTree):
     def scan_lower_bound(self, value):
         """The smallest leaf index whose prefix sum reaches ``value`` (``size`` when past the total)."""
         scalar = isinstance(value, numbers.Real)
-        mass = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
+        if isinstance(value, torch.Tensor):
+            mass = value.detach().cpu().numpy()
+        else:
+            mass = np.asarray(value)
         shape = mass.shape
-        mass = mass.detach().to("cpu", self.dtype).reshape(-1).clone()
+        mass = mass.astype(self.dtype).reshape(-1)  # the C++ overloads take the tree's precision
         values, capacity = self._values, self._capacity
-        if mass.numel() == 0:
-            return torch.empty(shape, dtype=torch.long) if isinstance(value, torch.Tensor) else np.empty(shape, np.int64)
         past_end = mass > values[1]
-        node = torch.ones(mass.shape, dtype=torch.long)
-        while capacity > 1 and node[0] < capacity:  # all nodes descend one level together
+        node = np.ones(mass.shape, dtype=np.int64)
+        while capacity > 1 and node.size and node[0] < capacity:  # every node descends one level
             node <<= 1
             left = values[node]
             go_right = mass > left
-            mass = torch.where(go_right, mass - left, mass)
-            node |= go_right.long()
-        index = torch.where(past_end, torch.full_like(node, self._size), node ^ capacity)
+            mass = np.where(go_right, mass - left, mass)
+            node |= go_right
+        index = np.where(past_end, self._size, node ^ capacity)
         if scalar:
             return int(index[0])
         if isinstance(value, torch.Tensor):
-            return index.reshape(shape)
-        return index.numpy().reshape(shape)
+            return torch.from_numpy(index).reshape(shape)
+        return index.reshape(shape)
 
 
 class _MinSegmentTree(_SegmentTree):
     def _op(self, left, right):
-        return torch.minimum(left, right)
+        return np.minimum(left, right)
 
 
 class SumSegmentTreeFp32(_SumSegmentTree):
-    dtype, _identity = torch.float32, 0.0
+    dtype, _identity = np.dtype(np.float32), 0.0
 
 
 class SumSegmentTreeFp64(_SumSegmentTree):
-    dtype, _identity = torch.float64, 0.0
+    dtype, _identity = np.dtype(np.float64), 0.0
 
 
 class MinSegmentTreeFp32(_MinSegmentTree):
-    dtype, _identity = torch.float32, float(np.finfo(np.float32).max)
+    dtype, _identity = np.dtype(np.float32), float(np.finfo(np.float32).max)
 
 
 class MinSegmentTreeFp64(_MinSegmentTree):
-    dtype, _identity = torch.float64, float(np.finfo(np.float64).max)
+    dtype, _identity = np.dtype(np.float64), float(np.finfo(np.float64).max)
 
 
 def ensure_prioritized_replay() -> None:
