@@ -66,3 +66,19 @@ def test_a_diverging_critic_stops_the_run(tmp_path, sac_example, capsys):
     assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "diverged"
+
+
+def test_divergence_bounds_follow_gamma_and_cover_ppo(tmp_path):
+    from torchrl_glam.training.divergence import DivergenceError, check_divergence, value_bound
+
+    sac = make_config("smoke", {"gamma": 0.9, "run_dir": str(tmp_path / "sac")})
+    assert value_bound(sac) == pytest.approx(10.0)
+    check_divergence({"q_value": 5.0}, sac, 10)  # a healthy critic: within the bound
+    with pytest.raises(DivergenceError, match="Q-value is -1e\\+10.*gamma=0.9.*critic_lr"):
+        check_divergence({"q_value": -1e10}, sac, 10)
+    ppo = make_ppo_config("smoke", {"run_dir": str(tmp_path / "ppo")})
+    check_divergence({"loss_critic": 10.0}, ppo, 10)
+    with pytest.raises(DivergenceError, match="value loss.*lr="):
+        check_divergence({"loss_critic": float("nan")}, ppo, 10)
+    with pytest.raises(DivergenceError, match="value loss"):
+        check_divergence({"loss_critic": 1e12}, ppo, 10)

@@ -48,7 +48,8 @@ def check_divergence(metrics: dict[str, float], cfg: GLAMConfig, steps: int | No
     lrs = ", ".join(f"{name}={getattr(cfg, name)}" for name in ("critic_lr", "actor_lr", "lr") if hasattr(cfg, name))
     message = (f"the critic diverged at {steps} environment steps: {problem} "
                f"({DIVERGENCE_MARGIN:g} x the largest return, {value_bound(cfg):g}, with gamma="
-               f"{getattr(cfg, 'gamma', None)}). Lower the learning rate ({lrs}) or set max_grad_norm")
+               f"{getattr(cfg, 'gamma', None)}). Lower the learning rate ({lrs}; --resume may change it) or "
+               "set max_grad_norm (in a new --run-dir)")
     if not is_distributed() or torch.distributed.get_rank() == 0:
         record_event(cfg.run_dir, "diverged", env_steps=steps, problem=problem)
     raise DivergenceError(message)
