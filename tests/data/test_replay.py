@@ -58,6 +58,10 @@ def test_prior_batches_follow_the_goal_type_proportions_of_the_task_set():
 
 
 def test_priorities_change_after_an_update_and_shape_sampling():
+    # seeded: unseeded, the > 0.9 share below failed 11% of the time (22 of 200 seeds, with
+    # torchrl's compiled trees as with ours): TorchRL's sampler draws from numpy's global generator
+    np.random.seed(0)
+    torch.manual_seed(0)
     replay = GoalReplay(capacity=100, strategy="uniform", alpha=1.0, beta=1.0)
     replay.extend(transitions(list(range(20)), [False] * 20))
     batch = replay.sample(20)
