@@ -19,6 +19,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from torchrl.envs import TransformedEnv
 from tqdm import tqdm
 
 from torchrl_glam.data.episodes import EpisodeAssembler
@@ -40,6 +41,7 @@ from torchrl_glam.training.factories import (
     make_env,
     make_episode_processing,
     make_eval_envs,
+    make_goal_choice,
     make_replay,
 )
 from torchrl_glam.training.logging import RunLogger
@@ -70,6 +72,8 @@ def main(argv=None) -> int:
 
     # ---- the environment, the agent (LLM scorer + actor + twin heads + loss), replay
     env = make_env(cfg, num_envs=cfg.num_envs // world, seed=cfg.seed + 1000 * rank)
+    goal_choice = make_goal_choice(cfg, env)  # autotelic: the agent picks the goals it discovered
+    acting_env = TransformedEnv(env, goal_choice) if goal_choice is not None else env
     num_actions = env.num_objects + 2
     agent = make_agent(cfg, num_actions)
     broadcast_parameters(agent.parameters())
@@ -92,12 +96,14 @@ def main(argv=None) -> int:
         assembler.load_state_dict(state["assembler"])
         if her is not None:
             her.generator.set_state(state["her_generator"])
+        if goal_choice is not None:
+            goal_choice.load_state_dict(state["autotelic"])
         set_rng_state(state["rng"])
         wall_offset = state["wall_seconds"]
         td = env.observation()
         print(f"rank {rank}: resumed from {checkpoint_dir} at {assembler.env_steps * world} environment steps")
     else:
-        td = env.reset()
+        td = acting_env.reset()
     logger = RunLogger(cfg) if main_rank else None
     start = time.perf_counter() - wall_offset
 
@@ -110,6 +116,7 @@ def main(argv=None) -> int:
                 "env": env.state_dict(),
                 "assembler": assembler.state_dict(),
                 "her_generator": her.generator.get_state() if her is not None else None,
+                "autotelic": goal_choice.state_dict() if goal_choice is not None else None,
                 "rng": rng_state(),
                 "wall_seconds": time.perf_counter() - start,
                 "config": cfg.to_dict(),
@@ -126,7 +133,7 @@ def main(argv=None) -> int:
         while steps < cfg.total_steps:
             # ---- act in every environment with the current policy
             act(agent, td)
-            step, td = env.step_and_maybe_reset(td)
+            step, td = acting_env.step_and_maybe_reset(td)
             episodes = assembler.add(step)
             steps = assembler.env_steps * world
             progress.update(cfg.num_envs)
@@ -148,6 +155,8 @@ def main(argv=None) -> int:
                         logger.update(metrics, steps, replay)
 
             if logger and steps % cfg.log_every < cfg.num_envs:
+                if goal_choice is not None:
+                    logger.autotelic(goal_choice, steps)
                 logger.flush(steps, time.perf_counter() - start)
                 progress.set_postfix(success=f"{sum(recent) / max(len(recent), 1):.2f}",
                                      updates=updater.updates)
