@@ -56,7 +56,8 @@ def goal_groups(catalogue: GoalCatalogue, groups: str | Sequence[str]) -> tuple[
     names = parse_groups(groups)
     if names == ("goal",):
         return torch.arange(len(catalogue)), list(catalogue.goals)
-    last = torch.as_tensor(catalogue.parts).max(dim=1).values  # the second part, or the first
+    parts = torch.as_tensor(catalogue.parts)
+    last = torch.where(parts[:, 1] >= 0, parts[:, 1], parts[:, 0])  # B of "A then b", or the goal
     per_single = [_description_attributes(d) for _, d in catalogue.single_part_descriptions]
     keys = []
     for goal_type, part in zip(catalogue.goal_type.tolist(), last.tolist()):
