@@ -203,7 +203,7 @@ def test_state_dict_resumes_the_choices_exactly():
 
 
 def test_metrics_report_memory_growth_and_choices():
-    env, choice = autotelic_env(num_envs=8, goals="train")
+    env, choice = autotelic_env(num_envs=8, goals="train", task_set="train")
     gen = torch.Generator().manual_seed(0)
     td = env.reset()
     for _ in range(30):
@@ -212,6 +212,7 @@ def test_metrics_report_memory_growth_and_choices():
     assert metrics["autotelic/discovered"] == len(choice.memory) > 0
     assert metrics["autotelic/discovered_train_fraction"] == pytest.approx(
         choice.memory.known[torch.as_tensor(CATALOGUE.train_ids)].sum().item() / 8470)
+    assert metrics["autotelic/discovered_task_fraction"] == metrics["autotelic/discovered_train_fraction"]
     shares = [metrics[f"autotelic/choice/{k}"] for k in ("neutral", "uniform", "lp")]
     assert sum(shares) == pytest.approx(1.0) and shares[0] > 0
     table = choice.group_table()

@@ -46,7 +46,7 @@ def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
     assert torch.equal(final[0]["neutral"], final[1]["neutral"]) and final[0]["env_steps"] == final[1]["env_steps"]
     # the logs: memory growth, discovered share of the training goals, choices, per-group LP
     scalars = straight / "logs" / "scalars" / "autotelic"
-    for name in ["discovered", "discovered_train_fraction", "choice/lp", "chosen/grasp", "lp_mean"]:
+    for name in ["discovered", "discovered_train_fraction", "discovered_task_fraction", "choice/lp", "chosen/grasp", "lp_mean"]:
         assert (scalars / f"{name}.csv").exists(), name
     growth = [float(row.split(",")[1]) for row in (scalars / "discovered.csv").read_text().splitlines()]
     assert growth == sorted(growth) and growth[-1] > 0

@@ -57,6 +57,8 @@ class AutotelicGoals(Transform):
         window: attempts per half of the LP window.
         groups: how goals are grouped for LP: "goal", or names among "type", "category", "colour".
         seed: seed of the choices' generator.
+        task_set: the goal set the environment was built for ("simplified", ...): only for the
+            logs (``autotelic/discovered_task_fraction``); the agent's choices never read it.
         catalogue: the goal grammar (the shared default when omitted).
     """
 
@@ -69,6 +71,7 @@ class AutotelicGoals(Transform):
         window: int = 50,
         groups: str = "type,category",
         seed: int | None = None,
+        task_set: str | None = None,
         catalogue: GoalCatalogue | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
@@ -84,6 +87,7 @@ class AutotelicGoals(Transform):
         self.progress = LearningProgress(self.group_of, len(self.group_names), window)
         self.fits = torch.as_tensor(catalogue.required_objects <= num_objects)
         self.train_ids = torch.as_tensor(catalogue.goal_set("train"))
+        self.task_ids = None if task_set is None else torch.as_tensor(catalogue.goal_set(task_set))
         neutral = catalogue.id_of(NEUTRAL_GOAL)
         excluded = {n for part in catalogue.parts[neutral] if part >= 0
                     for n in catalogue.matching_objects(catalogue.single_part_descriptions[part][1])}
@@ -158,12 +162,15 @@ class AutotelicGoals(Transform):
     def metrics(self) -> dict[str, float]:
         """Scalars for the logs (choice shares since the last :meth:`reset_choice_counts`):
         ``autotelic/discovered`` (goals in memory), ``autotelic/discovered_train_fraction`` (of the
-        8,470 training goals), ``autotelic/choice/<neutral|uniform|lp>`` and
+        8,470 training goals), ``autotelic/discovered_task_fraction`` (of the environment's task
+        set, when given), ``autotelic/choice/<neutral|uniform|lp>`` and
         ``autotelic/chosen/<goal type>`` (shares of the episodes started), ``autotelic/lp_mean`` and
         ``autotelic/lp_max`` over the groups holding discovered goals."""
         known = self.memory.known
         out = {"autotelic/discovered": float(known.sum()),
                "autotelic/discovered_train_fraction": float(known[self.train_ids].float().mean())}
+        if self.task_ids is not None:
+            out["autotelic/discovered_task_fraction"] = float(known[self.task_ids].float().mean())
         chosen = self.choices
         total = int(chosen["neutral"] + chosen["uniform"] + chosen["lp"])
         if total:

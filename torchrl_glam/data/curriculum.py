@@ -146,21 +146,22 @@ def choose_goals(
     uniformly; uniform too while every such group's LP is 0. Returns the goal ids (int64 [n]) and
     whether each was a uniform draw (bool [n]).
     """
-    if not bool(candidates.any()):
+    pool = torch.nonzero(candidates).squeeze(-1)  # draws index the candidates, not the catalogue
+    if not len(pool):
         raise ValueError("no candidate goal to choose from: the goal memory is empty")
-    weights = candidates.float()
-    goals = torch.multinomial(weights, n, replacement=True, generator=generator)
+    goals = pool[torch.randint(len(pool), (n,), generator=generator)]
     uniform = torch.ones(n, dtype=torch.bool)
     if progress is None or n == 0:
         return goals, uniform
     explore = torch.rand(n, generator=generator) < epsilon
+    pool_groups = group_of[pool]
     has_candidates = torch.zeros(len(progress), dtype=torch.bool)
-    has_candidates[group_of[candidates]] = True
+    has_candidates[pool_groups] = True
     group_weights = progress * has_candidates
     if float(group_weights.sum()) <= 0:
         return goals, uniform
     groups = torch.multinomial(group_weights, n, replacement=True, generator=generator)
     for i in torch.nonzero(~explore).squeeze(-1).tolist():
-        in_group = candidates & (group_of == groups[i])
-        goals[i] = torch.multinomial(in_group.float(), 1, generator=generator)[0]
+        in_group = pool[pool_groups == groups[i]]
+        goals[i] = in_group[torch.randint(len(in_group), (1,), generator=generator)[0]]
     return goals, explore

@@ -56,7 +56,7 @@ def make_goal_choice(cfg: SACGLAMConfig, env: PlaygroundTextEnv) -> AutotelicGoa
         return None
     return AutotelicGoals(env.num_envs, env.num_objects, strategy=cfg.autotelic, epsilon=cfg.lp_epsilon,
                           window=cfg.lp_window, groups=cfg.lp_groups, seed=env.seed_value,
-                          catalogue=env.catalogue)
+                          task_set=env.goals, catalogue=env.catalogue)
 
 
 def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
