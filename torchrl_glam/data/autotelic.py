@@ -22,7 +22,7 @@ Keys, B = ``num_envs``:
   text per reset sub-environment) and ``"scene"`` (object names for a neutral episode, else None).
 
 Before the first report the agent knows no goal. Its episodes then pursue :data:`NEUTRAL_GOAL` in
-a scene without the object it names, so no event can achieve it and no reward ever comes from it:
+a scene without the object it names (the other objects drawn uniformly), so no event can achieve it and no reward ever comes from it:
 the social partner's reports, through hindsight relabeling, are the only learning signal (and
 they are what fills the memory). Neutral episodes are left out of the LP statistics. A neutral
 goal rather than a goal sampled from the task set, which would hand the agent the goal list.
