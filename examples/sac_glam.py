@@ -19,6 +19,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from torchrl.envs import TransformedEnv
 from tqdm import tqdm
 
 from torchrl_glam.data.episodes import EpisodeAssembler
@@ -41,6 +42,7 @@ from torchrl_glam.training.factories import (
     make_env,
     make_episode_processing,
     make_eval_envs,
+    make_goal_choice,
     make_replay,
 )
 from torchrl_glam.training.logging import RunLogger
@@ -77,6 +79,8 @@ def main(argv=None) -> int:
 
     # ---- the environment, the agent (LLM scorer + actor + twin heads + loss), replay
     env = make_env(cfg, num_envs=cfg.num_envs // world, seed=cfg.seed + 1000 * rank)
+    goal_choice = make_goal_choice(cfg, env)  # autotelic: the agent picks the goals it discovered
+    acting_env = TransformedEnv(env, goal_choice) if goal_choice is not None else env
     num_actions = env.num_objects + 2
     agent = make_agent(cfg, num_actions)
     broadcast_parameters(agent.parameters())
@@ -100,6 +104,8 @@ def main(argv=None) -> int:
         assembler.load_state_dict(state["assembler"])
         if her is not None:
             her.generator.set_state(state["her_generator"])
+        if goal_choice is not None:
+            goal_choice.load_state_dict(state["autotelic"])
         set_rng_state(state["rng"])
         wall_offset = state["wall_seconds"]
         td = env.observation()
@@ -109,7 +115,7 @@ def main(argv=None) -> int:
     else:
         if args.resume and main_rank:  # a run killed before its first checkpoint: its rows go
             truncate_logs(cfg.run_dir, 0)
-        td = env.reset()
+        td = acting_env.reset()
     logger = RunLogger(cfg) if main_rank else None
     start = time.perf_counter() - wall_offset
 
@@ -122,6 +128,7 @@ def main(argv=None) -> int:
                 "env": env.state_dict(),
                 "assembler": assembler.state_dict(),
                 "her_generator": her.generator.get_state() if her is not None else None,
+                "autotelic": goal_choice.state_dict() if goal_choice is not None else None,
                 "rng": rng_state(),
                 "wall_seconds": time.perf_counter() - start,
                 "config": cfg.to_dict(),
@@ -138,7 +145,7 @@ def main(argv=None) -> int:
         while steps < cfg.total_steps:
             # ---- act in every environment with the current policy
             act(agent, td)
-            step, td = env.step_and_maybe_reset(td)
+            step, td = acting_env.step_and_maybe_reset(td)
             episodes = assembler.add(step)
             steps = assembler.env_steps * world
             progress.update(cfg.num_envs)
@@ -161,6 +168,8 @@ def main(argv=None) -> int:
                         logger.update(metrics, steps, replay)
 
             if logger and steps % cfg.log_every < cfg.num_envs:
+                if goal_choice is not None:
+                    logger.autotelic(goal_choice, steps)
                 logger.flush(steps, time.perf_counter() - start)
                 progress.set_postfix(success=f"{sum(recent) / max(len(recent), 1):.2f}",
                                      updates=updater.updates)

@@ -38,11 +38,26 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
                                           ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
-                                          ("ppo_her", 6 * 3)])
+                                          ("ppo_her", 6 * 3), ("autotelic", 6 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
     assert load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[7])[0].seed == 7
+
+
+def test_autotelic_sweep_changes_only_who_chooses_the_goals(tmp_path):
+    from torchrl_glam.training.config import make_config
+
+    configs = {}
+    for run in load_sweep(SLURM / "sweeps" / "autotelic.yaml", tmp_path, seeds=[0]):
+        configs[run.name] = make_config(run.preset, run.overrides).to_dict()  # every variant is valid
+    for task_set in ("simplified", "full"):
+        given = configs[f"{task_set}_goal_given"]
+        for strategy in ("uniform", "lp"):
+            other = configs[f"{task_set}_autotelic_{strategy}"]
+            assert other["autotelic"] == strategy and given["autotelic"] == "off"
+            assert {k for k in given if given[k] != other[k]} == {"autotelic"}
+    assert configs["full_goal_given"]["goals"] == "train" and configs["simplified_goal_given"]["goals"] == "simplified"
 
 
 def test_variants_and_grid_combine_and_bad_sweeps_are_named(tmp_path):

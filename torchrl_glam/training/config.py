@@ -5,7 +5,9 @@
 * ``sac_glam``: Table 2 (SAC-GLAM, no HER), the paper's Flan-T5 with LoRA and 4-bit, full task set;
 * ``sac_glam_her``: Table 3 (SAC-GLAM + HER);
 * ``cpu``: the offline tiny model on the simplified environment, runs anywhere (the default);
-* ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install.
+* ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install;
+* ``cpu_autotelic``, ``cpu_autotelic_uniform``, ``smoke_autotelic``: the same with an autotelic
+  agent (learning-progress or uniform goal choice among the goals it has discovered).
 
 ``parse_overrides(["batch_size=64", "her=false"])`` turns command-line ``key=value`` pairs into
 typed values; :meth:`SACGLAMConfig.validate` names the field of any bad value before training.
@@ -24,6 +26,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar, get_type_hints
 
+from torchrl_glam.data.curriculum import parse_groups
 from torchrl_glam.envs.playground import GOAL_SETS
 
 C = TypeVar("C", bound="GLAMConfig")
@@ -178,6 +181,13 @@ class SACGLAMConfig(GLAMConfig):
     prioritized: bool = True
     per_alpha: float = 0.6
     per_beta: float = 0.4
+    # autotelic agent (data/autotelic.py): "off" (the environment samples the task set's goals),
+    # or the agent discovers goals from the social partner's reports and picks each episode's
+    # goal among them, "uniform"ly or by learning progress ("lp")
+    autotelic: str = "off"
+    lp_epsilon: float = 0.2  # share of uniform choices of the LP curriculum
+    lp_window: int = 50  # attempts per half of the LP window (per group)
+    lp_groups: str = "type,category"  # "goal", or names among type, category, colour
     run_dir: str = "runs/sac_glam"
 
     def _checks(self) -> dict[str, bool]:
@@ -204,6 +214,10 @@ class SACGLAMConfig(GLAMConfig):
             "her_max_per_episode": self.her_max_per_episode is None or self.her_max_per_episode >= 1,
             "per_alpha": self.per_alpha >= 0,
             "per_beta": self.per_beta >= 0,
+            "autotelic": self.autotelic in ("off", "uniform", "lp"),
+            "lp_epsilon": 0.0 <= self.lp_epsilon <= 1.0,
+            "lp_window": self.lp_window >= 1,
+            "lp_groups": _valid_groups(self.lp_groups),
         }
 
     def _expected(self) -> dict[str, str]:
@@ -213,7 +227,18 @@ class SACGLAMConfig(GLAMConfig):
             "batch_strategy": "'ratio', 'prior' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
             "max_grad_norm": "a positive number, or none for no clipping",
+            "autotelic": "'off', 'uniform' or 'lp'",
+            "lp_epsilon": "a probability in [0, 1]",
+            "lp_groups": "'goal', or comma-separated names among type, category, colour",
         }
+
+
+def _valid_groups(groups: str) -> bool:
+    try:
+        parse_groups(groups)
+    except ValueError:
+        return False
+    return True
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -260,6 +285,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         checkpoint_every=200, warmup_updates=2,
     ),
 }
+# Autotelic agents (issue 16): the cpu preset's SAC-GLAM+HER, but the agent is never given the
+# goal list; it discovers goals from the social partner's reports and picks each episode's goal
+# among them, by learning progress or uniformly. Everything else is unchanged, so a comparison with
+# "cpu" isolates who chooses the goals (slurm/sweeps/autotelic.yaml).
+PRESETS["cpu_autotelic"] = {**PRESETS["cpu"], "autotelic": "lp"}
+PRESETS["cpu_autotelic_uniform"] = {**PRESETS["cpu"], "autotelic": "uniform"}
+# The smoke preset's random-init model with summed scores almost never goes to an object before
+# grasping, so the social partner reports nothing in 400 steps (relabeled share 0) and an
+# autotelic agent would discover nothing; "mean" (as in "cpu") makes it report ~70 goals.
+PRESETS["smoke_autotelic"] = {**PRESETS["smoke"], "autotelic": "lp", "normalization": "mean"}
+
 
 def _is_device(name: str) -> bool:
     import torch

@@ -8,6 +8,7 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.modules import MaskedCategorical
 
+from torchrl_glam.data.autotelic import AutotelicGoals
 from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
@@ -46,6 +47,16 @@ def make_eval_envs(cfg: GLAMConfig) -> dict[str, PlaygroundTextEnv]:
         "train": make_env(cfg, num_envs=cfg.eval_episodes, seed=10_000 + cfg.seed, goal_sampling="by_type"),
         "held_out": make_env(cfg, num_envs=cfg.eval_episodes, goals="held_out", seed=20_000 + cfg.seed),
     }
+
+
+def make_goal_choice(cfg: SACGLAMConfig, env: PlaygroundTextEnv) -> AutotelicGoals | None:
+    """The autotelic agent's goal choice for ``env`` (wrap it: ``TransformedEnv(env, choice)``),
+    or ``None`` when ``autotelic="off"`` (the environment samples the task set's goals)."""
+    if cfg.autotelic == "off":
+        return None
+    return AutotelicGoals(env.num_envs, env.num_objects, strategy=cfg.autotelic, epsilon=cfg.lp_epsilon,
+                          window=cfg.lp_window, groups=cfg.lp_groups, seed=env.seed_value,
+                          task_set=env.goals, catalogue=env.catalogue)
 
 
 def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:

@@ -10,7 +10,9 @@ flush), ``train/episode_length``, the update's metrics (means since the last flu
   transitions were collected);
 * PPO-GLAM: the losses, ``entropy``, ``clip_fraction`` or ``kl`` and ``kl_coeff``, ``kl_approx``,
   ``ratio``, ``ratio/first_epoch`` (with HER also ``_collected`` and ``_relabeled``),
-  ``grad_norm``, ``update/transitions``, ``update/relabeled_share``.
+  ``grad_norm``, ``update/transitions``, ``update/relabeled_share``;
+* an autotelic agent: ``autotelic/...`` (goal memory growth, discovered share of the training
+  goals, choice shares), and ``autotelic.jsonl`` (LP and choices per group of goals).
 """
 from __future__ import annotations
 
@@ -101,6 +103,19 @@ class RunLogger:
             steps, seconds = env_steps - self._last_flush[0], wall_seconds - self._last_flush[1]
             self._log("time/steps_per_second", steps / max(seconds, 1e-9), env_steps)
         self._last_flush = (env_steps, wall_seconds)
+
+    def autotelic(self, goals, env_steps: int, max_groups: int = 100) -> None:
+        """An autotelic agent's goal memory and choices (``AutotelicGoals``): its scalars, and one
+        line of ``autotelic.jsonl`` per call with the LP statistics and choices of the groups (the
+        ``max_groups`` of highest LP: per-goal groups on the full task set would write megabytes)."""
+        for name, value in goals.metrics().items():
+            self._log(name, value, env_steps)
+        table = goals.group_table()
+        shown = sorted(table, key=lambda g: -table[g]["lp"])[:max_groups]
+        with open(self.run_dir / "autotelic.jsonl", "a") as f:
+            f.write(json.dumps({"env_steps": env_steps, "discovered": len(goals.memory), "groups_with_goals": len(table),
+                                "groups": {g: table[g] for g in sorted(shown)}}) + "\n")
+        goals.reset_choice_counts()
 
     def evaluation(self, name: str, results: dict[str, float], env_steps: int, wall_seconds: float) -> None:
         for key, value in results.items():
