@@ -186,3 +186,41 @@ def test_the_bar_shows_steps_loss_and_time_left_on_a_terminal(tmp_path, monkeypa
     out = terminal.getvalue()
     assert "pretraining: 100%" in out and "3/3" in out and "loss=" in out and "<00:00" in out
     assert "pretraining step" not in out  # no log lines under the bar
+
+
+def test_ranks_in_separate_processes_build_once(tmp_path):
+    """The same with processes (what the ranks of a data-parallel run and array jobs are): the lock
+    is the kernel's, not the interpreter's. The first rank's build lasts until the second has
+    said that it waits (or two minutes)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, time; from pathlib import Path\n"
+        "from torchrl_glam.modules.offline import build_into_cache\n"
+        "def build(d):\n"
+        "    print('BUILDING', flush=True)\n"
+        "    deadline = time.time() + 120\n"
+        "    while not Path(sys.argv[2]).exists() and time.time() < deadline: time.sleep(0.1)\n"
+        "    (d / 'config.json').write_text('{}'); (d / 'model.safetensors').write_bytes(b'x')\n"
+        "print(build_into_cache(Path(sys.argv[1]), build), flush=True)\n"
+    )
+    final, go = tmp_path / "cache" / "model", tmp_path / "go"
+
+    def rank():
+        return subprocess.Popen([sys.executable, "-c", script, str(final), str(go)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    first = rank()
+    assert first.stdout.readline().strip() == "BUILDING"
+    second = rank()
+    said = []
+    for line in second.stderr:  # until it says it waits (or ends, having built itself: the defect)
+        said.append(line)
+        if "waiting for another process" in line:
+            break
+    go.touch()
+    (out1, err1), (out2, err2) = first.communicate(timeout=300), second.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, (err1, err2)
+    assert out1.strip() == str(final) and out2.strip() == str(final)  # the second never built
+    assert f"waiting for another process to finish building {final}" in "".join(said)
