@@ -15,8 +15,9 @@ from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import act, make_agent, make_eval_envs
 
 SHIPPED = WEIGHTS_DIR / "tiny-t5-pretrained"
-#: Nats per token. The loss falls by ~0.005 over the last 100 of the 600 steps: a rebuild that ends
-#: 0.02 away learnt a different amount, not the same model on different floats.
+#: Nats per token (the shipped model: 0.268). The running training loss still falls by ~0.04 over
+#: the last 100 of the 600 steps (0.355 -> 0.318), so a rebuild within 0.02 has learnt as much as the
+#: shipped model; one that ends further away is another model, not the same one on other floats.
 LOSS_TOLERANCE = 0.02
 #: Greedy success over 256 fixed episodes: 0.08 is about two binomial standard deviations at 0.5.
 SUCCESS_TOLERANCE = 0.08
