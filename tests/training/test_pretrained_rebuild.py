@@ -5,6 +5,12 @@ steps) but the same quality: the rebuilt model's transcript loss is within ``LOS
 manifest's, and its greedy zero-shot success on the simplified task set (the library's evaluation:
 the ``cpu`` preset's fixed evaluation episodes) is within ``SUCCESS_TOLERANCE`` of the shipped
 model's.
+
+Measured on the build machine: the shipped model's greedy zero-shot success on these 256 episodes is
+0.0 (the random-init model's 0.004): pretraining teaches a prior over the random actions and the
+words' meaning, not a policy, so the success band only says that the rebuild did not turn into a
+different policy. The transcript loss is the sharp check: 4.18 for the random-init model, 0.268
+shipped.
 """
 import pytest
 
