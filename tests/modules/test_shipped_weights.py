@@ -224,3 +224,13 @@ def test_ranks_in_separate_processes_build_once(tmp_path):
     assert first.returncode == 0 and second.returncode == 0, (err1, err2)
     assert out1.strip() == str(final) and out2.strip() == str(final)  # the second never built
     assert f"waiting for another process to finish building {final}" in "".join(said)
+
+
+def test_the_command_rebuilds_into_the_cache_and_says_where(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
+    pretraining.main(["--steps", "2", "--batch-size", "4"])
+    version = recipe_version(pretraining_recipe("t5", steps=2, batch_size=4))
+    assert f"wrote the pretrained model to {tmp_path / f'tiny-t5-pretrained-{version}'}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # --ship writes the package's copy of the default recipe only
+        pretraining.main(["--ship", "--steps", "2"])
+    assert "--ship builds the default recipe" in capsys.readouterr().err

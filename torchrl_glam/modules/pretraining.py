@@ -57,7 +57,7 @@ from torchrl_glam.modules.offline import (
     save_model_and_tokenizer,
     tiny_model_recipe,
 )
-from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, ship, shipped_model_path
+from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, ship, shipped_enabled, shipped_model_path
 
 #: Bump when the data or the objective below change (the values of the defaults are hashed into the
 #: recipe's version name by themselves), so stale cached or shipped builds are not reused.
@@ -287,7 +287,7 @@ def default_pretrained_model_path(kind: ModelKind = "t5") -> Path:
     if shipped is not None:
         return shipped
     why = ("the package ships no weights for this recipe; once, then cached"
-           if os.environ.get(SHIPPED_ENV, "1") != "0" else f"{SHIPPED_ENV}=0; once, then cached")
+           if shipped_enabled() else f"{SHIPPED_ENV}=0; once, then cached")
     final = cache_root() / f"tiny-{kind}-pretrained-{version}"
     return build_into_cache(final, lambda directory: pretrain(
         directory, kind=kind, why=f"offline:tiny-{kind}-pretrained {version}: {why}"))
