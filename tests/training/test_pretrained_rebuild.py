@@ -52,4 +52,6 @@ def test_rebuilding_from_scratch_reaches_the_shipped_quality(tmp_path):
     loss = transcript_loss(rebuilt)
     assert abs(loss - entry["transcript_loss"]) <= LOSS_TOLERANCE, (loss, entry["transcript_loss"])
     shipped, mine = zero_shot_success(SHIPPED), zero_shot_success(rebuilt)
+    print(f"rebuilt: transcript loss {loss:.4f} (shipped {entry['transcript_loss']}), greedy zero-shot "
+          f"success {mine:.3f} (shipped {shipped:.3f})")  # shown with -s or -rP
     assert abs(mine - shipped) <= SUCCESS_TOLERANCE, (mine, shipped)
