@@ -7,7 +7,8 @@ import torch
 
 from torchrl_glam.envs.vocabulary import vocabulary_words
 from torchrl_glam.modules import LLMConfig, default_tiny_model_path, load_llm
-from torchrl_glam.modules.offline import build_tiny_model, build_word_tokenizer, main
+from torchrl_glam.modules.offline import build_tiny_model, build_word_tokenizer, main, tiny_model_recipe
+from torchrl_glam.modules.shipped import recipe_version
 
 
 def test_word_tokenizer_splits_words_and_punctuation(kind):
@@ -64,6 +65,7 @@ def test_initial_policy_is_close_to_uniform(kind, tiny_paths, make_scorer_for, p
 
 def test_default_path_builds_once_under_concurrency(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", "0")  # the cache build, not the shipped copy
     paths, errors = [], []
 
     def build():
@@ -80,7 +82,7 @@ def test_default_path_builds_once_under_concurrency(tmp_path, monkeypatch):
     assert not errors and len(set(paths)) == 1
     path = paths[0]
     assert path.parent == tmp_path / "cache" and (path / "config.json").exists()
-    assert os.listdir(tmp_path / "cache") == [path.name]  # no staging directory left behind
+    assert [n for n in os.listdir(tmp_path / "cache") if not n.endswith(".lock")] == [path.name]  # no staging left
     stamp = (path / "model.safetensors").stat().st_mtime_ns
     assert default_tiny_model_path("t5") == path
     assert (path / "model.safetensors").stat().st_mtime_ns == stamp  # not rebuilt
@@ -109,7 +111,8 @@ def test_a_nonzero_rank_of_a_process_group_builds_a_complete_model(tmp_path, mon
 
 def test_a_broken_cached_build_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
-    broken = tmp_path / "tiny-t5-v1"
+    monkeypatch.setenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", "0")
+    broken = tmp_path / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}"
     broken.mkdir()
     (broken / "tokenizer.json").write_text("{}")  # what a rank-1 build used to leave
     path = default_tiny_model_path("t5")

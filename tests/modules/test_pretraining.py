@@ -7,7 +7,9 @@ from torchrl_glam.envs.render import render_actions
 from torchrl_glam.envs.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import offline_model_path, resolve_model_path
+from torchrl_glam.modules.offline import tiny_model_recipe
 from torchrl_glam.modules.pretraining import RandomPlayTranscripts, _lm_batch, pretrain
+from torchrl_glam.modules.shipped import recipe_version
 
 
 def _prompt_field(prompt: str, name: str) -> str:
@@ -60,8 +62,9 @@ def test_decoder_only_pretraining_runs(tmp_path, tiny_paths):
 
 def test_offline_model_names(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
+    monkeypatch.setenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", "0")  # the cache build (shipped: test_shipped_weights.py)
     assert resolve_model_path("offline:tiny-t5") == str(offline_model_path("offline:tiny-t5"))
-    assert (tmp_path / "tiny-t5-v1" / "config.json").exists()
+    assert (tmp_path / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}" / "config.json").exists()
     with pytest.raises(ValueError, match="unknown offline model 'offline:tiny-gpt'.*offline:tiny-t5-pretrained"):
         resolve_model_path("offline:tiny-gpt")
 

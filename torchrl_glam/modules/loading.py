@@ -104,7 +104,8 @@ def _not_found(name: str, reason: str) -> ModelNotFoundError:
 
 OFFLINE_PREFIX = "offline:"
 #: The models built on this machine, by name: random-init, or pretrained on random-play transcripts
-#: (:mod:`torchrl_glam.modules.pretraining`). Built into the cache on first use.
+#: (:mod:`torchrl_glam.modules.pretraining`). The presets' ones ship with the package
+#: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache on first use.
 OFFLINE_MODELS = ("tiny-t5", "tiny-llama", "tiny-t5-pretrained", "tiny-llama-pretrained")
 
 

@@ -11,21 +11,28 @@ Command line::
 
     python -m torchrl_glam.modules.offline --out DIR [--kind t5|llama] [--seed 0]
 
-From Python, :func:`default_tiny_model_path` builds the model once into a cache directory
-(``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``) and returns its path; concurrent callers
-(several test workers, several cluster jobs) each build into a private temporary directory and
-the first one to rename it into place wins.
+From Python, :func:`default_tiny_model_path` returns the shipped tiny T5 (package data, see
+:mod:`torchrl_glam.modules.shipped`) or builds the model once into a cache directory
+(``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``, named by its recipe version) and returns its
+path. Concurrent callers (test workers, the ranks of a data-parallel run, Slurm array jobs on a
+shared file system) build one at a time: the first takes a lock and builds, the others wait with a
+message and then load its build.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Literal
 
 import torch
+
+from torchrl_glam.modules.shipped import recipe_version, ship, shipped_model_path
 
 ModelKind = Literal["t5", "llama"]
 
@@ -92,6 +99,12 @@ def tiny_model_config(kind: ModelKind, vocab_size: int, **overrides):
     """
     from transformers import LlamaConfig, T5Config
 
+    fields = tiny_config_fields(kind, vocab_size, **overrides)
+    return T5Config(**fields) if kind == "t5" else LlamaConfig(**fields)
+
+
+def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
+    """The fields of :func:`tiny_model_config` as a plain dict (also the recipe's fingerprint)."""
     if kind == "t5":
         fields = dict(
             vocab_size=vocab_size, d_model=64, d_kv=16, num_heads=4, d_ff=128, num_layers=2,
@@ -101,7 +114,7 @@ def tiny_model_config(kind: ModelKind, vocab_size: int, **overrides):
         fields.update(overrides)
         if "num_layers" in overrides and "num_decoder_layers" not in overrides:
             fields["num_decoder_layers"] = overrides["num_layers"]
-        return T5Config(**fields)
+        return fields
     if kind == "llama":
         fields = dict(
             vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -110,7 +123,7 @@ def tiny_model_config(kind: ModelKind, vocab_size: int, **overrides):
             bos_token_id=3,
         )
         fields.update(overrides)
-        return LlamaConfig(**fields)
+        return fields
     raise ValueError(f"unknown tiny model kind {kind!r}: expected 't5' or 'llama'")
 
 
@@ -158,49 +171,135 @@ def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
     return out
 
 
+def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0) -> dict:
+    """Everything the random-init tiny model's weights depend on; its hash is the version name
+    (:func:`~torchrl_glam.modules.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
+    (the code of the build itself): bump it when that changes."""
+    from torchrl_glam.envs.vocabulary import vocabulary_words
+
+    words = "\n".join(vocabulary_words())
+    config = tiny_config_fields(kind, vocab_size=0)
+    del config["vocab_size"]  # the vocabulary is in its own hash
+    return {
+        "model": f"tiny-{kind}",
+        "code_version": RECIPE_VERSION,
+        "seed": seed,
+        "output_init_std": OUTPUT_INIT_STD,
+        "config": config,
+        "vocabulary_sha256": hashlib.sha256(words.encode()).hexdigest(),
+    }
+
+
 def cache_root() -> Path:
     """Where built models are cached: ``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``."""
     return Path(os.environ.get("TORCHRL_GLAM_CACHE", Path.home() / ".cache" / "torchrl_glam"))
 
 
-def build_into_cache(final: Path, build) -> Path:
+def is_main_process() -> bool:
+    """Rank 0 of an initialised process group, or of the ``RANK`` that torchrun and the Slurm
+    launcher export before it is initialised; a single process is its own main process."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank() == 0
+    return os.environ.get("RANK", "0").strip() in ("", "0")
+
+
+def _is_complete(directory: Path) -> bool:
+    return (directory / "config.json").exists() and any(directory.glob("*.safetensors"))
+
+
+@contextlib.contextmanager
+def build_lock(final: Path):
+    """An exclusive lock on building ``final``, across processes (and threads): the first caller
+    gets it at once; the others print one line saying what they wait for, and block.
+
+    ``fcntl.flock`` on a lock file next to ``final``: the kernel drops it when its holder exits,
+    however it exits, so a killed build never leaves a stale lock (NFS v4 supports it, so Slurm
+    nodes sharing a home directory wait for each other too). Where ``fcntl`` does not exist
+    (Windows) there is no lock; the atomic rename of :func:`build_into_cache` still keeps a
+    half-written build out of ``final``.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another process to finish building {final} (it shows the progress; "
+                  f"this process loads the result)", file=sys.stderr, flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_into_cache(final: Path, build, rebuild: bool = False) -> Path:
     """``final`` once it holds a model, calling ``build(directory)`` to make it if needed.
 
-    Safe under concurrent builds (several test workers, the ranks of a data-parallel run, array
-    jobs): each caller builds into its own temporary directory next to ``final`` and renames it
-    into place; a rename that loses the race is discarded. A ``final`` left without a config (a
-    build interrupted by an older version) is replaced.
+    One builder at a time (:func:`build_lock`): the ranks of a data-parallel run, array jobs and
+    test workers that all ask for the model wait for the first one's build instead of each
+    building it. The build goes into a temporary directory next to ``final`` that is renamed into
+    place (atomic), so an interrupted build never leaves a half-written ``final``; a ``final``
+    without config or weights (a build interrupted by an older version) is replaced, and so is a
+    complete one with ``rebuild``.
     """
-    if (final / "config.json").exists():
+    if _is_complete(final) and not rebuild:
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
-    try:
-        build(staging)
+    with build_lock(final):
+        if _is_complete(final) and not rebuild:  # built by the process we waited for
+            return final
+        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
         try:
+            build(staging)
+            if final.exists():
+                shutil.rmtree(final)  # a broken leftover (we hold the lock)
             os.rename(staging, final)  # atomic on one filesystem
-        except OSError:
-            if (final / "config.json").exists():  # lost the race to a complete build
-                return final
-            shutil.rmtree(final, ignore_errors=True)  # a broken leftover: replace it
-            os.rename(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
 def default_tiny_model_path(kind: ModelKind = "t5") -> Path:
-    """Path of the default tiny model, built once (seed 0) into :func:`cache_root`."""
-    final = cache_root() / f"tiny-{kind}-v{RECIPE_VERSION}"
+    """Path of the default tiny model (seed 0): the shipped one where the package has it for the
+    current recipe, else built once into :func:`cache_root` under its recipe version."""
+    version = recipe_version(tiny_model_recipe(kind))
+    shipped = shipped_model_path(f"tiny-{kind}", version)
+    if shipped is not None:
+        return shipped
+    final = cache_root() / f"tiny-{kind}-{version}"
     return build_into_cache(final, lambda directory: build_tiny_model(directory, kind=kind, seed=0))
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="directory to write the model and tokenizer to")
+    parser.add_argument("--out", default=None, help="directory to write the model and tokenizer to")
     parser.add_argument("--kind", choices=["t5", "llama"], default="t5")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ship", action="store_true",
+                        help="write the seed-0 model into the package folder with its manifest entry "
+                             "(maintainers; commit torchrl_glam/modules/weights/ afterwards)")
     args = parser.parse_args(argv)
+    if args.ship:
+        if args.seed != 0 or args.out is not None:
+            parser.error("--ship writes the default model (seed 0) into the package; no --seed or --out")
+        with tempfile.TemporaryDirectory() as directory:
+            built = build_tiny_model(directory, kind=args.kind, seed=0)
+            recipe = tiny_model_recipe(args.kind)
+            path = ship(f"tiny-{args.kind}", built, {
+                "recipe": recipe, "recipe_version": recipe_version(recipe), "seed": 0,
+                "command": f"python -m torchrl_glam.modules.offline --ship --kind {args.kind}",
+                "torch_threads": torch.get_num_threads(),
+            })
+        print(f"shipped the tiny {args.kind} model in {path} (commit torchrl_glam/modules/weights/)")
+        return
+    if args.out is None:
+        parser.error("--out DIR is required (or --ship)")
     path = build_tiny_model(args.out, kind=args.kind, seed=args.seed)
     print(f"wrote a tiny {args.kind} model to {path}; load it with "
           f"LLMConfig(name_or_path={str(path)!r})")

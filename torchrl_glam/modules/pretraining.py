@@ -28,14 +28,21 @@ prior, learned from the environment's own language and nothing else:
 
 Command line (writes a model directory that ``LLMConfig(name_or_path=DIR)`` loads)::
 
-    python -m torchrl_glam.modules.pretraining --out DIR [--kind t5|llama] [--steps 3000]
+    python -m torchrl_glam.modules.pretraining [--out DIR] [--kind t5|llama] [--steps 3000]
+    python -m torchrl_glam.modules.pretraining --ship   # maintainers: the package's shipped copy
 
-:func:`default_pretrained_model_path` builds it once into the cache (like the random-init one).
+Without ``--out`` it rebuilds the default model into the cache and says where.
+:func:`default_pretrained_model_path` returns the copy shipped in the package (see
+:mod:`torchrl_glam.modules.shipped`: checked against its manifest, built by ``--ship``) and only
+builds into the cache when the package holds none for the current recipe.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,16 +51,38 @@ import torch
 from torchrl_glam.modules.offline import (
     ModelKind,
     build_into_cache,
+    build_tiny_model,
     cache_root,
-    default_tiny_model_path,
+    is_main_process,
     save_model_and_tokenizer,
+    tiny_model_recipe,
 )
+from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, ship, shipped_enabled, shipped_model_path
 
-#: Bump when the data, objective or defaults below change, so stale cached builds are not reused.
+#: Bump when the data or the objective below change (the values of the defaults are hashed into the
+#: recipe's version name by themselves), so stale cached or shipped builds are not reused.
 PRETRAINING_VERSION = 1
 DEFAULT_STEPS = 600
 DEFAULT_BATCH_SIZE = 128
 DEFAULT_LR = 1e-3
+DEFAULT_SEED = 0
+#: Seconds per step of 128 transcripts on one CPU core (tiny T5), for the "how long" of the message.
+SECONDS_PER_STEP = 1.0
+#: The held-out transcripts of :func:`transcript_loss` (a seed the training stream never uses).
+TRANSCRIPT_LOSS_SEED = 12_345
+
+
+def pretraining_recipe(kind: ModelKind = "t5", steps: int = DEFAULT_STEPS, batch_size: int = DEFAULT_BATCH_SIZE,
+                       lr: float = DEFAULT_LR, seed: int = DEFAULT_SEED) -> dict:
+    """Everything the pretrained model's weights depend on, its starting point included; its hash
+    is the version name of the cache directory and of the shipped weights."""
+    return {
+        "start_from": tiny_model_recipe(kind, seed=0),
+        "pretraining_version": PRETRAINING_VERSION,
+        "data": "random-play transcripts (simplified + train, 64 environments, 10 steps)",
+        "steps": steps, "batch_size": batch_size, "lr": lr, "seed": seed,
+        "warmup_steps": 100, "grad_clip": 1.0, "optimizer": "Adam",
+    }
 
 
 class RandomPlayTranscripts:
@@ -136,6 +165,14 @@ def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_deco
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
 
+def _progress_message(what: str, steps: int, batch_size: int, out, why: str | None) -> str:
+    minutes = steps * batch_size / 128 * SECONDS_PER_STEP / 60
+    usually = f"about {minutes:.0f} min" if minutes >= 1 else f"about {minutes * 60:.0f} s"
+    return (f"pretraining {what} on random-play transcripts into {out}"
+            + (f" ({why})" if why else "")
+            + f": {steps} steps of {batch_size} transcripts, usually {usually} on one CPU core")
+
+
 def pretrain(
     out: str | os.PathLike,
     start_from: str | os.PathLike | None = None,
@@ -143,74 +180,168 @@ def pretrain(
     steps: int = DEFAULT_STEPS,
     batch_size: int = DEFAULT_BATCH_SIZE,
     lr: float = DEFAULT_LR,
-    seed: int = 0,
-    log_every: int = 250,
+    seed: int = DEFAULT_SEED,
+    log_every: int = 50,
+    why: str | None = None,
 ) -> Path:
-    """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``) on random-play
-    transcripts and write the result to ``out``; returns ``out``. See the module docstring."""
+    """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
+    random-play transcripts and write the result to ``out``; returns ``out``. See the module
+    docstring. ``why`` goes into the one-line message printed before it starts.
+
+    Progress: a tqdm bar (steps, loss, time left) on a terminal; in a log file (stderr not a
+    terminal) one line every ``log_every`` steps; nothing off the main process (rank 0).
+    """
+    return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why)[0]
+
+
+def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why) -> tuple[Path, dict]:
+    from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"steps={steps}, batch_size={batch_size} and lr={lr} must be positive")
-    source = Path(start_from) if start_from is not None else default_tiny_model_path(kind)
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams alone
-        torch.manual_seed(seed)
-        try:
-            model = AutoModelForSeq2SeqLM.from_pretrained(source)
-        except ValueError:
-            model = AutoModelForCausalLM.from_pretrained(source)
-        is_encoder_decoder = bool(model.config.is_encoder_decoder)
-        model.train()
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 100))
-        data = RandomPlayTranscripts(seed=seed)
-        start, running = time.perf_counter(), None
-        for step in range(1, steps + 1):
-            loss = model(**_lm_batch(tokenizer, *data.batch(batch_size), is_encoder_decoder)).loss
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
-            if step % log_every == 0 or step == steps:
-                print(f"pretraining step {step}/{steps}: loss {running:.3f} ({time.perf_counter() - start:.0f} s)",
-                      flush=True)
+    main = is_main_process()
+    what = f"the tiny {kind} model" if start_from is None else str(start_from)
+    if main:
+        print(_progress_message(what, steps, batch_size, out, why), file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        # from scratch: the random-init model of the recipe, never a cached or shipped copy
+        source = Path(start_from) if start_from is not None else build_tiny_model(Path(scratch) / "init", kind, seed=0)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams alone
+            torch.manual_seed(seed)
+            try:
+                model = AutoModelForSeq2SeqLM.from_pretrained(source)
+            except ValueError:
+                model = AutoModelForCausalLM.from_pretrained(source)
+            is_encoder_decoder = bool(model.config.is_encoder_decoder)
+            model.train()
+            optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+            schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 100))
+            data = RandomPlayTranscripts(seed=seed)
+            start, running = time.perf_counter(), None
+            # tqdm's disable=None: off when stderr is not a terminal (log files get the lines below)
+            bar = tqdm(total=steps, desc="pretraining", unit="step", disable=None if main else True,
+                       dynamic_ncols=True)
+            log_lines = main and bar.disable
+            with bar:
+                for step in range(1, steps + 1):
+                    loss = model(**_lm_batch(tokenizer, *data.batch(batch_size), is_encoder_decoder)).loss
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    schedule.step()
+                    running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
+                    bar.set_postfix(loss=f"{running:.3f}", refresh=False)
+                    bar.update()
+                    if log_lines and (step % log_every == 0 or step == steps):
+                        elapsed = time.perf_counter() - start
+                        print(f"pretraining step {step}/{steps}: loss {running:.3f} ({elapsed:.0f} s, "
+                              f"{elapsed / step * (steps - step):.0f} s left)", file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - start
     out = save_model_and_tokenizer(model, tokenizer, out)
+    origin = "the random-init tiny model (seed 0)" if start_from is None else str(start_from)
     (out / "pretraining.txt").write_text(
         f"random-play transcripts, version {PRETRAINING_VERSION}: {steps} steps x {batch_size}, "
-        f"lr {lr}, seed {seed}, from {source}, {time.perf_counter() - start:.0f} s\n"
+        f"lr {lr}, seed {seed}, from {origin}\n"
     )
-    return out
+    return out, {"running_loss": running, "seconds": seconds}
+
+
+def transcript_loss(path: str | os.PathLike, batches: int = 8, batch_size: int = 128,
+                    seed: int = TRANSCRIPT_LOSS_SEED) -> float:
+    """Mean token negative log-likelihood of the model at ``path`` on fixed random-play transcripts
+    that pretraining never sees (their own seed): the quality measure of a pretrained build."""
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(path)
+    except ValueError:
+        model = AutoModelForCausalLM.from_pretrained(path)
+    model.eval()  # no dropout (the tiny models have none; a loaded one might)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        data = RandomPlayTranscripts(seed=seed)
+        losses = [model(**_lm_batch(tokenizer, *data.batch(batch_size), bool(model.config.is_encoder_decoder))).loss.item()
+                  for _ in range(batches)]
+    return sum(losses) / len(losses)
+
+
+def transcripts_fingerprint(batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED) -> str:
+    """sha256 of the first batch of the pretraining stream: it changes when anything that makes the
+    data changes (environment dynamics, rendering, the target format), which the recipe's values
+    alone cannot see. The manifest records it; a test compares it with the code's."""
+    with torch.random.fork_rng(devices=[]):
+        prompts, targets = RandomPlayTranscripts(seed=seed).batch(batch_size)
+    return hashlib.sha256("\n\0".join(prompts + targets).encode()).hexdigest()
 
 
 def default_pretrained_model_path(kind: ModelKind = "t5") -> Path:
-    """The pretrained offline model, built once into the cache with the default budget (about ten
-    minutes on a CPU the first time; concurrent callers are safe, see ``build_into_cache``)."""
-    final = cache_root() / f"tiny-{kind}-pretrained-v{PRETRAINING_VERSION}"
-    if not (final / "config.json").exists():
-        print(f"pretraining the offline tiny {kind} on random-play transcripts into {final} "
-              f"({DEFAULT_STEPS} steps, once; python -m torchrl_glam.modules.pretraining does the same)",
-              flush=True)
-    return build_into_cache(final, lambda directory: pretrain(directory, kind=kind))
+    """The pretrained offline model of the default recipe: the copy shipped in the package
+    (instant, checked against its manifest), else built once into the cache (about ten minutes on
+    a CPU; concurrent callers wait for one build, see ``build_into_cache``)."""
+    recipe = pretraining_recipe(kind)
+    version = recipe_version(recipe)
+    shipped = shipped_model_path(f"tiny-{kind}-pretrained", version)
+    if shipped is not None:
+        return shipped
+    why = ("the package ships no weights for this recipe; once, then cached"
+           if shipped_enabled() else f"{SHIPPED_ENV}=0; once, then cached")
+    final = cache_root() / f"tiny-{kind}-pretrained-{version}"
+    return build_into_cache(final, lambda directory: pretrain(
+        directory, kind=kind, why=f"offline:tiny-{kind}-pretrained {version}: {why}"))
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="directory to write the pretrained model to")
+    parser.add_argument("--out", default=None,
+                        help="directory to write the pretrained model to (default: rebuild the cache's copy)")
     parser.add_argument("--start-from", default=None, help="model directory (default: the random-init tiny model)")
     parser.add_argument("--kind", choices=["t5", "llama"], default="t5")
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--lr", type=float, default=DEFAULT_LR)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--ship", action="store_true",
+                        help="build the default recipe into the package folder with its manifest entry "
+                             "(maintainers; commit torchrl_glam/modules/weights/ afterwards)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    path = pretrain(args.out, args.start_from, args.kind, args.steps, args.batch_size, args.lr, args.seed)
-    print(f"wrote the pretrained model to {path}; load it with LLMConfig(name_or_path={str(path)!r})")
+    recipe = pretraining_recipe(args.kind, args.steps, args.batch_size, args.lr, args.seed)
+    version = recipe_version(recipe)
+    if args.ship:
+        if args.out or args.start_from or recipe != pretraining_recipe(args.kind):
+            parser.error("--ship builds the default recipe into the package: no --out, --start-from, "
+                         "--steps, --batch-size, --lr or --seed")
+        with tempfile.TemporaryDirectory() as directory:
+            built, stats = _pretrain(Path(directory) / "model", None, args.kind, args.steps, args.batch_size,
+                                     args.lr, args.seed, 50, "the copy shipped in the package")
+            path = ship(f"tiny-{args.kind}-pretrained", built, {
+                "recipe": recipe, "recipe_version": version, "seed": args.seed,
+                "command": " ".join(["python -m torchrl_glam.modules.pretraining --ship"]
+                                    + (["--kind", args.kind] if args.kind != "t5" else [])),
+                "torch_threads": torch.get_num_threads(),
+                "build_seconds": round(stats["seconds"]),
+                "final_running_loss": round(stats["running_loss"], 4),
+                "transcript_loss": round(transcript_loss(built), 4),
+                "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed),
+            })
+        print(f"shipped the pretrained model in {path} (commit torchrl_glam/modules/weights/)")
+        return
+    if args.out is None:
+        if args.start_from is not None:
+            parser.error("--start-from needs --out")
+        out = cache_root() / f"tiny-{args.kind}-pretrained-{version}"
+        path = build_into_cache(out, lambda directory: pretrain(
+            directory, kind=args.kind, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+            why="rebuilding the cache's copy"), rebuild=True)
+    else:
+        path = pretrain(args.out, args.start_from, args.kind, args.steps, args.batch_size, args.lr, args.seed)
+    print(f"wrote the pretrained model to {path} (recipe {version}); load it with "
+          f"LLMConfig(name_or_path={str(path)!r})")
 
 
 if __name__ == "__main__":
