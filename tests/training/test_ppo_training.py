@@ -1,6 +1,5 @@
 """PPO-GLAM end to end: the updater's first-epoch ratios (1 without HER; App. G's ratio with HER),
 the example script (smoke run, exact resume, a NaN stop)."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,18 +11,17 @@ from torchrl_glam.envs import render_batch
 from torchrl_glam.modules import MASKED_LOGIT
 from torchrl_glam.objectives.common import action_mask_from_held
 from torchrl_glam.training import ppo
+from torchrl_glam.training.scripts import get_script
 from torchrl_glam.training.factories import act, make_env
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import make_ppo_config
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"  # run as a user runs it
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("ppo_glam_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The training script the example runs (found by import name, as the launcher finds it)."""
+    return get_script("ppo_glam").load()
 
 
 def collect(agent, cfg, seed=0):

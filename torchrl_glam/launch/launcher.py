@@ -23,11 +23,8 @@ import yaml
 
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.config import GLAMConfig, SACGLAMConfig, parse_overrides
-from torchrl_glam.training.ppo_config import PPOGLAMConfig
-
-#: The config of each training script (examples/<algorithm>.py), to type command-line overrides.
-CONFIGS: dict[str, type[GLAMConfig]] = {"sac_glam": SACGLAMConfig, "ppo_glam": PPOGLAMConfig}
+from torchrl_glam.training.config import parse_overrides
+from torchrl_glam.training.scripts import SCRIPTS, get_script
 
 SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
     "partition": "slurm_partition",
@@ -44,18 +41,9 @@ SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
 }
 
 
-def examples_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "examples"
-
-
-def script_of(algorithm: str, scripts: Path | None = None) -> Path:
-    script = (scripts or examples_dir()) / f"{algorithm}.py"
-    if not script.exists():
-        raise FileNotFoundError(
-            f"no training script {script} for algorithm {algorithm!r}: launch from a source checkout "
-            f"(pip install -e .) or pass --scripts DIR holding {algorithm}.py"
-        )
-    return script
+def script_of(algorithm: str) -> Path:
+    """The file of ``algorithm``'s training script (``torchrl_glam/training/scripts/``)."""
+    return get_script(algorithm).path
 
 
 def slurm_parameters(config_file: str | None, flags: dict[str, Any], extra_sbatch: list[str]) -> dict[str, Any]:
@@ -90,9 +78,9 @@ def make_executor(folder: str | Path, params: dict[str, Any], local: bool = Fals
     return executor
 
 
-def submit(runs: list[RunSpec], executor: submitit.Executor, scripts: Path | None = None) -> list[submitit.Job]:
+def submit(runs: list[RunSpec], executor: submitit.Executor) -> list[submitit.Job]:
     """Submits every run as one array job; writes each run's ``launch.json``."""
-    jobs_input = [TrainingJob(script_of(run.algorithm, scripts), run.argv()) for run in runs]
+    jobs_input = [TrainingJob(run.algorithm, run.argv()) for run in runs]
     with executor.batch():
         jobs = [executor.submit(job) for job in jobs_input]
     for run, job in zip(runs, jobs):
@@ -108,7 +96,7 @@ def build_runs(args) -> list[RunSpec]:
     seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     if args.sweep:
         return load_sweep(args.sweep, args.runs_root, seeds)
-    overrides = parse_overrides(args.overrides, CONFIGS.get(args.algorithm, SACGLAMConfig))
+    overrides = parse_overrides(args.overrides, get_script(args.algorithm).config_class)
     name = args.name or args.preset
     return [RunSpec(name, args.algorithm, args.preset, overrides, seed,
                     str(Path(args.runs_root) / name / f"seed{seed}")) for seed in seeds or [0]]
@@ -116,13 +104,13 @@ def build_runs(args) -> list[RunSpec]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algorithm", default="sac_glam", help="examples/<algorithm>.py")
+    parser.add_argument("--algorithm", default="sac_glam", choices=sorted(SCRIPTS),
+                        help="the training script (torchrl_glam/training/scripts/<algorithm>.py)")
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--seeds", default=None, help="e.g. 0-3 or 0,2,5 (default: the sweep's, or 0)")
     parser.add_argument("--sweep", default=None, help="a sweep file (slurm/sweeps/*.yaml)")
     parser.add_argument("--name", default=None, help="folder of the runs (default: the preset)")
     parser.add_argument("--runs-root", default="runs")
-    parser.add_argument("--scripts", type=Path, default=None, help="folder of the training scripts")
     parser.add_argument("--slurm-config", default=None, help="YAML of Slurm settings (slurm/cluster.yaml)")
     parser.add_argument("--local", action="store_true", help="run with submitit's local executor")
     parser.add_argument("--dry-run", action="store_true", help="print the runs, submit nothing")
@@ -144,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = {k: getattr(args, k) for k in SLURM_FIELDS if hasattr(args, k)}
     params = slurm_parameters(args.slurm_config, flags, args.sbatch)
     executor = make_executor(Path(args.runs_root) / "submitit" / "%j", params, local=args.local)
-    jobs = submit(runs, executor, args.scripts)
+    jobs = submit(runs, executor)
     print(f"submitted {len(jobs)} runs: job {jobs[0].job_id.split('_')[0]}")
     if args.wait:
         failed = 0

@@ -5,177 +5,61 @@
     python examples/sac_glam.py batch_size=64 her=false  # any field of SACGLAMConfig
     python examples/sac_glam.py --run-dir runs/a --resume  # continue exactly where it stopped
     torchrun --nproc-per-node 4 examples/sac_glam.py ...   # data parallel (or the Slurm launcher)
+    sac-glam ...                                          # the same, as an installed command
 
 The loop follows the paper's algorithm: act with the LLM policy in 32 environments; at the end of
 each episode add its n-step transitions (and, with HER, its sections relabeled with the goals the
 social partner reported) to prioritized replay; every ``update_frequency`` transitions take
-``num_updates`` gradient steps of DiscreteSACLoss on batches of ``batch_size``.
+``num_updates`` gradient steps of DiscreteSACLoss on batches of ``batch_size``. Everything else
+(command line, ranks and seeds, resume, checkpoints, logs, evaluation, stops) is the run harness,
+``torchrl_glam/training/run.py``.
 """
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from collections import deque
-from pathlib import Path
 
-from tqdm import tqdm
+from torchrl_glam.training.config import PRESETS, SACGLAMConfig
+from torchrl_glam.training.distributed import all_true, broadcast_parameters
+from torchrl_glam.training.factories import SACGLAMUpdater, act, make_agent, make_episode_processing, make_replay
+from torchrl_glam.training.run import StateOf, TrainingRun, parse_command_line
 
-from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.training.checkpoint import (
-    load_checkpoint,
-    rng_state,
-    save_checkpoint,
-    seed_everything,
-    set_rng_state,
-)
-from torchrl_glam.training.config import PRESETS, make_config, parse_overrides
-from torchrl_glam.training.distributed import all_true, any_true, broadcast_parameters, init_distributed
-from torchrl_glam.training.evaluation import evaluate
-from torchrl_glam.training.factories import (
-    NonFiniteLossError,
-    SACGLAMUpdater,
-    act,
-    make_agent,
-    make_env,
-    make_episode_processing,
-    make_eval_envs,
-    make_replay,
-)
-from torchrl_glam.training.logging import RunLogger
-from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
+CONFIG_CLASS, CONFIG_PRESETS = SACGLAMConfig, PRESETS
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
-    parser.add_argument("--run-dir", default=None, help="where logs and checkpoints go (run_dir=...)")
-    parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
-    args = parser.parse_intermixed_args(argv)  # overrides may come before or after the flags
-    overrides = parse_overrides(args.overrides)
-    if args.run_dir:
-        overrides["run_dir"] = args.run_dir
-    return make_config(args.preset, overrides), args
+def main(argv: list[str] | None = None) -> int:
+    cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
+    run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
 
-
-def main(argv=None) -> int:
-    cfg, args = parse_args(argv)
-    rank, world = init_distributed(cfg.device)  # several processes: data parallel (see distributed.py)
-    if cfg.num_envs % world or cfg.batch_size % world:
-        raise ValueError(f"num_envs={cfg.num_envs} and batch_size={cfg.batch_size} must divide by the {world} ranks")
-    main_rank = rank == 0
-    seed_everything(cfg.seed)  # the same initial weights on every rank
-
-    # ---- the environment, the agent (LLM scorer + actor + twin heads + loss), replay
-    env = make_env(cfg, num_envs=cfg.num_envs // world, seed=cfg.seed + 1000 * rank)
-    num_actions = env.num_objects + 2
-    agent = make_agent(cfg, num_actions)
-    broadcast_parameters(agent.parameters())
+    # ---- the agent (LLM scorer + actor + twin heads + loss), replay, episode processing
+    agent = make_agent(cfg, num_actions=run.env.num_objects + 2)
+    broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
     replay = make_replay(cfg)
     her, nstep = make_episode_processing(cfg)
     updater = SACGLAMUpdater(agent, replay, cfg)
-    assembler = EpisodeAssembler(env.num_envs, cfg.max_steps)
-    eval_envs = make_eval_envs(cfg)  # fixed seeds: the same episodes for every algorithm
-    seed_everything(cfg.seed + rank)  # ranks act and sample differently
+    pieces = {"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
+              "updater": updater, "replay": replay}
+    if her is not None:
+        pieces["her_generator"] = StateOf(her.generator.get_state, her.generator.set_state)
+    td = run.start(pieces, greedy_policy=lambda t, greedy: act(agent, t, greedy))
 
-    # ---- resume: everything that changes during a run is in the checkpoint (one file per rank)
-    checkpoint_dir = Path(cfg.run_dir) / ("" if main_rank else f"rank{rank}")
-    state = load_checkpoint(checkpoint_dir) if args.resume else None
-    wall_offset = 0.0
-    if state is not None:
-        agent.load_trainable_state_dict(state["agent"])
-        updater.load_state_dict(state["updater"])
-        replay.load_state_dict(state["replay"])
-        env.load_state_dict(state["env"])
-        assembler.load_state_dict(state["assembler"])
-        if her is not None:
-            her.generator.set_state(state["her_generator"])
-        set_rng_state(state["rng"])
-        wall_offset = state["wall_seconds"]
-        td = env.observation()
-        print(f"rank {rank}: resumed from {checkpoint_dir} at {assembler.env_steps * world} environment steps")
-    else:
-        td = env.reset()
-    logger = RunLogger(cfg) if main_rank else None
-    start = time.perf_counter() - wall_offset
-
-    def checkpoint():
-        save_checkpoint(
-            {
-                "agent": agent.trainable_state_dict(),
-                "updater": updater.state_dict(),
-                "replay": replay.state_dict(),
-                "env": env.state_dict(),
-                "assembler": assembler.state_dict(),
-                "her_generator": her.generator.get_state() if her is not None else None,
-                "rng": rng_state(),
-                "wall_seconds": time.perf_counter() - start,
-                "config": cfg.to_dict(),
-            },
-            checkpoint_dir,
-        )
-
-    stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
-    recent = deque(maxlen=200)  # recent episode successes, for the progress bar
-    progress = tqdm(total=cfg.total_steps, initial=assembler.env_steps * world, unit="step",
-                    disable=args.no_progress or not main_rank, dynamic_ncols=True)
-    steps = assembler.env_steps * world  # environment steps over all ranks
-    try:
-        while steps < cfg.total_steps:
+    with run:
+        while run.running():
             # ---- act in every environment with the current policy
             act(agent, td)
-            step, td = env.step_and_maybe_reset(td)
-            episodes = assembler.add(step)
-            steps = assembler.env_steps * world
-            progress.update(cfg.num_envs)
+            _, td, episodes = run.step(td)
 
             # ---- finished episodes -> (hindsight relabeling) -> n-step transitions -> replay
             if episodes is not None:
-                if logger:
-                    logger.episodes(episodes)
-                recent.extend(episodes["next", "terminated"].any(-1).tolist())
                 if her is not None:
                     episodes = her(episodes)
                 replay.extend(nstep(episodes))
 
             # ---- every update_frequency transitions: num_updates gradient steps
-            if steps % cfg.update_frequency < cfg.num_envs and all_true(len(replay) >= cfg.learning_starts // world):
+            if run.every(cfg.update_frequency) and all_true(len(replay) >= cfg.learning_starts // run.world):
                 for _ in range(cfg.num_updates):
-                    metrics = updater.step(cfg.batch_size // world)
-                    if logger:
-                        logger.update(metrics, steps, replay)
-
-            if logger and steps % cfg.log_every < cfg.num_envs:
-                logger.flush(steps, time.perf_counter() - start)
-                progress.set_postfix(success=f"{sum(recent) / max(len(recent), 1):.2f}",
-                                     updates=updater.updates)
-            if main_rank and (steps % cfg.eval_every < cfg.num_envs or steps >= cfg.total_steps):
-                for name, eval_env in eval_envs.items():
-                    logger.evaluation(name, evaluate(lambda t, greedy: act(agent, t, greedy), eval_env),
-                                      steps, time.perf_counter() - start)
-            if steps % cfg.checkpoint_every < cfg.num_envs or steps >= cfg.total_steps:
-                checkpoint()
-            if any_true(STOP.requested):  # preemption, time limit, Ctrl-C: save and return
-                checkpoint()
-                progress.close()
-                print(f"rank {rank}: stopped at {steps} environment steps; checkpoint in {checkpoint_dir}")
-                STOP.acknowledge()
-                return PREEMPTED
-    except NonFiniteLossError as err:
-        progress.close()
-        print(f"stopped: {err}. The last good checkpoint is kept in {cfg.run_dir}; resume from it "
-              "with --resume after changing the settings (e.g. a lower learning rate).", file=sys.stderr)
-        return 1
-    progress.close()
-    if main_rank:
-        final = logger.last_evaluation
-        print(f"done: {steps} steps, {updater.updates} updates, "
-              f"{time.perf_counter() - start:.0f} s; greedy success "
-              + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success")))
-        print(f"logs and checkpoint in {Path(cfg.run_dir).resolve()}")
-    return 0
+                    run.log_update(updater.step(cfg.batch_size // run.world), replay)
+            run.end_iteration(updates=updater.updates)
+    return run.finish(f"{updater.updates} updates")
 
 
 if __name__ == "__main__":
