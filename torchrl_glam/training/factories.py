@@ -2,18 +2,30 @@
 acting (:func:`act`) and the gradient update (:class:`SACGLAMUpdater`)."""
 from __future__ import annotations
 
-import math
+import weakref
 
 import torch
 from tensordict import TensorDictBase
-from torchrl.modules import MaskedCategorical
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
-from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
-from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, make_scorer
-from torchrl_glam.objectives.common import render_observations
+from torchrl_glam.envs import STATE_KEYS, GoalCatalogue, PlaygroundTextEnv, RenderText
+from torchrl_glam.modules import (
+    ACTION_HIDDEN_KEY,
+    ACTION_MASK_KEY,
+    ACTIONS_KEY,
+    LOG_PROB_KEY,
+    PROMPT_HIDDEN_KEY,
+    PROMPT_KEY,
+    SCORES_KEY,
+    LLMConfig,
+    LLMScorer,
+    make_policy,
+    make_scorer,
+)
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.config import GLAMConfig, SACGLAMConfig
@@ -95,26 +107,37 @@ def make_episode_processing(cfg: SACGLAMConfig):
     return her, NStepReturns(cfg.n_step, cfg.gamma)
 
 
+_POLICIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # agent -> {with_log_prob: policy}
+
+
+def agent_policy(agent, return_log_prob: bool = False) -> TensorDictSequential:
+    """The policy module of an objective holding a ``scorer`` and a ``catalogue`` (SAC-GLAM or
+    PPO-GLAM): ``make_policy(scorer, render=RenderText(catalogue))``, sharing the objective's LLM.
+    Kept outside the objective (a registered submodule would enter its checkpoints twice)."""
+    policies = _POLICIES.setdefault(agent, {})
+    if return_log_prob not in policies:
+        scorer = TensorDictModule(agent.scorer, in_keys=[PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY],
+                                  out_keys=[SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY])
+        policies[return_log_prob] = make_policy(scorer, render=RenderText(agent.catalogue),
+                                                return_log_prob=return_log_prob)
+    return policies[return_log_prob]
+
+
 @torch.no_grad()
 def act(agent, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = False) -> TensorDictBase:
-    """Writes "action" into an environment tensordict: a sample of the policy (or its mode), and
-    with ``with_log_prob`` its log-probability ("sample_log_prob") and the candidates' scores
-    ("behaviour_scores"), the behaviour policy PPO needs. ``agent`` is any objective holding a
-    ``scorer`` and a ``catalogue`` (SAC-GLAM or PPO-GLAM)."""
-    prompts, actions, _ = render_observations(
-        td["goal_id"], td["objects"], td["agent_on"], td["held"], td["grown"], agent.catalogue
-    )
-    mask = td["action_mask"]
+    """Writes "action" into an environment tensordict with the agent's policy module
+    (:func:`agent_policy`): a sample of the policy, or its mode with ``greedy`` (TorchRL's
+    deterministic exploration type); with ``with_log_prob`` also its log-probability
+    ("sample_log_prob") and the candidates' scores ("behaviour_scores"), the behaviour policy PPO
+    needs."""
     device = next(agent.scorer.parameters()).device
-    scores = agent.scorer(prompts, actions, mask.to(device))[0].cpu()
-    if greedy:
-        return td.set("action", scores.masked_fill(~mask, -math.inf).argmax(-1))
-    dist = MaskedCategorical(logits=scores, mask=mask, neg_inf=MASKED_LOGIT)
-    action = dist.sample()
-    td.set("action", action)
-    if with_log_prob:
-        td.set("sample_log_prob", dist.log_prob(action))
-        td.set(BEHAVIOUR_SCORES_KEY, scores)
+    policy = agent_policy(agent, return_log_prob=with_log_prob and not greedy)
+    with set_exploration_type(ExplorationType.DETERMINISTIC if greedy else ExplorationType.RANDOM):
+        out = policy(td.select(*STATE_KEYS, ACTION_MASK_KEY).to(device))
+    td.set("action", out["action"].cpu())
+    if with_log_prob and not greedy:
+        td.set(LOG_PROB_KEY, out[LOG_PROB_KEY].cpu())
+        td.set(BEHAVIOUR_SCORES_KEY, out[SCORES_KEY].cpu())
     return td
 
 
