@@ -110,7 +110,6 @@ class SACGLAMLoss(TrainableState, nn.Module):
             {
                 **obs,
                 "action": batch["action"],
-                "steps_to_next_obs": batch["steps_to_next_obs"],
                 "next": {
                     **nxt,
                     "reward": batch["next", "reward"],
@@ -120,6 +119,8 @@ class SACGLAMLoss(TrainableState, nn.Module):
             },
             batch_size=batch.batch_size,
         )
+        if "steps_to_next_obs" in batch.keys():  # n-step transitions; absent: one-step (gamma ** 1)
+            td["steps_to_next_obs"] = batch["steps_to_next_obs"]
         if "priority_weight" in batch.keys():
             td["priority_weight"] = batch["priority_weight"]
         critic_td = td.clone(False)
