@@ -151,17 +151,20 @@ class SACGLAMUpdater:
 
     def __init__(self, agent: SACGLAMLoss, replay: GoalReplay, cfg: SACGLAMConfig) -> None:
         self.agent, self.replay, self.cfg = agent, replay, cfg
-        self.llm_optimizer = torch.optim.Adam(agent.llm_parameters(), lr=cfg.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(agent.head_parameters(), lr=cfg.critic_lr)
-        self.alpha_optimizer = torch.optim.Adam([agent.sac.log_alpha], lr=cfg.alpha_lr)
+        groups = agent.param_groups()  # "llm", "heads", "alpha"
+        self.llm_optimizer = torch.optim.Adam(groups["llm"], lr=cfg.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(groups["heads"], lr=cfg.critic_lr)
+        self.alpha_optimizer = torch.optim.Adam(groups["alpha"], lr=cfg.alpha_lr)
         self.target_updater = agent.make_target_updater(cfg.tau)
-        self.parameters = agent.llm_parameters() + agent.head_parameters() + [agent.sac.log_alpha]
+        self.parameters = groups["llm"] + groups["heads"] + groups["alpha"]  # gradients averaged across ranks
+        self.clipped = groups["llm"] + groups["heads"]  # gradient-norm clipping: not alpha
         self.updates = 0
 
     def step(self, batch_size: int | None = None) -> dict[str, float]:
         batch = self.replay.sample(batch_size or self.cfg.batch_size)
         warmup = self.updates < self.cfg.warmup_updates
-        out = self.agent(batch, warmup=warmup)
+        with self.agent.warming_up(warmup):
+            out = self.agent(batch)
         loss = out["loss_qvalue"] if warmup else out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]
         if not all_true(torch.isfinite(loss).item()):  # every rank stops together
             raise NonFiniteLossError(
@@ -174,7 +177,7 @@ class SACGLAMUpdater:
         loss.backward()
         average_gradients(self.parameters)  # data parallel: the same step on every rank
         if self.cfg.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(self.parameters[:-1], self.cfg.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(self.clipped, self.cfg.max_grad_norm)
         for optimizer in optimizers:
             optimizer.step()
         self.target_updater.step()
