@@ -42,7 +42,7 @@ def test_first_epoch_ratio_is_one_through_the_updater():
     torch.manual_seed(0)
     agent = make_ppo_agent(cfg)
     data = collect(agent, cfg)
-    before = [p.detach().clone() for p in agent.parameters_to_train()]
+    before = {name: [p.detach().clone() for p in group] for name, group in agent.param_groups().items()}
     metrics = PPOGLAMUpdater(agent, cfg).update(data)
     steps_per_epoch = len(metrics) // cfg.epochs
     assert len(metrics) == cfg.epochs * steps_per_epoch and steps_per_epoch == 2
@@ -51,9 +51,9 @@ def test_first_epoch_ratio_is_one_through_the_updater():
     assert metrics[1]["ratio/first_epoch"] == pytest.approx(1.0, abs=2e-2)  # moved by the first step only
     assert metrics[1]["ratio"] != metrics[0]["ratio"]
     assert all("ratio/first_epoch" not in m for m in metrics[steps_per_epoch:])
-    after = agent.parameters_to_train()
-    assert all(not torch.equal(a, b) for a, b in zip(before[-2:], after[-2:]))  # the value head learns
-    assert any(not torch.equal(a, b) for a, b in zip(before[:-6], after[:-6]))  # the LLM learns
+    after = agent.param_groups()
+    assert all(not torch.equal(a, b) for a, b in zip(before["heads"][-2:], after["heads"][-2:]))  # the value head learns
+    assert any(not torch.equal(a, b) for a, b in zip(before["llm"], after["llm"]))  # the LLM learns
 
 
 def independent_log_prob(agent, batch, goal_ids):
