@@ -11,7 +11,8 @@ from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.training.config import make_config
 from torchrl_glam.training.scripts import get_script
-from torchrl_glam.training.factories import SACGLAMUpdater, make_agent, make_env
+from torchrl_glam.training.factories import make_env
+from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
 
 
 def load_example():

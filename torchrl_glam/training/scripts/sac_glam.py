@@ -20,7 +20,8 @@ import sys
 
 from torchrl_glam.training.config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, broadcast_parameters
-from torchrl_glam.training.factories import SACGLAMUpdater, act, make_agent, make_episode_processing, make_replay
+from torchrl_glam.training.factories import act
+from torchrl_glam.training.sac import SACGLAMUpdater, make_agent, make_episode_processing, make_replay
 from torchrl_glam.training.run import StateOf, TrainingRun, parse_command_line
 
 CONFIG_CLASS, CONFIG_PRESETS = SACGLAMConfig, PRESETS
