@@ -9,7 +9,7 @@ from torchrl.modules import MaskedCategorical
 
 from torchrl_glam.envs import render_batch
 from torchrl_glam.modules import MASKED_LOGIT
-from torchrl_glam.objectives.common import action_mask_from_held
+from torchrl_glam.envs import action_mask_from_held
 from torchrl_glam.training import ppo
 from torchrl_glam.training.scripts import get_script
 from torchrl_glam.training.factories import act, make_env

@@ -9,16 +9,8 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from torchrl_glam.envs import GoalCatalogue, render_batch
+from torchrl_glam.envs import GoalCatalogue, action_mask_from_held, render_batch  # the env's mask rule
 from torchrl_glam.modules import ACTION_HIDDEN_KEY, ACTIONS_KEY, PROMPT_HIDDEN_KEY, PROMPT_KEY, SCORES_KEY, LLMScorer
-
-
-def action_mask_from_held(held: torch.Tensor, num_actions: int) -> torch.Tensor:
-    """The environment's action mask from the compact state: "Go to" the held object is illegal."""
-    mask = torch.ones(*held.shape, num_actions, dtype=torch.bool, device=held.device)
-    holding = held >= 0
-    mask[holding, held[holding]] = False
-    return mask
 
 
 def render_observations(goal_id, objects, agent_on, held, grown, catalogue=None):
