@@ -120,14 +120,14 @@ def test_preempted_job_resumes_and_ends_like_an_uninterrupted_run(slurm, tmp_pat
 
     args = [*SMOKE, "total_steps=1600", "checkpoint_every=160", "eval_every=100000", "seed=3"]
     straight = tmp_path / "straight"
-    spec = __import__("importlib.util").util.spec_from_file_location("example_for_test", EXAMPLE)
-    example = __import__("importlib.util").util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    from torchrl_glam.training.scripts import get_script
+
+    example = get_script("sac_glam").load()
     assert example.main(args + ["--run-dir", str(straight)]) == 0
 
     run = tmp_path / "preempted"
     executor = make_executor(tmp_path / "submitit", {"timeout_min": 10, "cpus_per_task": 1})
-    job = executor.submit(TrainingJob(EXAMPLE, args + ["--run-dir", str(run), "--resume"]))
+    job = executor.submit(TrainingJob("sac_glam", args + ["--run-dir", str(run), "--resume"]))
     deadline = time.time() + 300
     while not (run / "checkpoint.pt").exists():  # let it make progress first
         assert time.time() < deadline and job.state not in ("FAILED", "CANCELLED"), job.state
@@ -149,7 +149,7 @@ def test_two_task_job_trains_data_parallel_on_slurm(slurm, tmp_path):
 
     run = tmp_path / "ddp"
     executor = make_executor(tmp_path / "submitit", {"timeout_min": 10, "cpus_per_task": 1, "tasks_per_node": 2})
-    job = executor.submit(TrainingJob(EXAMPLE, [*SMOKE, "--run-dir", str(run), "total_steps=96",
+    job = executor.submit(TrainingJob("sac_glam", [*SMOKE, "--run-dir", str(run), "total_steps=96",
                                                 "eval_every=96", "checkpoint_every=96", "learning_starts=16"]))
     assert job.results() == [0, 0]
     states = [_agent(run, r) for r in range(2)]

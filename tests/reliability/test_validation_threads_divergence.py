@@ -34,11 +34,11 @@ def test_quantization_needs_lora():
 
 
 def test_cuda_without_a_gpu_fails_before_the_model_loads(monkeypatch, sac_example):
-    import torchrl_glam.training.factories as factories
+    import torchrl_glam.training.scripts.sac_glam as script
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     loaded = []
-    monkeypatch.setattr(factories, "make_agent", lambda *a, **k: loaded.append(1))
+    monkeypatch.setattr(script, "make_agent", lambda *a, **k: loaded.append(1))
     with pytest.raises(RuntimeError, match="device='cuda' but torch sees no CUDA GPU.*device=cpu"):
         sac_example.main(["--preset", "smoke", "--run-dir", "/nonexistent/never", "device=cuda", "--no-progress"])
     assert not loaded

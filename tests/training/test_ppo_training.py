@@ -1,6 +1,5 @@
 """PPO-GLAM end to end: the updater's first-epoch ratios (1 without HER; App. G's ratio with HER),
 the example script (smoke run, exact resume, a NaN stop)."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,20 +9,19 @@ from torchrl.modules import MaskedCategorical
 
 from torchrl_glam.envs import render_batch
 from torchrl_glam.modules import MASKED_LOGIT
-from torchrl_glam.objectives.common import action_mask_from_held
+from torchrl_glam.envs import action_mask_from_held
 from torchrl_glam.training import ppo
+from torchrl_glam.training.scripts import get_script
 from torchrl_glam.training.factories import act, make_env
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import make_ppo_config
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"  # run as a user runs it
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("ppo_glam_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The training script the example runs (found by import name, as the launcher finds it)."""
+    return get_script("ppo_glam").load()
 
 
 def collect(agent, cfg, seed=0):
@@ -44,7 +42,7 @@ def test_first_epoch_ratio_is_one_through_the_updater():
     torch.manual_seed(0)
     agent = make_ppo_agent(cfg)
     data = collect(agent, cfg)
-    before = [p.detach().clone() for p in agent.parameters_to_train()]
+    before = {name: [p.detach().clone() for p in group] for name, group in agent.param_groups().items()}
     metrics = PPOGLAMUpdater(agent, cfg).update(data)
     steps_per_epoch = len(metrics) // cfg.epochs
     assert len(metrics) == cfg.epochs * steps_per_epoch and steps_per_epoch == 2
@@ -53,9 +51,9 @@ def test_first_epoch_ratio_is_one_through_the_updater():
     assert metrics[1]["ratio/first_epoch"] == pytest.approx(1.0, abs=2e-2)  # moved by the first step only
     assert metrics[1]["ratio"] != metrics[0]["ratio"]
     assert all("ratio/first_epoch" not in m for m in metrics[steps_per_epoch:])
-    after = agent.parameters_to_train()
-    assert all(not torch.equal(a, b) for a, b in zip(before[-2:], after[-2:]))  # the value head learns
-    assert any(not torch.equal(a, b) for a, b in zip(before[:-6], after[:-6]))  # the LLM learns
+    after = agent.param_groups()
+    assert all(not torch.equal(a, b) for a, b in zip(before["heads"][-2:], after["heads"][-2:]))  # the value head learns
+    assert any(not torch.equal(a, b) for a, b in zip(before["llm"], after["llm"]))  # the LLM learns
 
 
 def independent_log_prob(agent, batch, goal_ids):

@@ -18,7 +18,8 @@ from torchrl_glam.modules.pretraining import pretrain, transcript_loss
 from torchrl_glam.modules.shipped import WEIGHTS_DIR, read_manifest
 from torchrl_glam.training.config import make_config
 from torchrl_glam.training.evaluation import evaluate
-from torchrl_glam.training.factories import act, make_agent, make_eval_envs
+from torchrl_glam.training.factories import act, make_eval_envs
+from torchrl_glam.training.sac import make_agent
 
 SHIPPED = WEIGHTS_DIR / "tiny-t5-pretrained"
 #: Nats per token (the shipped model: 0.268). The running training loss still falls by ~0.04 over

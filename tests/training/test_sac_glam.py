@@ -1,8 +1,6 @@
 """SAC-GLAM end to end: the loss's gradient paths, the critic warm-up, the example script (smoke
 run, exact resume, a NaN stop)."""
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,16 +10,14 @@ from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.training.config import make_config
-from torchrl_glam.training.factories import SACGLAMUpdater, make_agent, make_env
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sac_glam.py"
+from torchrl_glam.training.scripts import get_script
+from torchrl_glam.training.factories import make_env
+from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("sac_glam_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The training script the example runs (found by import name, as the launcher finds it)."""
+    return get_script("sac_glam").load()
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
     python -m torchrl_glam.benchmarks.training [--preset cpu] [--steps 2048] [field=value ...]
 
-Runs ``examples/sac_glam.py`` (from a source checkout) for ``--steps`` environment steps with the
+Runs the SAC-GLAM training script (``torchrl_glam.training.scripts.sac_glam``) for ``--steps`` environment steps with the
 LLM scorer's forward and every backward pass timed, and prints the share of wall time spent
 outside them: environment steps, rendering, replay, HER, n-step, optimiser steps, logging
 (the goal is at most 15%). Evaluation and checkpoints are pushed past the end of the run.
@@ -10,17 +10,15 @@ outside them: environment steps, rendering, replay, HER, n-step, optimiser steps
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import tempfile
 import time
-from pathlib import Path
 
 import torch
 
 from torchrl_glam.envs import PlaygroundTextEnv
 from torchrl_glam.modules import LLMScorer
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sac_glam.py"
+from torchrl_glam.training import run as harness
+from torchrl_glam.training.scripts import get_script
 
 
 def _timed(function, bucket: dict, name: str):
@@ -41,18 +39,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
-    if not EXAMPLE.exists():
-        raise SystemExit(f"{EXAMPLE} not found: run this benchmark from a source checkout")
     torch.set_num_threads(args.threads)
-    spec = importlib.util.spec_from_file_location("sac_glam_example", EXAMPLE)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = get_script("sac_glam").load()
 
     bucket = {"llm_forward": 0.0, "backward": 0.0, "evaluation": 0.0, "evaluation_forward": 0.0}
     first_step: list[float] = []
     forward, backward = LLMScorer.forward, torch.Tensor.backward
     step = PlaygroundTextEnv.step_and_maybe_reset
-    evaluate = example.evaluate
+    evaluate = harness.evaluate  # the harness evaluates on its schedule
 
     def timed_evaluate(*a, **k):  # evaluation is not part of the training loop: set it apart
         start, before = time.perf_counter(), bucket["llm_forward"]
@@ -70,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     LLMScorer.forward = _timed(forward, bucket, "llm_forward")
     torch.Tensor.backward = _timed(backward, bucket, "backward")
     PlaygroundTextEnv.step_and_maybe_reset = first_step_marker
-    example.evaluate = timed_evaluate
+    harness.evaluate = timed_evaluate
     far = str(10 * args.steps)
     try:
         with tempfile.TemporaryDirectory() as run_dir:
@@ -82,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         LLMScorer.forward, torch.Tensor.backward = forward, backward
         PlaygroundTextEnv.step_and_maybe_reset = step
-        example.evaluate = evaluate
+        harness.evaluate = evaluate
     # the training loop: from the first environment step to the end, evaluation set apart
     loop = end - first_step[0] - bucket["evaluation"]
     llm = bucket["llm_forward"] - bucket["evaluation_forward"]

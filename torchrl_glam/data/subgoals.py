@@ -29,8 +29,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from torchrl_glam.envs import OBJECT_NAMES, GoalCatalogue
-from torchrl_glam.envs.rules import _feeds  # the environment's growth rule, not a copy of it
+from torchrl_glam.envs import OBJECT_NAMES, GoalCatalogue, feeds  # the environment's growth rule, not a copy
 from torchrl_glam.envs.vocabulary import CATEGORIES
 
 
@@ -46,9 +45,9 @@ def single_subgoals(catalogue: GoalCatalogue) -> np.ndarray:
     # the objects whose event achieves each single goal (Grow: living things only)
     targets = names[catalogue.single_description] & np.where(is_grow[:, None], living, True)
     everything = np.arange(num_objects)
-    feeds = _feeds(everything[:, None], everything[None, :])  # [supply, living]
+    grows = feeds(everything[:, None], everything[None, :])  # [supply, living]
     # rule 2: the objects whose grasp starts a way of growing a target: its supplies, or itself
-    useful = targets | ((targets.astype(np.int64) @ feeds.T.astype(np.int64)) > 0)
+    useful = targets | ((targets.astype(np.int64) @ grows.T.astype(np.int64)) > 0)
 
     def within(inner: np.ndarray, outer: np.ndarray) -> np.ndarray:
         """[i, j]: every object of inner[i] is in outer[j]."""

@@ -1,8 +1,10 @@
-"""Playground-Text: the goal grammar, the rules and social partner, text rendering, the EnvBase."""
+"""Playground-Text: the goal grammar, the rules and social partner, text rendering (also as the
+``RenderText`` transform), the EnvBase."""
 from torchrl_glam.envs.catalogue import GOAL_TYPES, GoalCatalogue, descriptions_of_object
 from torchrl_glam.envs.playground import GOAL_SETS, PlaygroundTextEnv, max_reports_per_step
 from torchrl_glam.envs.render import render_actions, render_batch, render_prompt
-from torchrl_glam.envs.rules import PlaygroundRules, object_ids
+from torchrl_glam.envs.transforms import STATE_KEYS, RenderText
+from torchrl_glam.envs.rules import PlaygroundRules, action_mask_from_held, feeds, object_ids
 from torchrl_glam.envs.vocabulary import OBJECT_NAMES, OBJECT_TYPES, vocabulary_words
 
 __all__ = [
@@ -13,7 +15,11 @@ __all__ = [
     "OBJECT_TYPES",
     "PlaygroundRules",
     "PlaygroundTextEnv",
+    "RenderText",
+    "STATE_KEYS",
+    "action_mask_from_held",
     "descriptions_of_object",
+    "feeds",
     "max_reports_per_step",
     "object_ids",
     "render_actions",

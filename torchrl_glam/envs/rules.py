@@ -52,12 +52,21 @@ def object_ids(scene: list[str]) -> list[int]:
     return [_OBJECT_ID[n] for n in scene]
 
 
-def _feeds(supply: np.ndarray, living: np.ndarray) -> np.ndarray:
+def feeds(supply: np.ndarray, living: np.ndarray) -> np.ndarray:
     """Whether object ids ``supply`` grow object ids ``living``: water grows plants and animals,
     food grows animals only."""
     return (_IS_WATER[supply] & (_IS_PLANT[living] | _IS_ANIMAL[living])) | (
         _IS_FOOD[supply] & _IS_ANIMAL[living]
     )
+
+
+def action_mask_from_held(held: torch.Tensor, num_actions: int) -> torch.Tensor:
+    """The action mask of compact states (torch): every action is legal but "Go to" the held
+    object, as :meth:`PlaygroundRules.action_mask` (for consumers that hold only the state)."""
+    mask = torch.ones(*held.shape, num_actions, dtype=torch.bool, device=held.device)
+    holding = held >= 0
+    mask[holding, held[holding]] = False
+    return mask
 
 
 @dataclass
@@ -269,8 +278,8 @@ class PlaygroundRules:
         if len(touching):
             a_slot, b_slot = contact_a[touching], contact_b[touching]
             a_obj, b_obj = self.objects[touching, a_slot], self.objects[touching, b_slot]
-            grows_b = _feeds(a_obj, b_obj)
-            grows_a = _feeds(b_obj, a_obj)
+            grows_b = feeds(a_obj, b_obj)
+            grows_a = feeds(b_obj, a_obj)
             slot = np.where(grows_b, b_slot, np.where(grows_a, a_slot, NOTHING))
             new = (slot >= 0) & ~self.grown[touching, np.maximum(slot, 0)]
             envs, slot = touching[new], slot[new]

@@ -23,15 +23,8 @@ import yaml
 
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.config import (
-    PRESETS, GLAMConfig, SACGLAMConfig, coerce_value, config_from_preset, parse_overrides,
-)
-from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
-
-#: The config of each training script (examples/<algorithm>.py), to type command-line overrides.
-CONFIGS: dict[str, type[GLAMConfig]] = {"sac_glam": SACGLAMConfig, "ppo_glam": PPOGLAMConfig}
-#: The presets of each training script.
-ALGORITHM_PRESETS: dict[str, dict[str, dict[str, Any]]] = {"sac_glam": PRESETS, "ppo_glam": PPO_PRESETS}
+from torchrl_glam.training.config import coerce_value, config_from_preset, parse_overrides
+from torchrl_glam.training.scripts import SCRIPTS, get_script
 
 
 def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
@@ -41,12 +34,13 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
     root = Path(runs_root).resolve()
     for run in runs:
         where = f"run {run.run_dir}"
-        if run.algorithm not in CONFIGS:
-            raise ValueError(f"{where}: unknown algorithm {run.algorithm!r}; known: {sorted(CONFIGS)}")
+        if run.algorithm not in SCRIPTS:
+            raise ValueError(f"{where}: unknown algorithm {run.algorithm!r}; known: {sorted(SCRIPTS)}")
         if not Path(run.run_dir).resolve().is_relative_to(root):
             raise ValueError(f"{where}: its directory leaves the runs root {root} (a sweep name or variant "
                              "with '..' or an absolute path); use plain names")
-        config_class = CONFIGS[run.algorithm]
+        script = get_script(run.algorithm)
+        config_class = script.config_class
         hints = get_type_hints(config_class)
         overrides = {}
         for key, value in run.overrides.items():
@@ -56,7 +50,7 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
                 value = coerce_value(key, value, hints[key])  # YAML reads 1e-3 as text
             overrides[key] = value
         try:
-            config_from_preset(config_class, ALGORITHM_PRESETS[run.algorithm], run.preset,
+            config_from_preset(config_class, script.presets, run.preset,
                                {**overrides, "seed": run.seed, "run_dir": run.run_dir})
         except (ValueError, TypeError) as err:
             raise ValueError(f"{where} ({run.algorithm}, preset {run.preset!r}): {err}") from None
@@ -76,18 +70,9 @@ SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
 }
 
 
-def examples_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "examples"
-
-
-def script_of(algorithm: str, scripts: Path | None = None) -> Path:
-    script = (scripts or examples_dir()) / f"{algorithm}.py"
-    if not script.exists():
-        raise FileNotFoundError(
-            f"no training script {script} for algorithm {algorithm!r}: launch from a source checkout "
-            f"(pip install -e .) or pass --scripts DIR holding {algorithm}.py"
-        )
-    return script
+def script_of(algorithm: str) -> Path:
+    """The file of ``algorithm``'s training script (``torchrl_glam/training/scripts/``)."""
+    return get_script(algorithm).path
 
 
 def slurm_parameters(config_file: str | None, flags: dict[str, Any], extra_sbatch: list[str]) -> dict[str, Any]:
@@ -122,9 +107,9 @@ def make_executor(folder: str | Path, params: dict[str, Any], local: bool = Fals
     return executor
 
 
-def submit(runs: list[RunSpec], executor: submitit.Executor, scripts: Path | None = None) -> list[submitit.Job]:
+def submit(runs: list[RunSpec], executor: submitit.Executor) -> list[submitit.Job]:
     """Submits every run as one array job; writes each run's ``launch.json``."""
-    jobs_input = [TrainingJob(script_of(run.algorithm, scripts), run.argv()) for run in runs]
+    jobs_input = [TrainingJob(run.algorithm, run.argv()) for run in runs]
     with executor.batch():
         jobs = [executor.submit(job) for job in jobs_input]
     for run, job in zip(runs, jobs):
@@ -141,9 +126,7 @@ def build_runs(args) -> list[RunSpec]:
     if args.sweep:
         runs = load_sweep(args.sweep, args.runs_root, seeds)
     else:
-        if args.algorithm not in CONFIGS:
-            raise ValueError(f"unknown algorithm {args.algorithm!r}; known: {sorted(CONFIGS)}")
-        overrides = parse_overrides(args.overrides, CONFIGS[args.algorithm])
+        overrides = parse_overrides(args.overrides, get_script(args.algorithm).config_class)
         if "seed" in overrides:
             raise ValueError("seed=... in the overrides would give every run the same seed: use --seeds")
         name = args.name or args.preset
@@ -155,13 +138,13 @@ def build_runs(args) -> list[RunSpec]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algorithm", default="sac_glam", help="examples/<algorithm>.py")
+    parser.add_argument("--algorithm", default="sac_glam", choices=sorted(SCRIPTS),
+                        help="the training script (torchrl_glam/training/scripts/<algorithm>.py)")
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--seeds", default=None, help="e.g. 0-3 or 0,2,5 (default: the sweep's, or 0)")
     parser.add_argument("--sweep", default=None, help="a sweep file (slurm/sweeps/*.yaml)")
     parser.add_argument("--name", default=None, help="folder of the runs (default: the preset)")
     parser.add_argument("--runs-root", default="runs")
-    parser.add_argument("--scripts", type=Path, default=None, help="folder of the training scripts")
     parser.add_argument("--slurm-config", default=None, help="YAML of Slurm settings (slurm/cluster.yaml)")
     parser.add_argument("--local", action="store_true", help="run with submitit's local executor")
     parser.add_argument("--dry-run", action="store_true", help="print the runs, submit nothing")
@@ -183,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = {k: getattr(args, k) for k in SLURM_FIELDS if hasattr(args, k)}
     params = slurm_parameters(args.slurm_config, flags, args.sbatch)
     executor = make_executor(Path(args.runs_root) / "submitit" / "%j", params, local=args.local)
-    jobs = submit(runs, executor, args.scripts)
+    jobs = submit(runs, executor)
     print(f"submitted {len(jobs)} runs: job {jobs[0].job_id.split('_')[0]}")
     if args.wait:
         failed = 0

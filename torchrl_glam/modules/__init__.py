@@ -31,6 +31,7 @@ copy of the batch whose hidden-state keys are detached.
 from torchrl_glam.modules.actor import MASKED_LOGIT, make_actor
 from torchrl_glam.modules.critic import ACTION_VALUE_KEY, CriticHead, make_critic_heads
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, ModelNotFoundError, load_llm
+from torchrl_glam.modules.policy import LOG_PROB_KEY, make_policy
 from torchrl_glam.modules.offline import build_tiny_model, default_tiny_model_path
 from torchrl_glam.modules.scoring import (
     ACTION_HIDDEN_KEY,
@@ -44,8 +45,8 @@ from torchrl_glam.modules.scoring import (
 )
 
 __all__ = [
-    "ACTION_HIDDEN_KEY", "ACTION_MASK_KEY", "ACTION_VALUE_KEY", "ACTIONS_KEY", "MASKED_LOGIT",
+    "ACTION_HIDDEN_KEY", "ACTION_MASK_KEY", "ACTION_VALUE_KEY", "ACTIONS_KEY", "LOG_PROB_KEY", "MASKED_LOGIT",
     "PROMPT_HIDDEN_KEY", "PROMPT_KEY", "SCORES_KEY", "CriticHead", "LLMConfig", "LLMScorer",
     "LoadedLLM", "ModelNotFoundError", "build_tiny_model", "default_tiny_model_path", "load_llm",
-    "make_actor", "make_critic_heads", "make_scorer",
+    "make_actor", "make_critic_heads", "make_policy", "make_scorer",
 ]

@@ -18,11 +18,12 @@ MASKED_LOGIT = -1e9
 
 def make_actor(scores_key: str = SCORES_KEY, mask_key: str = ACTION_MASK_KEY, action_key: str = "action",
                one_hot: bool = False, return_log_prob: bool = False, spec=None,
-               neg_inf: float = MASKED_LOGIT):
+               neg_inf: float = MASKED_LOGIT, log_prob_key: str | None = None):
     """A ``ProbabilisticActor`` sampling ``"action"`` from ``MaskedCategorical(logits=scores, mask=mask)``.
 
     Reads ``"action_scores"`` [*B, A] and ``"action_mask"`` [*B, A]; writes ``"action"`` (an index,
-    or a one-hot vector with ``one_hot=True``) and, with ``return_log_prob``, its log-probability.
+    or a one-hot vector with ``one_hot=True``) and, with ``return_log_prob``, its log-probability
+    (under ``log_prob_key``; TorchRL's default name when ``None``).
     """
     from tensordict.nn import InteractionType, TensorDictModule
     from torchrl.modules import MaskedCategorical, MaskedOneHotCategorical, ProbabilisticActor
@@ -38,5 +39,6 @@ def make_actor(scores_key: str = SCORES_KEY, mask_key: str = ACTION_MASK_KEY, ac
         distribution_class=MaskedOneHotCategorical if one_hot else MaskedCategorical,
         distribution_kwargs={"neg_inf": neg_inf},
         return_log_prob=return_log_prob,
+        **({"log_prob_key": log_prob_key} if log_prob_key is not None else {}),
         default_interaction_type=InteractionType.RANDOM,
     )

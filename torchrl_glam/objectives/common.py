@@ -9,16 +9,8 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from torchrl_glam.envs import GoalCatalogue, render_batch
-from torchrl_glam.modules import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, SCORES_KEY, LLMScorer
-
-
-def action_mask_from_held(held: torch.Tensor, num_actions: int) -> torch.Tensor:
-    """The environment's action mask from the compact state: "Go to" the held object is illegal."""
-    mask = torch.ones(*held.shape, num_actions, dtype=torch.bool, device=held.device)
-    holding = held >= 0
-    mask[holding, held[holding]] = False
-    return mask
+from torchrl_glam.envs import GoalCatalogue, action_mask_from_held, render_batch  # the env's mask rule
+from torchrl_glam.modules import ACTION_HIDDEN_KEY, ACTIONS_KEY, PROMPT_HIDDEN_KEY, PROMPT_KEY, SCORES_KEY, LLMScorer
 
 
 def render_observations(goal_id, objects, agent_on, held, grown, catalogue=None):
@@ -31,11 +23,19 @@ def score_states(
     scorer: LLMScorer, batch: TensorDictBase, next_obs: bool = False, catalogue: GoalCatalogue | None = None
 ) -> dict[str, torch.Tensor]:
     """Scores and hidden states of the observations of a flat batch of compact transitions
-    (``next_obs``: of the states under "next", with the same goal and objects)."""
+    (``next_obs``: of the states under "next", with the same goal and objects).
+
+    A batch that already carries its text ("prompt", "actions", e.g. sampled from a replay buffer
+    with the ``RenderText(next_state=True)`` transform) is scored as it is; otherwise the text is
+    rendered here from the compact state."""
     prefix = ("next",) if next_obs else ()
     state = [batch[prefix + (k,)].cpu() for k in ("agent_on", "held", "grown")]  # text is rendered on CPU
-    prompts, actions, mask = render_observations(batch["goal_id"].cpu(), batch["objects"].cpu(), *state,
-                                                 catalogue=catalogue)
+    if prefix + (PROMPT_KEY,) in batch.keys(True) and prefix + (ACTIONS_KEY,) in batch.keys(True):
+        prompts, actions = batch[prefix + (PROMPT_KEY,)], batch[prefix + (ACTIONS_KEY,)]
+        mask = action_mask_from_held(state[1], batch["objects"].shape[-1] + 2)
+    else:
+        prompts, actions, mask = render_observations(batch["goal_id"].cpu(), batch["objects"].cpu(), *state,
+                                                     catalogue=catalogue)
     mask = mask.to(batch["goal_id"].device)
     scores, action_hidden, prompt_hidden = scorer(prompts, actions, mask)
     return {SCORES_KEY: scores, "action_mask": mask, ACTION_HIDDEN_KEY: action_hidden, PROMPT_HIDDEN_KEY: prompt_hidden}

@@ -104,9 +104,17 @@ class PPOGLAMLoss(TrainableState, nn.Module):
         self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
 
     def parameters_to_train(self) -> list[nn.Parameter]:
-        """The LLM's trainable weights (all, or the LoRA adapters) and the value head's."""
+        """The LLM's trainable weights (all, or the LoRA adapters) and the value head's, in this
+        order (the optimiser's; its checkpoints index parameters by position)."""
         unique = {id(p): p for p in self.parameters() if p.requires_grad}
         return list(unique.values())
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        """The trainable parameters by name: "llm" (the scorer: LoRA adapters or all weights) and
+        "heads" (the value head)."""
+        llm = [p for p in self.scorer.parameters() if p.requires_grad]
+        in_llm = {id(p) for p in llm}
+        return {"llm": llm, "heads": [p for p in self.parameters_to_train() if id(p) not in in_llm]}
 
     def _device(self) -> torch.device:
         return next(self.scorer.parameters()).device

@@ -18,20 +18,29 @@ LLM) is left untouched while the heads learn.
 n-step returns: the transitions carry the n-step reward, the terminal flag of the window and
 ``steps_to_next_obs`` (k); TorchRL's TD(0) estimator inside ``DiscreteSACLoss`` bootstraps with
 gamma ** k.
+
+The loss is a TorchRL ``LossModule``: its ``in_keys`` / ``out_keys`` are declared, the names it
+reads can be changed with ``set_keys`` (e.g. ``loss.set_keys(reward="r")``), the critic warm-up is
+its state (``loss.warmup = True`` or ``with loss.warming_up(): ...``), and its parameters come in
+named groups, ``loss.param_groups()`` -> {"llm", "heads", "alpha"}, for optimisers and tests.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from dataclasses import dataclass
+
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey
 from torch import nn
-from torchrl.objectives import DiscreteSACLoss, SoftUpdate, ValueEstimators
+from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
-from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.envs import STATE_KEYS, GoalCatalogue
 from torchrl_glam.modules import LLMScorer, make_actor, make_critic_heads
 from torchrl_glam.objectives.common import TrainableState, score_states
 
 
-class SACGLAMLoss(TrainableState, nn.Module):
+class SACGLAMLoss(TrainableState, LossModule):
     """The scorer and ``DiscreteSACLoss`` of SAC-GLAM; see the module docstring.
 
     Args:
@@ -42,7 +51,26 @@ class SACGLAMLoss(TrainableState, nn.Module):
         critic_width: units of the heads' two hidden layers (1024 in App. C).
         gamma, alpha_init, target_entropy: SAC's discount and entropy settings (Tables 2-3).
         catalogue: the goal grammar, to render prompts.
+
+    Reads the compact state (``STATE_KEYS``), "action", ("next", "agent_on" / "held" / "grown",
+    "reward", "done", "terminated"), and when present "steps_to_next_obs" (n-step transitions),
+    "priority_weight", and the text keys ("prompt", "actions", also under "next"). Writes
+    ``out_keys``.
     """
+
+    @dataclass
+    class _AcceptedKeys:
+        """The tensordict keys this loss reads (change them with ``set_keys``)."""
+
+        action: NestedKey = "action"
+        reward: NestedKey = "reward"
+        done: NestedKey = "done"
+        terminated: NestedKey = "terminated"
+        steps_to_next_obs: NestedKey = "steps_to_next_obs"
+        priority_weight: NestedKey = "priority_weight"
+
+    default_keys = _AcceptedKeys
+    out_keys = ["loss_qvalue", "loss_actor", "loss_alpha", "td_error", "alpha", "entropy", "q_value"]
 
     def __init__(
         self,
@@ -78,6 +106,25 @@ class SACGLAMLoss(TrainableState, nn.Module):
             delay_qvalue=True,
         )
         self.sac.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
+        self.warmup = False  # the critic warm-up: only the heads learn (see the module docstring)
+
+    @property
+    def in_keys(self) -> list[NestedKey]:
+        keys = self.tensor_keys
+        return [*STATE_KEYS, keys.action, *(("next", k) for k in STATE_KEYS[2:]),
+                ("next", keys.reward), ("next", keys.done), ("next", keys.terminated)]
+
+    def _forward_value_estimator_keys(self, **kwargs) -> None:
+        pass  # the TD(0) estimator lives in self.sac and reads the tensordict this loss builds
+
+    @contextmanager
+    def warming_up(self, warmup: bool = True):
+        """``with loss.warming_up(): loss(batch)``: the critic warm-up for the calls inside."""
+        previous, self.warmup = self.warmup, warmup
+        try:
+            yield self
+        finally:
+            self.warmup = previous
 
     # ------------------------------------------------------------------ parameters
     def llm_parameters(self) -> list[nn.Parameter]:
@@ -85,6 +132,25 @@ class SACGLAMLoss(TrainableState, nn.Module):
 
     def head_parameters(self) -> list[nn.Parameter]:
         return list(self.sac.qvalue_network_params.values(True, True))
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        """The trainable parameters by name: "llm" (the scorer: LoRA adapters or all weights),
+        "heads" (the twin critic heads), "alpha" (SAC's log-temperature)."""
+        return {"llm": self.llm_parameters(), "heads": self.head_parameters(), "alpha": [self.sac.log_alpha]}
+
+    def alpha(self) -> torch.Tensor:
+        """SAC's temperature (detached)."""
+        return self.sac.log_alpha.detach().exp()
+
+    def q_values(self, td: TensorDictBase) -> torch.Tensor:
+        """Q-values [num_heads, *B, A] of the heads on ``td``'s hidden states (no gradient is
+        taken here: a diagnostic), each head run with its parameters through ``to_module``."""
+        network, hidden = self.sac.qvalue_network, td.select(self.hidden_key)
+        values = []
+        for params in self.sac.qvalue_network_params.unbind(0):
+            with params.to_module(network):
+                values.append(network(hidden.clone(False))["action_value"])
+        return torch.stack(values)
 
     def make_target_updater(self, tau: float) -> SoftUpdate:
         """Soft update of the target heads (only the heads: the LLM is not in the loss)."""
@@ -95,12 +161,14 @@ class SACGLAMLoss(TrainableState, nn.Module):
         """Scores and hidden states of the observation (or next observation) of a compact batch."""
         return score_states(self.scorer, batch, next_obs, self.catalogue)
 
-    def forward(self, batch: TensorDictBase, warmup: bool = False) -> TensorDict:
-        """Losses of a batch of compact n-step transitions.
+    def forward(self, batch: TensorDictBase, warmup: bool | None = None) -> TensorDict:
+        """Losses of a batch of compact n-step transitions (``warmup``: overrides the state).
 
         Returns "loss_qvalue", "loss_actor", "loss_alpha" (scalars), "td_error" [B] (for the
         priorities), and diagnostics "alpha", "entropy", "q_value".
         """
+        keys = self.tensor_keys
+        warmup = self.warmup if warmup is None else warmup
         batch = batch.to(next(self.scorer.parameters()).device)  # replay lives on the CPU
         obs = self.score(batch)
         with torch.no_grad():
@@ -109,19 +177,20 @@ class SACGLAMLoss(TrainableState, nn.Module):
         td = TensorDict(
             {
                 **obs,
-                "action": batch["action"],
-                "steps_to_next_obs": batch["steps_to_next_obs"],
+                "action": batch[keys.action],
                 "next": {
                     **nxt,
-                    "reward": batch["next", "reward"],
-                    "done": batch["next", "done"],
-                    "terminated": batch["next", "terminated"],
+                    "reward": batch["next", keys.reward],
+                    "done": batch["next", keys.done],
+                    "terminated": batch["next", keys.terminated],
                 },
             },
             batch_size=batch.batch_size,
         )
-        if "priority_weight" in batch.keys():
-            td["priority_weight"] = batch["priority_weight"]
+        if keys.steps_to_next_obs in batch.keys(True):  # n-step transitions; absent: one-step
+            td["steps_to_next_obs"] = batch[keys.steps_to_next_obs]
+        if keys.priority_weight in batch.keys(True):
+            td["priority_weight"] = batch[keys.priority_weight]
         critic_td = td.clone(False)
         if detach_critic:
             critic_td[self.hidden_key] = td[self.hidden_key].detach()
@@ -132,9 +201,7 @@ class SACGLAMLoss(TrainableState, nn.Module):
         loss_actor, actor_meta = self.sac.actor_loss(actor_td)
         loss_alpha = self.sac.alpha_loss(actor_meta["log_prob"]).mean()
         with torch.no_grad():
-            q_values = self.sac._vmap_qnetworkN0(
-                actor_td.select(self.hidden_key), self.sac.qvalue_network_params
-            )["action_value"]
+            q_values = self.q_values(actor_td)
         chosen = q_values.min(0)[0].gather(-1, td["action"].unsqueeze(-1))
         return TensorDict(
             {
@@ -142,7 +209,7 @@ class SACGLAMLoss(TrainableState, nn.Module):
                 "loss_actor": loss_actor,
                 "loss_alpha": loss_alpha,
                 "td_error": q_meta["td_error"],
-                "alpha": self.sac._alpha.detach(),
+                "alpha": self.alpha(),
                 "entropy": -actor_meta["log_prob"].mean(),
                 "q_value": chosen.mean(),
             },

@@ -96,6 +96,7 @@ class PPOGLAMUpdater:
         self.agent, self.cfg, self.world = agent, cfg, world
         self.parameters = agent.parameters_to_train()
         self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.lr)
+        self.optimizers = {"lr": self.optimizer}  # by learning-rate field (a resume may change it)
         self.keep_goal = aligned_goal_filter(agent.catalogue) if cfg.her_filter == "aligned" else None
         self.updates = 0  # gradient steps
         self.iterations = 0  # rollouts

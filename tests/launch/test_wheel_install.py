@@ -1,0 +1,54 @@
+"""A wheel install (``pip install .``, not editable) runs the launcher's ``--local`` smoke: the
+training scripts are found by import name, not as files of a source checkout."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(args, **kwargs):
+    done = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    assert done.returncode == 0, f"{args}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
+    # the package's sources only (no examples/, tests/ or build leftovers of the checkout)
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "torchrl_glam", source / "torchrl_glam", ignore=shutil.ignore_patterns("__pycache__"))
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+          "-w", str(tmp_path / "dist"), str(source)])
+    wheel = next((tmp_path / "dist").glob("torchrl_glam-*.whl"))
+
+    # a fresh venv that borrows torch & co. from the system, with the wheel installed into it
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
+    python, bin_dir = venv / "bin" / "python", venv / "bin"
+    _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)])
+
+    # run from an empty folder, with nothing pointing at a checkout
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(OMP_NUM_THREADS="1", PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    where = _run([str(python), "-c", "import torchrl_glam.training.scripts.sac_glam as m; print(m.__file__)"],
+                 cwd=work, env=env).strip()
+    assert Path(where).is_relative_to(venv), where  # the venv's copy, not /work/*
+
+    out = _run([str(bin_dir / "torchrl-glam-launch"), "--seeds", "0", "--preset", "smoke", "--local", "--wait",
+                "--runs-root", str(work / "runs"), "total_steps=96", "eval_every=96", "checkpoint_every=96",
+                "learning_starts=16"], cwd=work, env=env, timeout=900)
+    run = work / "runs" / "smoke" / "seed0"
+    assert f"done   {run}" in out, out
+    assert (run / "checkpoint.pt").exists() and (run / "evaluations.jsonl").exists()
+    job_logs = "".join(p.read_text() for p in (work / "runs" / "submitit").rglob("*.out"))
+    assert "done: 96 steps" in job_logs, job_logs[-3000:]  # the job's own final report

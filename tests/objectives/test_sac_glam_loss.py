@@ -1,0 +1,75 @@
+"""SACGLAMLoss as a TorchRL LossModule: declared keys, set_keys, warm-up as state, named
+parameter groups, Q-values and alpha through public API."""
+import pytest
+import torch
+from tensordict import TensorDict
+from torchrl.objectives import LossModule
+
+from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.modules import make_scorer
+from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+
+
+@pytest.fixture(scope="module")
+def batch():
+    """One-step transitions of random play (compact state only)."""
+    env = PlaygroundTextEnv(num_envs=16, goals="simplified", text=False, seed=0)
+    td = env.reset()
+    td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=torch.Generator().manual_seed(0)).squeeze(-1)
+    return env.step(td)
+
+
+def make_loss(**kwargs):
+    torch.manual_seed(0)
+    return SACGLAMLoss(make_scorer(None).module, num_actions=5, critic_width=16, **kwargs)
+
+
+def test_declared_keys_and_set_keys(batch):
+    loss = make_loss()
+    assert isinstance(loss, LossModule)
+    assert {"goal_id", "objects", "action", ("next", "reward"), ("next", "held")} <= set(loss.in_keys)
+    assert {"loss_qvalue", "loss_actor", "loss_alpha", "td_error"} <= set(loss.out_keys)
+    out = loss(batch.clone())
+    assert set(loss.out_keys) == set(out.keys())
+    renamed = batch.clone()
+    renamed["next", "r"] = renamed["next"].pop("reward")
+    loss.set_keys(reward="r")
+    assert ("next", "r") in loss.in_keys
+    assert torch.equal(loss(renamed)["td_error"], out["td_error"])
+    with pytest.raises(ValueError, match="not an accepted tensordict key"):
+        loss.set_keys(rewardz="r")
+
+
+def test_named_parameter_groups_cover_the_trainable_parameters():
+    loss = make_loss()
+    groups = loss.param_groups()
+    assert list(groups) == ["llm", "heads", "alpha"]
+    assert groups["alpha"] == [loss.sac.log_alpha]
+    ids = [id(p) for group in groups.values() for p in group]
+    assert len(ids) == len(set(ids))
+    assert {id(p) for p in loss.parameters() if p.requires_grad} <= set(ids)
+
+
+def test_warm_up_is_state_and_keeps_the_critic_off_the_llm(batch):
+    loss = make_loss(critic_backprop=True)
+    llm = loss.param_groups()["llm"]
+
+    def critic_grad_into_llm():
+        grads = torch.autograd.grad(loss(batch.clone())["loss_qvalue"], llm, allow_unused=True)
+        return sum(g.abs().sum().item() for g in grads if g is not None)
+
+    assert critic_grad_into_llm() > 0
+    with loss.warming_up():
+        assert loss.warmup and critic_grad_into_llm() == 0
+    assert not loss.warmup and critic_grad_into_llm() > 0
+
+
+def test_q_values_and_alpha_through_public_api(batch):
+    loss = make_loss(alpha_init=0.05)
+    assert loss.alpha().item() == pytest.approx(0.05)
+    out = loss(batch.clone())
+    obs = loss.score(batch.clone())
+    q = loss.q_values(TensorDict({loss.hidden_key: obs[loss.hidden_key].detach()}, batch_size=[16]))
+    assert q.shape == (2, 16, 5)
+    chosen = q.min(0)[0].gather(-1, batch["action"].unsqueeze(-1)).mean()
+    assert out["q_value"].item() == pytest.approx(chosen.item(), rel=1e-5)

@@ -1,0 +1,295 @@
+"""The run harness: everything a GLAM training script does besides its algorithm.
+
+A training script (``torchrl_glam/training/scripts/<algorithm>.py``) builds its agent and writes
+its loop body; :class:`TrainingRun` does the rest, the same way for every algorithm:
+
+* the command line of any config class (:func:`parse_command_line`: ``--preset``, ``--run-dir``,
+  ``--resume``, ``--no-progress`` and typed ``field=value`` overrides);
+* rank and world (data parallel, ``distributed.py``), the per-rank share of the environments, and
+  seeding (the same initial weights on every rank, then different acting per rank);
+* the training environment and the :class:`EpisodeAssembler` that counts steps and finds finished
+  episodes; the fixed greedy-evaluation environments;
+* restore and save of any dict of stateful pieces through their ``state_dict`` /
+  ``load_state_dict`` (:class:`StateOf` adapts other getter/setter pairs), plus the RNG states and
+  the wall clock, in one atomic checkpoint per rank;
+* the evaluate / log / checkpoint / stop schedule (:meth:`TrainingRun.end_iteration`), a logger and
+  progress bar that are silent off rank 0, the NaN exit (exit code 1, the last good checkpoint
+  kept), preemption (exit code :data:`PREEMPTED`), and the final report.
+
+The shape of a script::
+
+    cfg, options = parse_command_line(MyConfig, MY_PRESETS, argv)
+    run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
+    agent = ...                                       # built after the run seeded every rank alike
+    td = run.start({"agent": ..., "updater": ...}, greedy_policy=...)   # restore or reset
+    with run:                                         # a non-finite loss ends the loop cleanly
+        while run.running():
+            ...                                       # act
+            step, td, episodes = run.step(td)         # environment step, episodes, progress
+            ...                                       # learn; run.log_update(metrics)
+            run.end_iteration(updates=...)            # log, evaluate, checkpoint, stop
+    return run.finish("N updates")                    # exit code and final report
+
+What keeps a run safe (see README, "When things go wrong"): the constructor sets the thread count
+and refuses or locks the run dir (``rundir.py``); :meth:`~TrainingRun.restore` refuses a resume
+that would mix settings and applies the allowed changes (``resume.py``); :meth:`~TrainingRun.log_update`
+stops a diverging run (``divergence.py``); checkpoints load without running code (``checkpoint.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tensordict import TensorDictBase
+from torchrl.envs import TransformedEnv
+from tqdm import tqdm
+
+from torchrl_glam.data.episodes import EpisodeAssembler
+from torchrl_glam.training.checkpoint import (
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    seed_everything,
+    set_rng_state,
+)
+from torchrl_glam.training.config import GLAMConfig, config_from_preset, parse_overrides
+from torchrl_glam.training.distributed import any_true, init_distributed
+from torchrl_glam.training.divergence import DivergenceError, check_divergence
+from torchrl_glam.training.evaluation import evaluate
+from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
+from torchrl_glam.training.logging import RunLogger
+from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
+from torchrl_glam.training.resume import apply_resume, resume_changes
+from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
+from torchrl_glam.training.runtime import apply_runtime
+
+__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "parse_command_line", "PREEMPTED"]
+
+
+@dataclass
+class RunOptions:
+    """What the command line asks of a run besides its config."""
+
+    preset: str = "cpu"
+    resume: bool = False  # continue from run_dir's checkpoint (a fresh start when there is none)
+    overwrite: bool = False  # discard what run_dir holds (without it, a used run_dir is refused)
+    progress: bool = True  # the progress bar (rank 0 only)
+
+
+def parse_command_line(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]],
+                       argv: list[str] | None = None, description: str | None = None,
+                       default_preset: str = "cpu") -> tuple[GLAMConfig, RunOptions]:
+    """``[--preset P] [--run-dir D] [--resume | --overwrite] [--no-progress] [field=value ...]``
+    -> (config, options).
+
+    The overrides are typed by ``config_class``'s fields and may come before or after the flags.
+    """
+    parser = argparse.ArgumentParser(description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
+    parser.add_argument("--run-dir", default=None, help="where logs and checkpoints go (run_dir=...)")
+    parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
+    parser.add_argument("--overwrite", action="store_true", help="discard what run_dir holds and start afresh")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
+    args = parser.parse_intermixed_args(argv)
+    overrides = parse_overrides(args.overrides, config_class)
+    if args.run_dir:
+        overrides["run_dir"] = args.run_dir
+    cfg = config_from_preset(config_class, presets, args.preset, overrides)
+    return cfg, RunOptions(preset=args.preset, resume=args.resume, overwrite=args.overwrite,
+                           progress=not args.no_progress)
+
+
+class Stateful(Protocol):
+    def state_dict(self) -> Any: ...
+
+    def load_state_dict(self, state: Any) -> Any: ...
+
+
+class StateOf:
+    """A stateful piece from a getter and a setter, for objects whose state is not their
+    ``state_dict`` (the agent's trainable weights only; a ``torch.Generator``'s state)."""
+
+    def __init__(self, get: Callable[[], Any], set: Callable[[Any], Any]) -> None:
+        self._get, self._set = get, set
+
+    def state_dict(self) -> Any:
+        return self._get()
+
+    def load_state_dict(self, state: Any) -> None:
+        self._set(state)
+
+
+class TrainingRun:
+    """One training process of a GLAM algorithm: see the module docstring for its life cycle.
+
+    Attributes: ``cfg``, ``rank``, ``world``, ``main_rank``, ``env`` (this rank's share of
+    ``cfg.num_envs``), ``assembler``, ``logger`` (``None`` off rank 0), ``checkpoint_dir``.
+    """
+
+    def __init__(self, cfg: GLAMConfig, options: RunOptions | None = None,
+                 per_rank: Iterable[str] = ("num_envs",)) -> None:
+        self.cfg, self.options = cfg, options or RunOptions()
+        apply_runtime(cfg)  # cfg.num_threads torch threads; a missing GPU fails here, before any model loads
+        self.rank, self.world = init_distributed(cfg.device)  # several processes: data parallel
+        uneven = [name for name in per_rank if getattr(cfg, name) % self.world]
+        if uneven:
+            raise ValueError(" and ".join(f"{name}={getattr(cfg, name)}" for name in per_rank)
+                             + f" must divide by the {self.world} ranks")
+        self.main_rank = self.rank == 0
+        # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
+        prepare_run_dir(cfg.run_dir, self.options.resume, self.options.overwrite, self.rank)
+        seed_everything(cfg.seed)  # the same initial weights on every rank
+        self.env = make_env(cfg, num_envs=cfg.num_envs // self.world, seed=cfg.seed + 1000 * self.rank)
+        self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)
+        self.assembler = EpisodeAssembler(self.env.num_envs, cfg.max_steps)
+        # one checkpoint per rank: each holds its own environments and replay
+        self.checkpoint_dir = Path(cfg.run_dir) / ("" if self.main_rank else f"rank{self.rank}")
+        self.logger: RunLogger | None = None
+        self.pieces: dict[str, Stateful] = {}
+        self.optimizers: dict[str, Any] = {}  # learning-rate field -> optimizer, for resume changes
+        self.eval_envs: dict = {}
+        self.greedy_policy: Callable | None = None
+        self.recent = deque(maxlen=200)  # recent episode successes, for the progress bar
+        self.progress: tqdm | None = None
+        self.stopped = False  # a stop request was honoured (checkpoint written)
+        self.failure: str | None = None  # why the run ended early (a non-finite loss)
+        self._start = time.perf_counter()
+
+    # ---- start-up
+    @property
+    def steps(self) -> int:
+        """Environment steps over all ranks."""
+        return self.assembler.env_steps * self.world
+
+    @property
+    def wall_seconds(self) -> float:
+        return time.perf_counter() - self._start
+
+    def start(self, pieces: dict[str, Stateful], greedy_policy: Callable | None = None,
+              optimizers: dict[str, Any] | None = None, env_transform=None) -> TensorDictBase:
+        """Registers what the checkpoint holds (``pieces``, plus the environment and the assembler),
+        builds the evaluation environments, seeds this rank, restores from the checkpoint under
+        ``--resume`` (or resets the environment), and opens the logger and the progress bar.
+        Returns the first observation. ``greedy_policy(td, greedy=True)`` writes "action";
+        ``optimizers`` maps each learning-rate field of the config to the optimizer it drives (a
+        resume may change learning rates); ``env_transform`` wraps the acting environment (a
+        TorchRL transform; its state is the caller's to register as a piece)."""
+        self.pieces = {**pieces, "env": self.env, "assembler": self.assembler}
+        self.greedy_policy = greedy_policy
+        self.optimizers = optimizers or {}
+        if env_transform is not None:
+            self.acting_env = TransformedEnv(self.env, env_transform)
+        self.eval_envs = make_eval_envs(self.cfg)  # fixed seeds: the same episodes for every algorithm
+        seed_everything(self.cfg.seed + self.rank)  # ranks act and sample differently
+        td = self.restore() if self.options.resume else None
+        if td is None:
+            if self.options.resume and self.main_rank:  # a run killed before its first checkpoint
+                truncate_logs(self.cfg.run_dir, 0)
+            td = self.acting_env.reset()
+        self.logger = RunLogger(self.cfg) if self.main_rank else None
+        stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
+        self.progress = tqdm(total=self.cfg.total_steps, initial=self.steps, unit="step",
+                             disable=not self.options.progress or not self.main_rank, dynamic_ncols=True)
+        return td
+
+    def restore(self) -> TensorDictBase | None:
+        """Loads this rank's checkpoint into the pieces; the current observation, or ``None``
+        when there is no checkpoint (a fresh start)."""
+        state = load_checkpoint(self.checkpoint_dir)
+        if state is None:
+            return None
+        changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
+        for name, piece in self.pieces.items():
+            piece.load_state_dict(state[name])
+        set_rng_state(state["rng"])
+        self._start = time.perf_counter() - state["wall_seconds"]
+        apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
+        print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
+        return self.env.observation()
+
+    def checkpoint(self) -> None:
+        state = {name: piece.state_dict() for name, piece in self.pieces.items()}
+        state.update(rng=rng_state(), wall_seconds=self.wall_seconds, config=self.cfg.to_dict())
+        save_checkpoint(state, self.checkpoint_dir)
+
+    # ---- the loop
+    def running(self) -> bool:
+        return not self.stopped and self.failure is None and self.steps < self.cfg.total_steps
+
+    def every(self, period: int) -> bool:
+        """Whether this iteration crossed a multiple of ``period`` environment steps."""
+        return self.steps % period < self.cfg.num_envs
+
+    def step(self, td: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase, TensorDictBase | None]:
+        """One step of every environment with ``td["action"]``: (the step with its "next", the next
+        observation, the episodes that finished or ``None``). Logs finished episodes."""
+        step, td = self.acting_env.step_and_maybe_reset(td)
+        episodes = self.assembler.add(step)
+        self.progress.update(self.cfg.num_envs)
+        if episodes is not None:
+            if self.logger:
+                self.logger.episodes(episodes)
+            self.recent.extend(episodes["next", "terminated"].any(-1).tolist())
+        return step, td, episodes
+
+    def log_update(self, metrics: dict[str, float], replay=None) -> None:
+        """Logs one gradient step's metrics; a diverging critic or value stops the run."""
+        check_divergence(metrics, self.cfg, self.steps)
+        if self.logger:
+            self.logger.update(metrics, self.steps, replay)
+
+    def end_iteration(self, **postfix) -> None:
+        """Logs, evaluates, checkpoints on their schedules; honours a stop request (every rank
+        agrees, writes its checkpoint and the loop ends). ``postfix``: progress-bar values."""
+        steps, cfg, last = self.steps, self.cfg, self.steps >= self.cfg.total_steps
+        if self.logger and self.every(cfg.log_every):
+            self.logger.flush(steps, self.wall_seconds)
+            self.progress.set_postfix(success=f"{sum(self.recent) / max(len(self.recent), 1):.2f}", **postfix)
+        if self.main_rank and (self.every(cfg.eval_every) or last) and self.greedy_policy is not None:
+            for name, eval_env in self.eval_envs.items():
+                self.logger.evaluation(name, evaluate(self.greedy_policy, eval_env), steps, self.wall_seconds)
+        if self.every(cfg.checkpoint_every) or last:
+            self.checkpoint()
+        if any_true(STOP.requested):  # preemption, time limit, Ctrl-C: save and return
+            self.checkpoint()
+            self.progress.close()
+            print(f"rank {self.rank}: stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
+            self.stopped = True
+            STOP.acknowledge()
+
+    # ---- the end
+    def __enter__(self) -> TrainingRun:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if isinstance(error, (NonFiniteLossError, DivergenceError)):  # stop; the last good checkpoint stays
+            self.failure = str(error)
+            return True
+        return False
+
+    def finish(self, updates: str) -> int:
+        """The exit code (0 done, 1 a non-finite loss or divergence, :data:`PREEMPTED` stopped with a checkpoint)
+        and, on rank 0 of a finished run, the final report (``updates``: e.g. "12 updates")."""
+        if self.progress is not None:
+            self.progress.close()
+        if self.failure is not None:
+            print(f"stopped: {self.failure}. The last good checkpoint is kept in {self.cfg.run_dir}; resume "
+                  "from it with --resume after changing the settings (e.g. a lower learning rate).",
+                  file=sys.stderr)
+            return 1
+        if self.stopped:
+            return PREEMPTED
+        if self.main_rank and self.logger is not None:
+            final = self.logger.last_evaluation
+            print(f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; greedy success "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success")))
+            print(f"logs and checkpoint in {Path(self.cfg.run_dir).resolve()}")
+        return 0

@@ -1,0 +1,127 @@
+"""SAC-GLAM's side of training: the agent factory (LLM scorer + actor + twin heads + loss), the
+replay and episode processing it learns from, and the gradient update (:class:`SACGLAMUpdater`).
+PPO-GLAM's counterpart is ``ppo.py``; what both share is ``factories.py``."""
+from __future__ import annotations
+
+import torch
+
+from torchrl_glam.data.autotelic import AutotelicGoals
+from torchrl_glam.data.her import HindsightRelabel
+from torchrl_glam.data.nstep import NStepReturns
+from torchrl_glam.data.replay import GoalReplay
+from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
+from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+from torchrl_glam.training.config import SACGLAMConfig
+from torchrl_glam.training.distributed import all_true, average_gradients
+from torchrl_glam.training.factories import NonFiniteLossError, make_scorer_from_config
+
+
+def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
+    """The LLM scorer, the actor, the twin critic heads and their ``DiscreteSACLoss``."""
+    return SACGLAMLoss(
+        make_scorer_from_config(cfg),
+        num_actions=num_actions,
+        critic_input=cfg.critic_input,
+        critic_backprop=cfg.critic_backprop,
+        critic_width=cfg.critic_width,
+        gamma=cfg.gamma,
+        alpha_init=cfg.alpha_init,
+        target_entropy=cfg.target_entropy,
+    ).to(cfg.device)
+
+
+def make_goal_choice(cfg: SACGLAMConfig, env: PlaygroundTextEnv) -> AutotelicGoals | None:
+    """The autotelic agent's goal choice for ``env`` (wrap it: ``TransformedEnv(env, choice)``),
+    or ``None`` when ``autotelic="off"`` (the environment samples the task set's goals)."""
+    if cfg.autotelic == "off":
+        return None
+    return AutotelicGoals(env.num_envs, env.num_objects, strategy=cfg.autotelic, epsilon=cfg.lp_epsilon,
+                          window=cfg.lp_window, groups=cfg.lp_groups, seed=env.seed_value,
+                          task_set=env.goals, catalogue=env.catalogue)
+
+
+def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
+    catalogue = GoalCatalogue.default()
+    weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.goals)) if cfg.batch_strategy == "prior" else None
+    strategy = cfg.batch_strategy if cfg.her or cfg.batch_strategy != "ratio" else "uniform"
+    return GoalReplay(
+        capacity=cfg.buffer_capacity,
+        strategy=strategy,
+        her_ratio=cfg.her_ratio,
+        goal_type_weights=weights,
+        prioritized=cfg.prioritized,
+        alpha=cfg.per_alpha,
+        beta=cfg.per_beta,
+    )
+
+
+def make_episode_processing(cfg: SACGLAMConfig):
+    """Finished episodes -> (HER) -> n-step transitions."""
+    her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed) if cfg.her else None
+    return her, NStepReturns(cfg.n_step, cfg.gamma)
+
+
+class SACGLAMUpdater:
+    """One gradient step of SAC-GLAM: losses, optimisers, soft target update, priorities.
+
+    Adam on the LLM (``actor_lr``: it receives the actor loss and, with ``critic_backprop``, the
+    critic loss), on the heads (``critic_lr``) and on log-alpha (``alpha_lr``). During the first
+    ``warmup_updates`` only the heads learn (see ``objectives/sac_glam.py``).
+    """
+
+    def __init__(self, agent: SACGLAMLoss, replay: GoalReplay, cfg: SACGLAMConfig) -> None:
+        self.agent, self.replay, self.cfg = agent, replay, cfg
+        groups = agent.param_groups()  # "llm", "heads", "alpha"
+        self.llm_optimizer = torch.optim.Adam(groups["llm"], lr=cfg.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(groups["heads"], lr=cfg.critic_lr)
+        self.alpha_optimizer = torch.optim.Adam(groups["alpha"], lr=cfg.alpha_lr)
+        self.target_updater = agent.make_target_updater(cfg.tau)
+        self.parameters = groups["llm"] + groups["heads"] + groups["alpha"]  # gradients averaged across ranks
+        self.clipped = groups["llm"] + groups["heads"]  # gradient-norm clipping: not alpha
+        #: each optimizer under the config field of its learning rate (a resume may change them)
+        self.optimizers = {"actor_lr": self.llm_optimizer, "critic_lr": self.critic_optimizer,
+                           "alpha_lr": self.alpha_optimizer}
+        self.updates = 0
+
+    def step(self, batch_size: int | None = None) -> dict[str, float]:
+        batch = self.replay.sample(batch_size or self.cfg.batch_size)
+        warmup = self.updates < self.cfg.warmup_updates
+        with self.agent.warming_up(warmup):
+            out = self.agent(batch)
+        loss = out["loss_qvalue"] if warmup else out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]
+        if not all_true(torch.isfinite(loss).item()):  # every rank stops together
+            raise NonFiniteLossError(
+                f"non-finite loss at update {self.updates}: "
+                + ", ".join(f"{k}={out[k].item():.4g}" for k in ("loss_qvalue", "loss_actor", "loss_alpha"))
+            )
+        optimizers = [self.critic_optimizer] if warmup else [self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer]
+        for optimizer in (self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer):
+            optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        average_gradients(self.parameters)  # data parallel: the same step on every rank
+        if self.cfg.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(self.clipped, self.cfg.max_grad_norm)
+        for optimizer in optimizers:
+            optimizer.step()
+        self.target_updater.step()
+        self.replay.update_priority(batch, out["td_error"])
+        self.updates += 1
+        metrics = {k: out[k].item() for k in ("loss_qvalue", "loss_actor", "loss_alpha", "alpha", "entropy", "q_value")}
+        metrics["warmup"] = float(warmup)
+        metrics["batch_relabeled"] = float(batch["relabeled"].float().mean())
+        metrics["batch_collected_at"] = float(batch["collected_at"].float().mean())
+        return metrics
+
+    def state_dict(self) -> dict:
+        return {
+            "llm_optimizer": self.llm_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.llm_optimizer.load_state_dict(state["llm_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        self.updates = state["updates"]

@@ -1,0 +1,57 @@
+"""The training scripts of the library, by algorithm name: one ``main(argv) -> exit code`` each.
+
+``examples/<algorithm>.py``, the ``sac-glam`` / ``ppo-glam`` commands, the Slurm launcher
+(``--algorithm``) and the training benchmark all run these modules, found by import name (a wheel
+install has no ``examples/`` folder). A new algorithm registers its module with
+:func:`register_script`.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from torchrl_glam.training.config import PRESETS, GLAMConfig, SACGLAMConfig
+from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
+
+
+@dataclass(frozen=True)
+class TrainingScript:
+    """A training script: its module (with ``main(argv) -> int``), its config class and presets."""
+
+    module: str
+    config_class: type[GLAMConfig]
+    presets: dict[str, dict[str, Any]]
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    @property
+    def main(self) -> Callable[[list[str] | None], int]:
+        return self.load().main
+
+    @property
+    def path(self) -> Path:
+        return Path(self.load().__file__)
+
+
+SCRIPTS: dict[str, TrainingScript] = {
+    "sac_glam": TrainingScript("torchrl_glam.training.scripts.sac_glam", SACGLAMConfig, PRESETS),
+    "ppo_glam": TrainingScript("torchrl_glam.training.scripts.ppo_glam", PPOGLAMConfig, PPO_PRESETS),
+}
+
+
+def register_script(name: str, module: str, config_class: type[GLAMConfig],
+                    presets: dict[str, dict[str, Any]]) -> None:
+    """Makes ``module`` (an importable module with ``main(argv)``) the training script of ``name``."""
+    SCRIPTS[name] = TrainingScript(module, config_class, presets)
+
+
+def get_script(name: str) -> TrainingScript:
+    if name not in SCRIPTS:
+        raise ValueError(f"unknown algorithm {name!r}: known are {sorted(SCRIPTS)} "
+                         "(register another with torchrl_glam.training.scripts.register_script)")
+    return SCRIPTS[name]

@@ -1,0 +1,60 @@
+"""PPO-GLAM (Carta et al. 2023), the baseline of SAC-GLAM's paper (Table 1), and PPO with HER (App. G).
+
+    python examples/ppo_glam.py                          # the "cpu" preset: runs anywhere, offline
+    python examples/ppo_glam.py --preset ppo_glam        # Table 1 (Flan-T5, LoRA, 4-bit, GPU)
+    python examples/ppo_glam.py --preset cpu_her         # App. G: clipped PPO on relabeled data
+    python examples/ppo_glam.py her=true her_loss=kl her_filter=aligned   # any field of PPOGLAMConfig
+    python examples/ppo_glam.py --run-dir runs/a --resume  # continue exactly where it stopped
+    torchrun --nproc-per-node 4 examples/ppo_glam.py ...   # data parallel (or the Slurm launcher)
+    ppo-glam ...                                          # the same, as an installed command
+
+The loop: act with the LLM policy in 32 environments for 64 steps, recording the log-probability
+of each action; then compute GAE advantages on that rollout of 2048 transitions (with HER, also on
+its pieces relabeled with the goals the social partner reported) and take 16 epochs of
+minibatches of 256 of the PPO loss, Adam and gradient clipping. Everything else (command line,
+ranks and seeds, resume, checkpoints, logs, evaluation, stops) is the run harness,
+``torchrl_glam/training/run.py``.
+"""
+from __future__ import annotations
+
+import sys
+
+from torchrl_glam.training.distributed import broadcast_parameters
+from torchrl_glam.training.factories import act
+from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
+from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
+from torchrl_glam.training.run import StateOf, TrainingRun, parse_command_line
+
+CONFIG_CLASS, CONFIG_PRESETS = PPOGLAMConfig, PPO_PRESETS
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)
+    run = TrainingRun(cfg, options, per_rank=("num_envs", "minibatch_size"))
+
+    # ---- the agent (LLM scorer + actor + value head + PPO loss), its updater, the rollout
+    agent = make_ppo_agent(cfg)
+    broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
+    updater = PPOGLAMUpdater(agent, cfg, run.world)
+    rollout = Rollout(cfg.rollout_steps)  # the steps collected since the last update
+    td = run.start({"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
+                    "updater": updater, "rollout": rollout},
+                   greedy_policy=lambda t, greedy: act(agent, t, greedy), optimizers=updater.optimizers)
+
+    with run:
+        while run.running():
+            # ---- act in every environment with the current policy, keeping its log-probabilities
+            act(agent, td, with_log_prob=True)
+            step, td, _ = run.step(td)
+
+            # ---- every rollout_steps: GAE (+ HER), then epochs x minibatches of the PPO loss
+            full_rollout = rollout.add(step)
+            if full_rollout is not None:
+                for metrics in updater.update(full_rollout):
+                    run.log_update(metrics)
+            run.end_iteration(updates=updater.updates)
+    return run.finish(f"{updater.iterations} updates ({updater.updates} gradient steps)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""SAC-GLAM (Gaven et al. 2024): Soft Actor-Critic with hindsight relabeling for an LLM agent.
+
+    python examples/sac_glam.py                          # the "cpu" preset: runs anywhere, offline
+    python examples/sac_glam.py --preset sac_glam_her    # Table 3 (Flan-T5, LoRA, 4-bit, GPU)
+    python examples/sac_glam.py batch_size=64 her=false  # any field of SACGLAMConfig
+    python examples/sac_glam.py --run-dir runs/a --resume  # continue exactly where it stopped
+    torchrun --nproc-per-node 4 examples/sac_glam.py ...   # data parallel (or the Slurm launcher)
+    sac-glam ...                                          # the same, as an installed command
+
+The loop follows the paper's algorithm: act with the LLM policy in 32 environments; at the end of
+each episode add its n-step transitions (and, with HER, its sections relabeled with the goals the
+social partner reported) to prioritized replay; every ``update_frequency`` transitions take
+``num_updates`` gradient steps of DiscreteSACLoss on batches of ``batch_size``. Everything else
+(command line, ranks and seeds, resume, checkpoints, logs, evaluation, stops) is the run harness,
+``torchrl_glam/training/run.py``.
+"""
+from __future__ import annotations
+
+import sys
+
+from torchrl_glam.training.config import PRESETS, SACGLAMConfig
+from torchrl_glam.training.distributed import all_true, broadcast_parameters
+from torchrl_glam.training.factories import act
+from torchrl_glam.training.sac import (
+    SACGLAMUpdater, make_agent, make_episode_processing, make_goal_choice, make_replay,
+)
+from torchrl_glam.training.run import StateOf, TrainingRun, parse_command_line
+
+CONFIG_CLASS, CONFIG_PRESETS = SACGLAMConfig, PRESETS
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
+    run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
+
+    # ---- the agent (LLM scorer + actor + twin heads + loss), replay, episode processing
+    agent = make_agent(cfg, num_actions=run.env.num_objects + 2)
+    broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
+    replay = make_replay(cfg)
+    her, nstep = make_episode_processing(cfg)
+    updater = SACGLAMUpdater(agent, replay, cfg)
+    pieces = {"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
+              "updater": updater, "replay": replay}
+    if her is not None:
+        pieces["her_generator"] = StateOf(her.generator.get_state, her.generator.set_state)
+    goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
+    if goal_choice is not None:
+        pieces["autotelic"] = goal_choice
+    td = run.start(pieces, greedy_policy=lambda t, greedy: act(agent, t, greedy),
+                   optimizers=updater.optimizers, env_transform=goal_choice)
+
+    with run:
+        while run.running():
+            # ---- act in every environment with the current policy
+            act(agent, td)
+            _, td, episodes = run.step(td)
+
+            # ---- finished episodes -> (hindsight relabeling) -> n-step transitions -> replay
+            if episodes is not None:
+                if her is not None:
+                    episodes = her(episodes)
+                replay.extend(nstep(episodes))
+
+            # ---- every update_frequency transitions: num_updates gradient steps
+            if run.every(cfg.update_frequency) and all_true(len(replay) >= cfg.learning_starts // run.world):
+                for _ in range(cfg.num_updates):
+                    run.log_update(updater.step(cfg.batch_size // run.world), replay)
+            if goal_choice is not None and run.logger and run.every(cfg.log_every):
+                run.logger.autotelic(goal_choice, run.steps)  # discovered goals, LP choices
+            run.end_iteration(updates=updater.updates)
+    return run.finish(f"{updater.updates} updates")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
