@@ -260,8 +260,13 @@ class LLMScorer(nn.Module):
               num_candidates: int, left_pad_prompts: bool) -> _Tokenised:
         """Pads token lists into a :class:`_Tokenised` batch."""
         device = self._device()
-        encoded = self.tokenizer.pad({"input_ids": prompt_rows}, padding=True, return_tensors="pt",
-                                     padding_side="left" if left_pad_prompts else "right")
+        width = max(len(row) for row in prompt_rows)
+        prompt_ids = torch.full((len(prompt_rows), width), self.pad_id, dtype=torch.long)
+        prompt_mask = torch.zeros(len(prompt_rows), width, dtype=torch.long)
+        for i, row in enumerate(prompt_rows):
+            columns = slice(width - len(row), width) if left_pad_prompts else slice(0, len(row))
+            prompt_ids[i, columns] = torch.tensor(row, dtype=torch.long)
+            prompt_mask[i, columns] = 1
         action_lengths = torch.tensor([len(row) for row in action_rows])
         empty = action_lengths == 0
         if empty.any():
@@ -274,7 +279,7 @@ class LLMScorer(nn.Module):
             batch_first=True, padding_value=self.pad_id,
         )
         return _Tokenised(
-            prompt_ids=encoded["input_ids"].to(device), prompt_mask=encoded["attention_mask"].to(device),
+            prompt_ids=prompt_ids.to(device), prompt_mask=prompt_mask.to(device),
             action_ids=action_ids.to(device), action_lengths=action_lengths.to(device),
             num_candidates=num_candidates,
         )
