@@ -171,3 +171,10 @@ def test_chat_template_prompts_score_as_the_harness_continuation(smollm2):
     reference = torch.tensor([[reference_logprob(model, *harness_encode_pair(tokenizer, p, c)[:2]) for c in row]
                               for p, row in zip(prompts, candidates)])
     torch.testing.assert_close(shared, reference, atol=1e-4, rtol=0)
+
+
+def test_quantising_a_gguf_file_is_refused_with_a_clear_error(require_smollm2):
+    from torchrl_glam.modules import LLMConfig, load_llm
+
+    with pytest.raises(ValueError, match="cannot be used with a GGUF file"):
+        load_llm(LLMConfig("smollm2-135m", lora_rank=4, quantization="4bit"))

@@ -62,8 +62,8 @@ class LLMConfig:
             type (``q``, ``v`` for T5; ``q_proj``, ``v_proj`` for Llama/Qwen/SmolLM2, peft's
             ``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``); ``"all-linear"``.
         quantization: ``None``, ``"4bit"`` (NF4, double quantisation: QLoRA) or ``"8bit"``.
-            bitsandbytes >= 0.48 runs 4-bit on CPU too (tested with 0.50: tiny T5, tiny Llama,
-            SmolLM2-135M); a GGUF model is dequantised first, then quantised to NF4.
+            bitsandbytes >= 0.48 runs 4-bit on CPU too (tested with 0.50 on the tiny T5 and Llama);
+            transformers refuses to quantise while reading a GGUF file, so that raises.
         gradient_checkpointing: recompute activations in backward (less memory, slower). While the
             model trains, transformers then drops KV caches, so the scorer falls back to paths that
             use none (see :mod:`torchrl_glam.modules.scoring`).
@@ -227,6 +227,13 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
     dtype = _resolve_dtype(config.dtype)
     hub_kwargs = {"local_files_only": config.local_files_only}
     if gguf_file is not None:
+        if config.quantization is not None:
+            # transformers refuses a quantization_config together with gguf_file
+            raise ValueError(
+                f"quantization={config.quantization!r} cannot be used with a GGUF file ({gguf_file}): "
+                "transformers refuses a quantization_config with gguf_file (and will not save the "
+                "dequantised model either). Load it with quantization=None (LoRA still applies), or "
+                "quantise the same model from a safetensors folder or hub name.")
         _require_gguf()
         hub_kwargs["gguf_file"] = gguf_file
     try:
