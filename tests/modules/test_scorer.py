@@ -139,11 +139,21 @@ def test_bad_inputs_give_clear_errors(tiny_paths, make_scorer_for, playground_ba
 
 
 def test_candidate_tokenisation_is_cached(tiny_paths, make_scorer_for, playground_batch):
-    scorer = make_scorer_for(tiny_paths["t5"])
+    # issue 14: the default ("exact") moves the prompt's trailing space into the candidate, so the
+    # cache is checked on the "separate" tokenisation (the candidates' own texts) and, below, on "exact".
+    scorer = make_scorer_for(tiny_paths["t5"], tokenization="separate")
     prompts, actions, mask = playground_batch(2, 3)
     with torch.no_grad():
         scorer(prompts, actions, mask)
     assert set(scorer._candidate_ids) == {text for row in actions for text in row}
+
+
+def test_exact_tokenisation_caches_the_encoder_decoder_continuations(tiny_paths, make_scorer_for, playground_batch):
+    scorer = make_scorer_for(tiny_paths["t5"])
+    prompts, actions, mask = playground_batch(2, 3)
+    with torch.no_grad():
+        scorer(prompts, actions, mask)
+    assert set(scorer._candidate_ids) == {" " + text for row in actions for text in row}
 
 
 def test_bfloat16_model_gives_float32_outputs_close_to_naive(tiny_paths, make_scorer_for, playground_batch):

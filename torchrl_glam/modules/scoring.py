@@ -11,6 +11,20 @@ For a prompt p and a candidate action a = (w_1, ..., w_n), the score is
   critic): for an encoder-decoder, the decoder's last hidden state at the decoder start token; for a
   decoder-only model, the last hidden state at the prompt's last token.
 
+Tokenisation (``tokenization="exact"``, the default) follows lm-evaluation-harness's
+log-likelihood of a continuation: whitespace at the end of the prompt ("...Action: ") moves to the
+start of the candidate (" Go to red cat"), so that a subword tokenizer sees the word with its
+leading space, as in pretraining, instead of a lone space token followed by a space-less word. For a
+decoder-only model the whole text is tokenised once and the candidate's tokens are those after the
+prompt's own tokenisation; the prompt's tokens are the shared prefix. Where a BPE merge crosses the
+boundary (the whole text's tokens do not start with the prompt's), the harness would drop the merged
+characters; the candidate text (with the moved whitespace) is then tokenised alone, so that the
+scored tokens always spell prompt + candidate. For an encoder-decoder, the stripped prompt goes to
+the encoder and the candidate (with the moved whitespace) is tokenised alone for the decoder.
+``tokenization="separate"`` tokenises the prompt and the candidate apart, as Lamorel (the authors'
+library) does; with SmolLM2 that costs ~10 nats per candidate. Word-level tokenizers (the offline
+tiny models) give the same tokens either way.
+
 Shared-prefix scoring (the default) computes what depends on the prompt once per prompt:
 
 * encoder-decoder: the encoder runs once per prompt; the decoder runs its start token once per
@@ -47,6 +61,7 @@ ACTION_HIDDEN_KEY = "action_hidden"
 PROMPT_HIDDEN_KEY = "prompt_hidden"
 
 Normalization = Literal["sum", "mean"]
+Tokenization = Literal["exact", "separate"]
 
 
 @dataclass
@@ -76,15 +91,23 @@ class LLMScorer(nn.Module):
         is_encoder_decoder: which of the two kinds ``model`` is.
         normalization: ``"sum"`` of token log-probs (the paper) or ``"mean"`` per token.
         shared_prefix: compute the prompt's part once per prompt (``False``: naive pairs).
+        tokenization: ``"exact"`` (default): a candidate's tokens are those of the continuation as
+            lm-evaluation-harness defines it (see the module docstring); ``"separate"``: prompt and
+            candidate tokenised apart, as Lamorel (the authors' code) does.
     """
 
     def __init__(
         self, model: nn.Module, tokenizer, is_encoder_decoder: bool,
         normalization: Normalization = "sum", shared_prefix: bool = True,
+        tokenization: Tokenization = "exact",
     ):
         super().__init__()
         if normalization not in ("sum", "mean"):
             raise ValueError(f"normalization must be 'sum' or 'mean', got {normalization!r}")
+        if tokenization not in ("exact", "separate"):
+            raise ValueError(f"tokenization must be 'exact' (lm-evaluation-harness) or 'separate' "
+                             f"(Lamorel), got {tokenization!r}")
+        self.tokenization = tokenization
         self.model = model
         self.tokenizer = tokenizer
         self.is_encoder_decoder = is_encoder_decoder
@@ -150,6 +173,8 @@ class LLMScorer(nn.Module):
 
     def _tokenise(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
                   left_pad_prompts: bool) -> _Tokenised:
+        if self.tokenization == "exact":
+            return self._tokenise_exact(prompts, candidates, mask, left_pad_prompts)
         device = self._device()
         encoded = self.tokenizer(
             prompts, padding=True, return_tensors="pt",
@@ -182,6 +207,81 @@ class LLMScorer(nn.Module):
             prompt_ids=encoded["input_ids"].to(device), prompt_mask=encoded["attention_mask"].to(device),
             action_ids=table[index].to(device), action_lengths=action_lengths.to(device),
             num_candidates=len(candidates[0]),
+        )
+
+    def _tokenise_exact(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
+                        left_pad_prompts: bool) -> _Tokenised:
+        """lm-evaluation-harness's ``_encode_pair``, batched (see the module docstring)."""
+        tokenizer, num_candidates = self.tokenizer, len(candidates[0])
+        contexts = [prompt.rstrip() for prompt in prompts]
+        moved = [prompt[len(context):] for prompt, context in zip(prompts, contexts)]
+        context_ids = tokenizer(contexts)["input_ids"]
+        for prompt, ids in zip(prompts, context_ids):
+            if not ids:
+                raise ValueError(f"the prompt {prompt!r} has no tokens once its trailing whitespace "
+                                 "moves to the candidates; give a prompt with some text")
+        continuations = [space + text for space, row in zip(moved, candidates) for text in row]
+        if self.is_encoder_decoder:
+            # The decoder starts a new sequence: the continuation is tokenised alone (the harness's
+            # seq2seq rule), without special tokens.
+            action_rows = self._tokenise_alone(continuations)
+        else:
+            # Decoder-only: the whole text once; the candidate's tokens are those after the
+            # context's own tokenisation. Where a merge crosses the boundary (the whole text's
+            # tokens do not start with the context's), the harness would drop the merged characters
+            # from the continuation; the continuation is then tokenised alone instead, so that
+            # context + continuation tokens still spell exactly prompt + candidate.
+            pair_contexts = [ids for ids in context_ids for _ in range(num_candidates)]
+            wholes = tokenizer([contexts[i // num_candidates] + text for i, text in enumerate(continuations)])["input_ids"]
+            action_rows = [None] * len(wholes)
+            crossing = []
+            for i, (whole, context) in enumerate(zip(wholes, pair_contexts)):
+                if whole[:len(context)] == context:
+                    action_rows[i] = whole[len(context):]
+                else:
+                    crossing.append(i)
+            if crossing:
+                alone = self._tokenise_alone([continuations[i] for i in crossing])
+                for i, row in zip(crossing, alone):
+                    action_rows[i] = row
+        return self._pack(context_ids, action_rows, mask, num_candidates, left_pad_prompts)
+
+    def _tokenise_alone(self, texts: list[str]) -> list[list[int]]:
+        """Each text tokenised on its own, without special tokens (cached: candidates repeat)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self._candidate_ids]
+        if missing:
+            if len(self._candidate_ids) > 100_000:  # open-ended action texts: do not grow forever
+                self._candidate_ids.clear()
+            rows = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
+            self._candidate_ids.update({text: torch.tensor(row, dtype=torch.long) for text, row in zip(missing, rows)})
+        return [self._candidate_ids[text].tolist() for text in texts]
+
+    def _pack(self, prompt_rows: list[list[int]], action_rows: list[list[int]], mask: Tensor,
+              num_candidates: int, left_pad_prompts: bool) -> _Tokenised:
+        """Pads token lists into a :class:`_Tokenised` batch."""
+        device = self._device()
+        width = max(len(row) for row in prompt_rows)
+        prompt_ids = torch.full((len(prompt_rows), width), self.pad_id, dtype=torch.long)
+        prompt_mask = torch.zeros(len(prompt_rows), width, dtype=torch.long)
+        for i, row in enumerate(prompt_rows):
+            columns = slice(width - len(row), width) if left_pad_prompts else slice(0, len(row))
+            prompt_ids[i, columns] = torch.tensor(row, dtype=torch.long)
+            prompt_mask[i, columns] = 1
+        action_lengths = torch.tensor([len(row) for row in action_rows])
+        empty = action_lengths == 0
+        if empty.any():
+            if (empty & mask.reshape(-1).cpu()).any():
+                raise ValueError("a legal (unmasked) candidate action has no tokens; empty action texts "
+                                 "are only allowed for masked candidates")
+            action_lengths = action_lengths.clamp(min=1)  # scored as one pad token, then masked out
+        action_ids = nn.utils.rnn.pad_sequence(
+            [torch.tensor(row if row else [self.pad_id], dtype=torch.long) for row in action_rows],
+            batch_first=True, padding_value=self.pad_id,
+        )
+        return _Tokenised(
+            prompt_ids=prompt_ids.to(device), prompt_mask=prompt_mask.to(device),
+            action_ids=action_ids.to(device), action_lengths=action_lengths.to(device),
+            num_candidates=num_candidates,
         )
 
     def _device(self) -> torch.device:
@@ -375,6 +475,7 @@ def make_scorer(
     llm: LoadedLLM | LLMConfig | str | None = None,
     normalization: Normalization = "sum",
     shared_prefix: bool = True,
+    tokenization: Tokenization = "exact",
     in_keys: Sequence[str] = (PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY),
     out_keys: Sequence[str] = (SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY),
 ):
@@ -390,5 +491,6 @@ def make_scorer(
     if not isinstance(llm, LoadedLLM):
         llm = load_llm(llm if isinstance(llm, LLMConfig) else LLMConfig(name_or_path=llm))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder,
-                       normalization=normalization, shared_prefix=shared_prefix)
+                       normalization=normalization, shared_prefix=shared_prefix,
+                       tokenization=tokenization)
     return TensorDictModule(scorer, in_keys=list(in_keys), out_keys=list(out_keys))

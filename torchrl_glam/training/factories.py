@@ -67,7 +67,7 @@ def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
         lora_alpha=cfg.lora_alpha,
         quantization=cfg.quantization,
     )
-    return make_scorer(llm, normalization=cfg.normalization).module
+    return make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization).module
 
 
 _POLICIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # agent -> {with_log_prob: policy}

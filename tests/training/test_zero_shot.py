@@ -1,0 +1,37 @@
+"""The zero-shot baseline command (issue 14) on the offline tiny T5."""
+import csv
+
+import pytest
+
+from torchrl_glam.training.zero_shot import main, run_zero_shot
+
+
+def test_zero_shot_writes_one_row_per_setting_and_resumes(tmp_path, tiny_t5_path):
+    out = tmp_path / "zero_shot.csv"
+    rows = run_zero_shot(str(tiny_t5_path), str(out), label="tiny", goals=["simplified"], episodes=4,
+                         log=lambda *_: None)
+    assert [(r["normalization"], r["mode"]) for r in rows] == [
+        ("sum", "greedy"), ("sum", "sampled"), ("mean", "greedy"), ("mean", "sampled")]
+    written = list(csv.DictReader(open(out)))
+    assert len(written) == 4 and all(0.0 <= float(r["success"]) <= 1.0 for r in written)
+    assert all(r["chat_template"] == "False" for r in written)  # the word tokenizer has no template
+    # a rerun skips what is there; a new setting is appended
+    assert run_zero_shot(str(tiny_t5_path), str(out), label="tiny", goals=["simplified"], episodes=4,
+                         log=lambda *_: None) == []
+    main(["--model", str(tiny_t5_path), "--label", "tiny", "--out", str(out), "--goals", "held_out",
+          "--mode", "greedy", "--normalization", "mean", "--episodes", "4"])
+    assert len(list(csv.DictReader(open(out)))) == 5
+
+
+def test_zero_shot_rejects_bad_settings(tmp_path, tiny_t5_path):
+    with pytest.raises(ValueError, match="unknown goals"):
+        run_zero_shot(str(tiny_t5_path), str(tmp_path / "a.csv"), goals=["everything"])
+    with pytest.raises(ValueError, match="has no chat template"):
+        run_zero_shot(str(tiny_t5_path), str(tmp_path / "a.csv"), chat_template="on", episodes=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_t5_path(tmp_path_factory):
+    from torchrl_glam.modules import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "t5", kind="t5", seed=0)
