@@ -7,7 +7,8 @@ from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.training.config import make_config
-from torchrl_glam.training.factories import SACGLAMUpdater, make_agent, make_env
+from torchrl_glam.training.factories import make_env
+from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
 
 
 @pytest.mark.slow
