@@ -21,6 +21,8 @@ after the step, "reward", "done", "terminated". Relabeled pieces [E, T] also car
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
@@ -50,19 +52,27 @@ def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2) -> Tens
     return TensorDictModule(mlp, in_keys=[PROMPT_HIDDEN_KEY], out_keys=[VALUE_KEY])
 
 
+def _renamed_argument(old: str, new: str, value):
+    warnings.warn(f"PPOGLAMLoss({old}=...) is deprecated: its name is now {new}=... (as in PPOGLAMConfig)",
+                  FutureWarning, stacklevel=3)
+    return value
+
+
 class PPOGLAMLoss(TrainableState, nn.Module):
     """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
     Args:
         scorer: the :class:`~torchrl_glam.modules.LLMScorer`.
-        clip_epsilon, entropy_coeff, critic_coeff, gamma, lmbda: Table 1 (0.2, 0.01, 0.5, 0.99, 0.99).
+        clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
+            0.99); the names of :class:`~torchrl_glam.training.ppo_config.PPOGLAMConfig`.
         value_width: units of the value head's two hidden layers.
         catalogue: the goal grammar, to render prompts.
-        loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
+        ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
         centred: clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
         kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
             (``None``: beta stays ``kl_coeff``, as in the paper's eq. 5).
         score_chunk: prompts scored at once when computing advantages (bounds the memory).
+        lmbda, loss: deprecated names of ``gae_lambda`` and ``ppo_loss`` (a ``FutureWarning``).
     """
 
     def __init__(
@@ -72,20 +82,29 @@ class PPOGLAMLoss(TrainableState, nn.Module):
         entropy_coeff: float = 0.01,
         critic_coeff: float = 0.5,
         gamma: float = 0.99,
-        lmbda: float = 0.99,
+        gae_lambda: float = 0.99,
         value_width: int = 1024,
         catalogue: GoalCatalogue | None = None,
-        loss: str = "clip",
+        ppo_loss: str = "clip",
         centred: bool = False,
         kl_coeff: float = 1.0,
         kl_target: float | None = None,
         score_chunk: int = 512,
+        *,
+        lmbda: float | None = None,
+        loss: str | None = None,
     ) -> None:
         super().__init__()
+        if lmbda is not None:
+            gae_lambda = _renamed_argument("lmbda", "gae_lambda", lmbda)
+        if loss is not None:
+            ppo_loss = _renamed_argument("loss", "ppo_loss", loss)
+        named = "ppo_loss" if loss is None else "loss"  # errors name the argument as the caller wrote it
+        loss = ppo_loss
         if loss not in PPO_LOSSES:
-            raise ValueError(f"loss={loss!r}: expected one of {PPO_LOSSES}")
+            raise ValueError(f"{named}={loss!r}: expected one of {PPO_LOSSES}")
         if centred and loss != "clip":
-            raise ValueError("centred=True moves the clipping range: it needs loss='clip'")
+            raise ValueError(f"centred=True moves the clipping range: it needs {named}='clip'")
         self.scorer = scorer
         self.catalogue = catalogue or GoalCatalogue.default()
         self.loss_kind, self.centred, self.clip_epsilon = loss, centred, clip_epsilon
@@ -101,7 +120,7 @@ class PPOGLAMLoss(TrainableState, nn.Module):
             self.ppo = KLPENPPOLoss(self.actor, self.value, beta=kl_coeff, dtarg=kl_target or 0.01,
                                     **adaptive, **common)
         self.ppo.set_keys(sample_log_prob="sample_log_prob", value=VALUE_KEY)
-        self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
+        self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=gae_lambda)
 
     def parameters_to_train(self) -> list[nn.Parameter]:
         """The LLM's trainable weights (all, or the LoRA adapters) and the value head's, in this

@@ -36,11 +36,11 @@ def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
         make_scorer_from_config(cfg),
         clip_epsilon=cfg.clip_epsilon,
         entropy_coeff=cfg.entropy_coeff,
-        critic_coeff=cfg.value_coeff,
+        critic_coeff=cfg.critic_coeff,
         gamma=cfg.gamma,
-        lmbda=cfg.gae_lambda,
+        gae_lambda=cfg.gae_lambda,
         value_width=cfg.value_width,
-        loss=cfg.her_loss,
+        ppo_loss=cfg.ppo_loss,
         centred=cfg.her_centred,
         kl_coeff=cfg.kl_coeff,
         kl_target=cfg.kl_target,
@@ -125,7 +125,7 @@ class PPOGLAMUpdater:
         minibatch = self.cfg.minibatch_size // self.world
         num_minibatches = all_max(math.ceil(len(data) / minibatch))  # the same steps on every rank
         keys = ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "ratio"]
-        keys += ["clip_fraction"] if self.cfg.her_loss == "clip" else ["kl", "kl_coeff"]
+        keys += ["clip_fraction"] if self.cfg.ppo_loss == "clip" else ["kl", "kl_coeff"]
         metrics = []
         for epoch in range(self.cfg.epochs):
             for indices in torch.randperm(len(data)).tensor_split(num_minibatches):
