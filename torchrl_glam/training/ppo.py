@@ -94,7 +94,9 @@ class PPOGLAMUpdater:
 
     def __init__(self, agent: PPOGLAMLoss, cfg: PPOGLAMConfig, world: int = 1) -> None:
         self.agent, self.cfg, self.world = agent, cfg, world
-        self.parameters = agent.parameters_to_train()
+        # one Adam group (Table 1's single learning rate) over the loss's named groups, "llm" then
+        # "heads": the order of parameters_to_train, so checkpoints' optimiser states still fit
+        self.parameters = [p for group in agent.param_groups().values() for p in group]
         self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.lr)
         self.optimizers = {"lr": self.optimizer}  # by learning-rate field (a resume may change it)
         self.keep_goal = aligned_goal_filter(agent.catalogue) if cfg.her_filter == "aligned" else None
