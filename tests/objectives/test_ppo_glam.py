@@ -10,7 +10,7 @@ from torchrl.objectives import LossModule
 from torchrl_glam.modules import MASKED_LOGIT, make_scorer
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
-from torchrl_glam.training.config import make_config
+from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.factories import act, make_env
 
 GAMMA, LMBDA = 0.9, 0.5

@@ -9,7 +9,7 @@ import pytest
 from torchrl_glam.launch.launcher import main as launch_main
 from torchrl_glam.launch.results import load_run
 from torchrl_glam.launch.sweeps import expand_sweep, load_sweep
-from torchrl_glam.training.config import make_config
+from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.ppo_config import PPOGLAMConfig, make_ppo_config, parse_ppo_overrides
 from torchrl_glam.training.resume import resume_changes
 
