@@ -46,7 +46,7 @@ def test_every_sweep_file_expands(tmp_path, name, count):
 
 
 def test_autotelic_sweep_changes_only_who_chooses_the_goals(tmp_path):
-    from torchrl_glam.training.config import make_config
+    from torchrl_glam.training.sac_config import make_config
 
     configs = {}
     for run in load_sweep(SLURM / "sweeps" / "autotelic.yaml", tmp_path, seeds=[0]):

@@ -5,11 +5,12 @@ import math
 import pytest
 import torch
 from torchrl.modules import MaskedCategorical
+from torchrl.objectives import LossModule
 
 from torchrl_glam.modules import MASKED_LOGIT, make_scorer
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
-from torchrl_glam.training.config import make_config
+from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.factories import act, make_env
 
 GAMMA, LMBDA = 0.9, 0.5
@@ -144,3 +145,54 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     assert out_centred["ratio"].item() == pytest.approx(r.mean().item(), rel=1e-4)
     with pytest.raises(ValueError, match="centred=True.*needs loss='clip'"):
         PPOGLAMLoss(scorer, centred=True, loss="kl")
+
+
+def test_loss_arguments_are_named_as_the_config_fields():
+    scorer = make_scorer(None).module
+    loss = PPOGLAMLoss(scorer, gae_lambda=0.5, ppo_loss="kl", value_width=32)
+    assert loss.ppo.value_estimator.lmbda == 0.5 and loss.loss_kind == "kl"
+    with pytest.warns(FutureWarning, match="gae_lambda"):  # the old names still work
+        old = PPOGLAMLoss(scorer, lmbda=0.5, value_width=32)
+    assert old.ppo.value_estimator.lmbda == 0.5
+    with pytest.warns(FutureWarning, match="ppo_loss"):
+        assert PPOGLAMLoss(scorer, loss="kl", value_width=32).loss_kind == "kl"
+    with pytest.raises(ValueError, match="ppo_loss='ppo'"):
+        PPOGLAMLoss(scorer, ppo_loss="ppo")
+
+
+@pytest.mark.parametrize("kind", ["clip", "kl"])
+def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
+    torch.manual_seed(0)
+    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind)
+    assert isinstance(loss, LossModule)
+    data = rollout(loss, num_envs=2, steps=4)
+    advantaged = loss.advantages(data).reshape(-1)
+    assert set(loss.in_keys) <= set(advantaged.keys(True))
+    assert {"goal_id", "action", "sample_log_prob", "advantage", "value_target"} <= set(loss.in_keys)
+    assert (BEHAVIOUR_SCORES_KEY in loss.in_keys) == (kind == "kl")
+    out = loss(advantaged)
+    assert set(out.keys()) == set(loss.out_keys)
+    # named parameter groups: the LLM and the value head, together every trainable parameter once
+    groups = loss.param_groups()
+    assert set(groups) == {"llm", "heads"}
+    assert [id(p) for p in groups["llm"] + groups["heads"]] == [id(p) for p in loss.parameters_to_train()]
+    assert {id(p) for p in groups["heads"]} == {id(p) for p in loss.value.parameters()}
+    # set_keys: the same rollout under other names gives the same advantages and losses
+    renamed = PPOGLAMLoss(loss.scorer, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind)
+    renamed.value.load_state_dict(loss.value.state_dict())
+    renamed.set_keys(reward="r", done="d", terminated="t", action="a", sample_log_prob="lp", advantage="adv",
+                     value_target="vt", behaviour_scores="bs")
+    assert {"a", "lp", "adv", "vt"} <= set(renamed.in_keys) and "action" not in renamed.in_keys
+    other = data.clone()
+    for old, new in (("action", "a"), ("sample_log_prob", "lp"), (BEHAVIOUR_SCORES_KEY, "bs"),
+                     (("next", "reward"), ("next", "r")), (("next", "done"), ("next", "d")),
+                     (("next", "terminated"), ("next", "t"))):
+        other.rename_key_(old, new)
+    other_adv = renamed.advantages(other).reshape(-1)
+    torch.testing.assert_close(other_adv["adv"], advantaged["advantage"])
+    torch.testing.assert_close(other_adv["vt"], advantaged["value_target"])
+    other_out = renamed(other_adv)
+    for key in ("loss_objective", "loss_critic", "loss_entropy"):
+        torch.testing.assert_close(other_out[key], out[key])
+    with pytest.raises(ValueError, match="not an accepted tensordict key"):
+        renamed.set_keys(rewardz="r")

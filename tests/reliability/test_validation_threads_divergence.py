@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from torchrl_glam.training.config import make_config
+from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.ppo_config import make_ppo_config
 
 

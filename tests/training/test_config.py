@@ -1,7 +1,7 @@
 """Presets and command-line overrides of the SAC-GLAM config."""
 import pytest
 
-from torchrl_glam.training.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
+from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig, make_config, parse_overrides
 
 
 def test_paper_presets_follow_tables_2_and_3():

@@ -1,7 +1,7 @@
 """Presets and command-line overrides of the PPO-GLAM config (Table 1, App. G variants)."""
 import pytest
 
-from torchrl_glam.training.config import make_config, parse_overrides
+from torchrl_glam.training.sac_config import make_config, parse_overrides
 from torchrl_glam.training.ppo_config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
 
 

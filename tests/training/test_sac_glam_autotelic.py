@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from torchrl_glam.training.config import make_config, parse_overrides
+from torchrl_glam.training.sac_config import make_config, parse_overrides
 
 from test_sac_glam import _losses, load_example  # the example and its loss log, as the goal-given tests read them
 

@@ -23,7 +23,7 @@ import yaml
 
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.config import coerce_value, config_from_preset, parse_overrides
+from torchrl_glam.training.sac_config import coerce_value, config_from_preset, parse_overrides
 from torchrl_glam.training.scripts import SCRIPTS, get_script
 
 
@@ -46,8 +46,9 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
         for key, value in run.overrides.items():
             if key in ("seed", "run_dir"):
                 raise ValueError(f"{where}: {key!r} is set by the launcher (--seeds / --runs-root), not in overrides")
-            if key in hints and isinstance(value, str):
-                value = coerce_value(key, value, hints[key])  # YAML reads 1e-3 as text
+            field_name = config_class.RENAMED.get(key, key)  # an old field name: typed as the new one
+            if field_name in hints and isinstance(value, str):
+                value = coerce_value(key, value, hints[field_name])  # YAML reads 1e-3 as text
             overrides[key] = value
         try:
             config_from_preset(config_class, script.presets, run.preset,

@@ -18,17 +18,26 @@ its first-epoch value c = pi_theta_old(a|s,g') / pi_old(a|s,g) instead of 1.
 Rollout keys ([B, T], time last): the compact state ("goal_id", "objects", "agent_on", "held",
 "grown"), "action", "sample_log_prob", "behaviour_scores" [B, T, A], and under "next" the state
 after the step, "reward", "done", "terminated". Relabeled pieces [E, T] also carry "mask".
+
+The loss is a TorchRL ``LossModule`` like :class:`~torchrl_glam.objectives.sac_glam.SACGLAMLoss`:
+its ``in_keys`` / ``out_keys`` are declared, the names it reads can be changed with ``set_keys``
+(e.g. ``loss.set_keys(reward="r")``: forwarded to the TorchRL PPO loss and its GAE), and its
+parameters come in named groups, ``loss.param_groups()`` -> {"llm", "heads"}.
 """
 from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
+from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.modules import MLP, MaskedCategorical
-from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, ValueEstimators
+from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
 
-from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.envs import STATE_KEYS, GoalCatalogue
 from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, LLMScorer, make_actor
 from torchrl_glam.objectives.common import TrainableState, score_states
 
@@ -50,20 +59,51 @@ def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2) -> Tens
     return TensorDictModule(mlp, in_keys=[PROMPT_HIDDEN_KEY], out_keys=[VALUE_KEY])
 
 
-class PPOGLAMLoss(TrainableState, nn.Module):
+def _renamed_argument(old: str, new: str, value):
+    warnings.warn(f"PPOGLAMLoss({old}=...) is deprecated: its name is now {new}=... (as in PPOGLAMConfig)",
+                  FutureWarning, stacklevel=3)
+    return value
+
+
+class PPOGLAMLoss(TrainableState, LossModule):
     """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
     Args:
         scorer: the :class:`~torchrl_glam.modules.LLMScorer`.
-        clip_epsilon, entropy_coeff, critic_coeff, gamma, lmbda: Table 1 (0.2, 0.01, 0.5, 0.99, 0.99).
+        clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
+            0.99); the names of :class:`~torchrl_glam.training.ppo_config.PPOGLAMConfig`.
         value_width: units of the value head's two hidden layers.
         catalogue: the goal grammar, to render prompts.
-        loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
+        ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
         centred: clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
         kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
             (``None``: beta stays ``kl_coeff``, as in the paper's eq. 5).
         score_chunk: prompts scored at once when computing advantages (bounds the memory).
+        lmbda, loss: deprecated names of ``gae_lambda`` and ``ppo_loss`` (a ``FutureWarning``).
+
+    :meth:`forward` reads ``in_keys`` (the compact state, "action", "sample_log_prob",
+    "advantage", "value_target", and "first_epoch_log_prob" when centred, "behaviour_scores" for
+    the KL loss) and writes ``out_keys``; :meth:`advantages` also reads ("next", state),
+    ("next", "reward" / "done" / "terminated") and writes "advantage" and "value_target".
     """
+
+    @dataclass
+    class _AcceptedKeys:
+        """The tensordict keys this loss reads and writes (change them with ``set_keys``)."""
+
+        action: NestedKey = "action"
+        sample_log_prob: NestedKey = "sample_log_prob"
+        advantage: NestedKey = "advantage"
+        value_target: NestedKey = "value_target"
+        reward: NestedKey = "reward"
+        done: NestedKey = "done"
+        terminated: NestedKey = "terminated"
+        behaviour_scores: NestedKey = BEHAVIOUR_SCORES_KEY
+        first_epoch_log_prob: NestedKey = FIRST_EPOCH_LOG_PROB_KEY
+
+    default_keys = _AcceptedKeys
+    #: the keys the TorchRL PPO loss (and its GAE) reads under names set here
+    _FORWARDED_KEYS = ("action", "sample_log_prob", "advantage", "value_target", "reward", "done", "terminated")
 
     def __init__(
         self,
@@ -72,20 +112,29 @@ class PPOGLAMLoss(TrainableState, nn.Module):
         entropy_coeff: float = 0.01,
         critic_coeff: float = 0.5,
         gamma: float = 0.99,
-        lmbda: float = 0.99,
+        gae_lambda: float = 0.99,
         value_width: int = 1024,
         catalogue: GoalCatalogue | None = None,
-        loss: str = "clip",
+        ppo_loss: str = "clip",
         centred: bool = False,
         kl_coeff: float = 1.0,
         kl_target: float | None = None,
         score_chunk: int = 512,
+        *,
+        lmbda: float | None = None,
+        loss: str | None = None,
     ) -> None:
         super().__init__()
+        if lmbda is not None:
+            gae_lambda = _renamed_argument("lmbda", "gae_lambda", lmbda)
+        if loss is not None:
+            ppo_loss = _renamed_argument("loss", "ppo_loss", loss)
+        named = "ppo_loss" if loss is None else "loss"  # errors name the argument as the caller wrote it
+        loss = ppo_loss
         if loss not in PPO_LOSSES:
-            raise ValueError(f"loss={loss!r}: expected one of {PPO_LOSSES}")
+            raise ValueError(f"{named}={loss!r}: expected one of {PPO_LOSSES}")
         if centred and loss != "clip":
-            raise ValueError("centred=True moves the clipping range: it needs loss='clip'")
+            raise ValueError(f"centred=True moves the clipping range: it needs {named}='clip'")
         self.scorer = scorer
         self.catalogue = catalogue or GoalCatalogue.default()
         self.loss_kind, self.centred, self.clip_epsilon = loss, centred, clip_epsilon
@@ -100,8 +149,26 @@ class PPOGLAMLoss(TrainableState, nn.Module):
             adaptive = {} if kl_target is not None else {"increment": 1.0, "decrement": 1.0}
             self.ppo = KLPENPPOLoss(self.actor, self.value, beta=kl_coeff, dtarg=kl_target or 0.01,
                                     **adaptive, **common)
-        self.ppo.set_keys(sample_log_prob="sample_log_prob", value=VALUE_KEY)
-        self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
+        self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=gae_lambda)
+        self.ppo.set_keys(value=VALUE_KEY, **{k: getattr(self.tensor_keys, k) for k in self._FORWARDED_KEYS})
+
+    @property
+    def in_keys(self) -> list[NestedKey]:
+        keys = self.tensor_keys
+        extra = [keys.first_epoch_log_prob] if self.centred else []
+        extra += [keys.behaviour_scores] if self.loss_kind == "kl" else []
+        return [*STATE_KEYS, keys.action, keys.sample_log_prob, keys.advantage, keys.value_target, *extra]
+
+    @property
+    def out_keys(self) -> list[str]:
+        kind = ["clip_fraction"] if self.loss_kind == "clip" else ["kl", "kl_coeff"]
+        return ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "explained_variance", "ratio",
+                "log_ratio", *kind]
+
+    def _forward_value_estimator_keys(self, **kwargs) -> None:
+        # the TorchRL PPO loss, which forwards them to its GAE, reads the rollout under our names
+        if hasattr(self, "ppo"):
+            self.ppo.set_keys(**{k: getattr(self.tensor_keys, k) for k in kwargs if k in self._FORWARDED_KEYS})
 
     def parameters_to_train(self) -> list[nn.Parameter]:
         """The LLM's trainable weights (all, or the LoRA adapters) and the value head's, in this
@@ -128,6 +195,7 @@ class PPOGLAMLoss(TrainableState, nn.Module):
         scored; the padding gets zero hidden states, and never reaches GAE's result on the masked
         steps since a piece ends with a terminal.
         """
+        keys = self.tensor_keys
         mask = rollout.get("mask", None)
         steps = rollout[mask] if mask is not None else rollout.reshape(-1)
         hidden, next_hidden, log_prob = [], [], []
@@ -138,10 +206,10 @@ class PPOGLAMLoss(TrainableState, nn.Module):
             next_hidden.append(nxt[PROMPT_HIDDEN_KEY])
             scores = obs[SCORES_KEY]
             dist = MaskedCategorical(logits=scores, mask=obs["action_mask"].to(scores.device), neg_inf=MASKED_LOGIT)
-            log_prob.append(dist.log_prob(chunk["action"].to(scores.device)))
+            log_prob.append(dist.log_prob(chunk[keys.action].to(scores.device)))
         data = rollout.clone(False).to(self._device())  # the caller's rollout stays as it was
         for key, values in ((PROMPT_HIDDEN_KEY, hidden), (("next", PROMPT_HIDDEN_KEY), next_hidden),
-                            (FIRST_EPOCH_LOG_PROB_KEY, log_prob)):
+                            (keys.first_epoch_log_prob, log_prob)):
             values = torch.cat(values)
             if mask is None:
                 data[key] = values.reshape(*rollout.shape, *values.shape[1:])
@@ -156,17 +224,18 @@ class PPOGLAMLoss(TrainableState, nn.Module):
         """The PPO loss on a flat minibatch of a rollout with advantages, rescored with gradient.
 
         Returns "loss_objective", "loss_critic", "loss_entropy" and diagnostics: "entropy",
-        "kl_approx", "ratio" (mean of pi_theta(a|s,g') / pi_old(a|s,g): 1 at the first step of an
+        "kl_approx", "explained_variance", "ratio" (mean of pi_theta(a|s,g') / pi_old(a|s,g): 1 at the first step of an
         update without HER) and its per-transition log "log_ratio" [N]; for the clipped loss
         "clip_fraction" (the share of ratios outside the clipping range: around 1, or centred
         around the first-epoch ratio); for the KL loss "kl" (mean KL(pi_old(.|s,g) || pi_theta(.|s,g')))
         and "kl_coeff" (beta after this step).
         """
-        device = self._device()
+        keys, device = self.tensor_keys, self._device()
         scored = score_states(self.scorer, minibatch, catalogue=self.catalogue)
-        td = minibatch.select("action", "sample_log_prob", "advantage", "value_target").to(device).clone(False)
+        td = minibatch.select(keys.action, keys.sample_log_prob, keys.advantage, keys.value_target)
+        td = td.to(device).clone(False)
         td.update(scored)
-        behaviour_log_prob = td["sample_log_prob"]
+        behaviour_log_prob = td[keys.sample_log_prob]
         if self.centred:
             # Clipping pi_theta/pi_old(.|g) to [c(1-eps), c(1+eps)] around the first-epoch ratio
             # c = pi_theta_old(a|s,g') / pi_old(a|s,g) is ClipPPOLoss's clip of pi_theta/pi_theta_old
@@ -175,14 +244,14 @@ class PPOGLAMLoss(TrainableState, nn.Module):
             #   min(r A, clip(r, c(1-eps), c(1+eps)) A) = min(r' cA, clip(r', 1-eps, 1+eps) cA).
             # So ClipPPOLoss gets the first-epoch log-prob as its denominator and the advantage times
             # c (TorchRL's decoupled "proximal policy" form, without a target actor).
-            first = minibatch[FIRST_EPOCH_LOG_PROB_KEY].to(device)
-            td["advantage"] = td["advantage"] * (first - behaviour_log_prob).exp().unsqueeze(-1)
-            td["sample_log_prob"] = first
+            first = minibatch[keys.first_epoch_log_prob].to(device)
+            td[keys.advantage] = td[keys.advantage] * (first - behaviour_log_prob).exp().unsqueeze(-1)
+            td[keys.sample_log_prob] = first
         if self.loss_kind == "kl":
-            td[_LOGITS_KEY] = minibatch[BEHAVIOUR_SCORES_KEY].to(device)  # the previous policy, pi_old(.|s,g)
+            td[_LOGITS_KEY] = minibatch[keys.behaviour_scores].to(device)  # the previous policy, pi_old(.|s,g)
         out = self.ppo(td)
         with torch.no_grad():
-            log_prob = self.actor.get_dist(td.exclude(_LOGITS_KEY)).log_prob(td["action"])
+            log_prob = self.actor.get_dist(td.exclude(_LOGITS_KEY)).log_prob(td[keys.action])
             out["log_ratio"] = log_prob - behaviour_log_prob
             out["ratio"] = out["log_ratio"].exp().mean()
             if self.loss_kind == "kl":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch.distributed
 
-from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.sac_config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, is_distributed
 from torchrl_glam.training.rundir import record_event
 
@@ -39,9 +39,9 @@ def check_divergence(metrics: dict[str, float], cfg: GLAMConfig, steps: int | No
     problem = None
     if "q_value" in metrics and not abs(metrics["q_value"]) <= limit:
         problem = f"the critic's Q-value is {metrics['q_value']:.4g}, beyond {limit:g}"
-    value_coeff = getattr(cfg, "value_coeff", 0.0)
-    if "loss_critic" in metrics and value_coeff > 0 and not metrics["loss_critic"] <= value_coeff * limit ** 2:
-        problem = f"the value loss is {metrics['loss_critic']:.4g}, beyond {value_coeff * limit ** 2:g}"
+    critic_coeff = getattr(cfg, "critic_coeff", 0.0)  # PPO's value-loss weight; SAC has none
+    if "loss_critic" in metrics and critic_coeff > 0 and not metrics["loss_critic"] <= critic_coeff * limit ** 2:
+        problem = f"the value loss is {metrics['loss_critic']:.4g}, beyond {critic_coeff * limit ** 2:g}"
     if not any_true(problem is not None):
         return
     problem = problem or "another rank's critic diverged"

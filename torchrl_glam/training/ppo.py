@@ -36,11 +36,11 @@ def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
         make_scorer_from_config(cfg),
         clip_epsilon=cfg.clip_epsilon,
         entropy_coeff=cfg.entropy_coeff,
-        critic_coeff=cfg.value_coeff,
+        critic_coeff=cfg.critic_coeff,
         gamma=cfg.gamma,
-        lmbda=cfg.gae_lambda,
+        gae_lambda=cfg.gae_lambda,
         value_width=cfg.value_width,
-        loss=cfg.her_loss,
+        ppo_loss=cfg.ppo_loss,
         centred=cfg.her_centred,
         kl_coeff=cfg.kl_coeff,
         kl_target=cfg.kl_target,
@@ -94,7 +94,9 @@ class PPOGLAMUpdater:
 
     def __init__(self, agent: PPOGLAMLoss, cfg: PPOGLAMConfig, world: int = 1) -> None:
         self.agent, self.cfg, self.world = agent, cfg, world
-        self.parameters = agent.parameters_to_train()
+        # one Adam group (Table 1's single learning rate) over the loss's named groups, "llm" then
+        # "heads": the order of parameters_to_train, so checkpoints' optimiser states still fit
+        self.parameters = [p for group in agent.param_groups().values() for p in group]
         self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.lr)
         self.optimizers = {"lr": self.optimizer}  # by learning-rate field (a resume may change it)
         self.keep_goal = aligned_goal_filter(agent.catalogue) if cfg.her_filter == "aligned" else None
@@ -125,7 +127,7 @@ class PPOGLAMUpdater:
         minibatch = self.cfg.minibatch_size // self.world
         num_minibatches = all_max(math.ceil(len(data) / minibatch))  # the same steps on every rank
         keys = ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "ratio"]
-        keys += ["clip_fraction"] if self.cfg.her_loss == "clip" else ["kl", "kl_coeff"]
+        keys += ["clip_fraction"] if self.cfg.ppo_loss == "clip" else ["kl", "kl_coeff"]
         metrics = []
         for epoch in range(self.cfg.epochs):
             for indices in torch.randperm(len(data)).tensor_split(num_minibatches):

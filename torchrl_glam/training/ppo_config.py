@@ -2,7 +2,7 @@
 
 ``PPOGLAMConfig`` shares the environment, model and run fields and all the machinery (validation
 naming the field, nearest-name hints, JSON, typed overrides) with ``SACGLAMConfig``
-(:class:`~torchrl_glam.training.config.GLAMConfig`). Presets:
+(:class:`~torchrl_glam.training.sac_config.GLAMConfig`). Presets:
 
 * ``ppo_glam``: Table 1 with the paper's Flan-T5-base, LoRA and 4-bit, full task set, 32 envs;
 * ``cpu``: the offline tiny model on the simplified environment (the default). Its model,
@@ -12,34 +12,41 @@ naming the field, nearest-name hints, JSON, typed overrides) with ``SACGLAMConfi
   PPO (clipped loss, aligned goals, clipping around 1);
 * ``smoke``: a few hundred steps, for tests and a first check of an install.
 
-``make_ppo_config("cpu_her", parse_ppo_overrides(["her_loss=kl"]))`` builds a validated config.
+``make_ppo_config("cpu_her", parse_ppo_overrides(["ppo_loss=kl"]))`` builds a validated config.
+
+Field names agree with SAC-GLAM's config and with TorchRL: ``critic_coeff`` (TorchRL's PPO losses;
+was ``value_coeff``), ``gae_lambda`` (TorchRL's PPO example), ``ppo_loss`` (was ``her_loss``: it
+picks the loss with or without HER). The old names stay accepted, with a ``FutureWarning``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from torchrl_glam.training.config import PRESETS as SAC_PRESETS
-from torchrl_glam.training.config import GLAMConfig, config_from_preset, parse_overrides
+from torchrl_glam.training.sac_config import PRESETS as SAC_PRESETS
+from torchrl_glam.training.sac_config import GLAMConfig, config_from_preset, parse_overrides
 
 
 @dataclass
 class PPOGLAMConfig(GLAMConfig):
+    RENAMED: ClassVar[dict[str, str]] = {"value_coeff": "critic_coeff", "her_loss": "ppo_loss"}
+
     value_width: int = 1024  # the value head's two hidden layers (as SAC-GLAM's critic, App. C)
     # PPO (Table 1)
     rollout_steps: int = 64  # steps per environment between updates: 32 x 64 = 2048 transitions
     epochs: int = 16
     minibatch_size: int = 256
     entropy_coeff: float = 0.01
-    value_coeff: float = 0.5
+    critic_coeff: float = 0.5  # the value loss's weight (TorchRL's name)
     gamma: float = 0.99
     gae_lambda: float = 0.99
     lr: float = 1e-4  # Adam, on the LLM and the value head
     clip_epsilon: float = 0.2
     max_grad_norm: float | None = 0.5
-    # HER (App. G); her_loss also picks the loss without HER ("PPO KL without HER", Figure 10)
+    # "clip": ClipPPOLoss; "kl": KLPENPPOLoss (App. G.1), with or without HER ("PPO KL", Figure 10)
+    ppo_loss: str = "clip"
+    # HER (App. G)
     her: bool = False
-    her_loss: str = "clip"  # "clip": ClipPPOLoss; "kl": KLPENPPOLoss
     her_filter: str = "none"  # "none": every reported goal; "aligned": sub-goals of the episode's goal
     her_centred: bool = False  # clip around the first-epoch ratio instead of 1 (clip loss only)
     # The share of relabeled transitions in an update's data is capped at her_ratio (App. G gives no
@@ -63,15 +70,15 @@ class PPOGLAMConfig(GLAMConfig):
             "epochs": self.epochs >= 1,
             "minibatch_size": 1 <= self.minibatch_size <= self.transitions_per_update,
             "entropy_coeff": self.entropy_coeff >= 0,
-            "value_coeff": self.value_coeff >= 0,
+            "critic_coeff": self.critic_coeff >= 0,
             "gamma": 0.0 <= self.gamma <= 1.0,
             "gae_lambda": 0.0 <= self.gae_lambda <= 1.0,
             "lr": self.lr > 0,
             "clip_epsilon": 0.0 < self.clip_epsilon < 1.0,
             "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
-            "her_loss": self.her_loss in ("clip", "kl"),
+            "ppo_loss": self.ppo_loss in ("clip", "kl"),
             "her_filter": self.her_filter in ("none", "aligned"),
-            "her_centred": not self.her_centred or self.her_loss == "clip",
+            "her_centred": not self.her_centred or self.ppo_loss == "clip",
             "her_ratio": 0.0 < self.her_ratio < 1.0,
             "kl_coeff": self.kl_coeff >= 0,
             "kl_target": self.kl_target is None or self.kl_target > 0,
@@ -83,9 +90,9 @@ class PPOGLAMConfig(GLAMConfig):
             "minibatch_size": f"between 1 and num_envs x rollout_steps ({self.transitions_per_update})",
             "clip_epsilon": "a number in (0, 1)",
             "max_grad_norm": "a positive number, or none for no clipping",
-            "her_loss": "'clip' or 'kl'",
+            "ppo_loss": "'clip' or 'kl'",
             "her_filter": "'none' or 'aligned'",
-            "her_centred": "false with her_loss='kl' (centring moves the clipping range; KL has none)",
+            "her_centred": "false with ppo_loss='kl' (centring moves the clipping range; KL has none)",
             "her_ratio": "a share in (0, 1)",
             "kl_target": "a positive KL, or none for a constant kl_coeff",
         }
@@ -116,7 +123,7 @@ PPO_PRESETS: dict[str, dict[str, Any]] = {
     # anywhere, no download: SAC-GLAM's cpu choices (see _FROM_SAC_CPU), Table 1's PPO
     "cpu": dict(_from_sac_cpu(), her=False),
     # App. G: clipped PPO on relabeled trajectories with aligned goals (on par with PPO in the paper)
-    "cpu_her": dict(_from_sac_cpu(), her=True, her_loss="clip", her_filter="aligned", her_centred=False),
+    "cpu_her": dict(_from_sac_cpu(), her=True, ppo_loss="clip", her_filter="aligned", her_centred=False),
     # a first check of an install, and the end-to-end tests
     "smoke": dict(
         goals="simplified", model=None, normalization="mean", num_envs=8, rollout_steps=16, epochs=2,

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.sac_config import GLAMConfig, upgrade_names
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
 #: Fields a resume may change (see the module docstring).
@@ -38,6 +38,7 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
 
     Raises a :class:`ResumeError` naming every changed field a resume may not change."""
     new = cfg.to_dict()
+    saved, _ = upgrade_names(type(cfg), saved, warn=False)  # a checkpoint written before a field's rename
     # a field missing from an older checkpoint's config had its default then
     default = type(cfg)().to_dict()
     changes = {name: (saved.get(name, default[name]), value) for name, value in new.items()

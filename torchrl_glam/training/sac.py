@@ -11,7 +11,7 @@ from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
-from torchrl_glam.training.config import SACGLAMConfig
+from torchrl_glam.training.sac_config import SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, average_gradients
 from torchrl_glam.training.factories import NonFiniteLossError, make_scorer_from_config
 

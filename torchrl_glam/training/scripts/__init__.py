@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from torchrl_glam.training.config import PRESETS, GLAMConfig, SACGLAMConfig
+from torchrl_glam.training.sac_config import PRESETS, GLAMConfig, SACGLAMConfig
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from torchrl_glam.training.config import PRESETS, SACGLAMConfig
+from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, broadcast_parameters
 from torchrl_glam.training.factories import act
 from torchrl_glam.training.sac import (

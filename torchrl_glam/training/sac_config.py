@@ -25,8 +25,9 @@ import dataclasses
 import difflib
 import json
 import math
+import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from torchrl_glam.data.curriculum import parse_groups
 from torchrl_glam.envs.playground import GOAL_SETS
@@ -40,7 +41,15 @@ class GLAMConfig:
 
     A subclass adds its fields and, in :meth:`_checks` / :meth:`_expected`, the conditions on them
     (it extends the base's dictionaries, so every config checks the shared fields the same way).
+
+    A renamed field keeps its old name as a deprecated alias (``RENAMED``: old name -> new name):
+    :meth:`replace`, :meth:`from_dict`, :func:`parse_overrides`, the launcher's sweeps and a
+    resume's saved config accept it with a ``FutureWarning`` naming the new name, and reading
+    ``cfg.<old name>`` gives the new field's value (with the same warning), so committed configs,
+    sweeps and checkpoints keep loading.
     """
+
+    RENAMED: ClassVar[dict[str, str]] = {}
 
     # environment (App. A)
     goals: str = "train"
@@ -121,8 +130,12 @@ class GLAMConfig:
         for name, ok in self._checks().items():
             if not ok:
                 hint = expected.get(name, f"see {type(self).__name__}")
+                # a value given under a field's old name is named as the user wrote it
+                given_as = getattr(self, "_given_as", {}).get(name)
                 shown = (f"quantization={self.quantization!r} with lora_rank={self.lora_rank}"
-                         if name == "quantization_needs_lora" else f"{name}={getattr(self, name)!r}")
+                         if name == "quantization_needs_lora" else
+                         f"{given_as}={getattr(self, name)!r} (now named {name})" if given_as else
+                         f"{name}={getattr(self, name)!r}")
                 raise ValueError(f"bad config value {shown}: expected {hint}")
         return self
 
@@ -139,14 +152,33 @@ class GLAMConfig:
                 "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
             )
 
+    def __getattr__(self, name: str) -> Any:
+        # only reached when ``name`` is not an attribute: a renamed field's old name
+        renamed = type(self).RENAMED
+        if name in renamed:
+            _warn_renamed(name, renamed[name], stacklevel=3)
+            return getattr(self, renamed[name])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def replace(self: C, **changes: Any) -> C:
-        """A copy with ``changes``; unknown names raise with the nearest field names."""
+        """A copy with ``changes``; unknown names raise with the nearest field names (a renamed
+        field's old name is accepted with a ``FutureWarning``)."""
+        changes, given_as = upgrade_names(type(self), changes)
         names = [f.name for f in fields(self)]
         unknown = sorted(set(changes) - set(names))
         if unknown:
             hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
             raise ValueError(f"unknown config field(s) {unknown}; did you mean {hints}?")
-        return dataclasses.replace(self, **changes)
+        new = dataclasses.replace(self, **changes)
+        kept = {k: v for k, v in getattr(self, "_given_as", {}).items() if k not in changes}
+        object.__setattr__(new, "_given_as", {**kept, **given_as})  # not a field: not in to_dict
+        return new
+
+    @classmethod
+    def from_dict(cls: type[C], values: dict[str, Any]) -> C:
+        """The config of a saved ``to_dict()`` (a run's config.json), old field names included;
+        validated."""
+        return cls().replace(**values).validate()
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -237,6 +269,34 @@ class SACGLAMConfig(GLAMConfig):
             "lp_epsilon": "a probability in [0, 1]",
             "lp_groups": "'goal', or comma-separated names among type, category, colour",
         }
+
+
+def _warn_renamed(old: str, new: str, stacklevel: int = 2) -> None:
+    warnings.warn(f"config field {old!r} is now named {new!r}; the old name is deprecated: "
+                  f"write {new}=... instead", FutureWarning, stacklevel=stacklevel + 1)
+
+
+def upgrade_names(config_class: type[GLAMConfig], values: dict[str, Any],
+                  warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+    """``values`` with every old field name of ``config_class`` (``RENAMED``) replaced by the new
+    one, and {new name: old name} of those replaced. ``warn``: a ``FutureWarning`` per old name
+    (off for a checkpoint's saved config: the user did not write it)."""
+    renamed = config_class.RENAMED
+    out: dict[str, Any] = {}
+    given_as: dict[str, str] = {}
+    for name in values:
+        new = renamed.get(name)
+        if new is None:
+            continue
+        if new in values:
+            raise ValueError(f"config field {new!r} given twice: as {new!r} and under its old name {name!r}; "
+                             f"keep only {new}")
+        if warn:
+            _warn_renamed(name, new, stacklevel=3)
+        given_as[new] = name
+    for name, value in values.items():
+        out[renamed.get(name, name)] = value
+    return out, given_as
 
 
 def _valid_groups(groups: str) -> bool:
@@ -367,14 +427,18 @@ coerce_value = _coerce
 
 
 def parse_overrides(pairs: list[str], config_class: type[GLAMConfig] = SACGLAMConfig) -> dict[str, Any]:
-    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields."""
+    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields.
+
+    A renamed field's old name stays as written (typed as the new field): :meth:`GLAMConfig.replace`
+    translates it, with the deprecation warning."""
     hints = get_type_hints(config_class)
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
             raise ValueError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
         name, text = pair.split("=", 1)
-        if name not in hints:
+        field_name = config_class.RENAMED.get(name, name)  # an old name: typed as the new field
+        if field_name not in hints:
             config_class().replace(**{name: None})  # raises with the nearest field names
-        out[name] = _coerce(name, text, hints[name])
+        out[name] = _coerce(name, text, hints[field_name])
     return out
