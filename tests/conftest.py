@@ -5,6 +5,8 @@ One thread per process: on the 2-core CI machine, two intra-op threads under loa
 """
 import os
 
+import pytest
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -28,3 +30,28 @@ def require_smollm2():
         if os.environ.get("CI"):
             pytest.fail(message + " (CI must run them)")
         pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def filled_replay():
+    """Random-play n-step transitions of the simplified environment, with HER (SAC-GLAM's replay),
+    for the loss tests (tests/objectives) and the updater tests (tests/training)."""
+    from torchrl_glam.data.episodes import EpisodeAssembler
+    from torchrl_glam.data.her import relabel_episodes
+    from torchrl_glam.data.nstep import nstep_transitions
+    from torchrl_glam.data.replay import GoalReplay
+    from torchrl_glam.training.factories import make_env
+    from torchrl_glam.training.sac_config import make_config
+
+    env = make_env(make_config("smoke"), num_envs=16)
+    assembler = EpisodeAssembler(16, env.max_steps)
+    replay = GoalReplay(capacity=5_000, strategy="ratio")
+    td = env.reset()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(30):
+        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
+        step, td = env.step_and_maybe_reset(td)
+        episodes = assembler.add(step)
+        if episodes is not None:
+            replay.extend(nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99))
+    return replay

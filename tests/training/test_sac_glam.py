@@ -1,62 +1,19 @@
-"""SAC-GLAM end to end: the loss's gradient paths, the critic warm-up, the example script (smoke
-run, exact resume, a NaN stop)."""
+"""SAC-GLAM's training pieces end to end: the critic warm-up and target updates of the updater, the
+example script (smoke run, exact resume, a NaN stop), LoRA checkpoints. The loss's own tests are in
+tests/objectives/."""
 import json
 
 import pytest
 import torch
 
-from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.data.her import relabel_episodes
-from torchrl_glam.data.nstep import nstep_transitions
-from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.scripts import get_script
-from torchrl_glam.training.factories import make_env
 from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
 
 
 def load_example():
     """The training script the example runs (found by import name, as the launcher finds it)."""
     return get_script("sac_glam").load()
-
-
-@pytest.fixture(scope="module")
-def filled_replay():
-    """Random-play transitions of the simplified environment, with HER."""
-    env = make_env(make_config("smoke"), num_envs=16)
-    assembler = EpisodeAssembler(16, env.max_steps)
-    replay = GoalReplay(capacity=5_000, strategy="ratio")
-    td = env.reset()
-    gen = torch.Generator().manual_seed(0)
-    for _ in range(30):
-        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
-        step, td = env.step_and_maybe_reset(td)
-        episodes = assembler.add(step)
-        if episodes is not None:
-            replay.extend(nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99))
-    return replay
-
-
-def llm_grad_norm(agent, loss):
-    params = agent.llm_parameters()
-    grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-    return sum(g.abs().sum().item() for g in grads if g is not None)
-
-
-@pytest.mark.parametrize("critic_input", ["observation_action", "observation"])
-def test_gradient_paths_of_the_losses(filled_replay, critic_input):
-    torch.manual_seed(0)
-    batch = filled_replay.sample(32)
-    for backprop in (True, False):
-        cfg = make_config("smoke", {"critic_input": critic_input, "critic_backprop": backprop})
-        agent = make_agent(cfg, num_actions=5)
-        out = agent(batch)
-        critic_to_llm = llm_grad_norm(agent, out["loss_qvalue"])
-        assert (critic_to_llm > 0) == backprop, (critic_input, backprop, critic_to_llm)
-        assert llm_grad_norm(agent, out["loss_actor"]) > 0  # the actor learns through the scores
-        heads = torch.autograd.grad(out["loss_actor"], agent.head_parameters(), allow_unused=True)
-        assert all(g is None or g.abs().sum() == 0 for g in heads)  # the actor loss leaves Q alone
-        assert out["td_error"].shape == (32,)
 
 
 def test_critic_warmup_leaves_the_actor_untouched(filled_replay):

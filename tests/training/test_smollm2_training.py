@@ -6,7 +6,7 @@ from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.data.replay import GoalReplay
-from torchrl_glam.training.config import make_config
+from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.factories import make_env
 from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
 

@@ -23,7 +23,7 @@ import yaml
 
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.sac_config import coerce_value, config_from_preset, parse_overrides
+from torchrl_glam.training.config import coerce_value, config_from_preset, parse_overrides
 from torchrl_glam.training.scripts import SCRIPTS, get_script
 
 

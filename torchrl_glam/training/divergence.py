@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch.distributed
 
-from torchrl_glam.training.sac_config import GLAMConfig
+from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, is_distributed
 from torchrl_glam.training.rundir import record_event
 

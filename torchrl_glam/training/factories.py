@@ -27,7 +27,7 @@ from torchrl_glam.modules import (
     make_scorer,
 )
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY
-from torchrl_glam.training.sac_config import GLAMConfig
+from torchrl_glam.training.config import GLAMConfig
 
 
 class NonFiniteLossError(RuntimeError):

@@ -26,7 +26,7 @@ from tensordict import TensorDictBase
 from torchrl.record.loggers import CSVLogger, Logger
 
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
-from torchrl_glam.training.sac_config import GLAMConfig
+from torchrl_glam.training.config import GLAMConfig
 
 
 def make_loggers(cfg: GLAMConfig) -> list[Logger]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from torchrl_glam.training.sac_config import GLAMConfig, upgrade_names
+from torchrl_glam.training.config import GLAMConfig, upgrade_names
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
 #: Fields a resume may change (see the module docstring).

@@ -58,7 +58,7 @@ from torchrl_glam.training.checkpoint import (
     seed_everything,
     set_rng_state,
 )
-from torchrl_glam.training.sac_config import GLAMConfig, config_from_preset, parse_overrides
+from torchrl_glam.training.config import GLAMConfig, config_from_preset, parse_overrides
 from torchrl_glam.training.distributed import any_true, init_distributed
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import evaluate

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from torchrl_glam.training.sac_config import GLAMConfig
+from torchrl_glam.training.config import GLAMConfig
 
 
 def apply_runtime(cfg: GLAMConfig) -> None:

@@ -16,175 +16,18 @@ typed values; :meth:`SACGLAMConfig.validate` names the field of any bad value be
 
 What every algorithm's config shares (the environment, the model, the run, and the machinery:
 validation naming the bad field, ``replace`` with nearest-name hints, JSON, typed command-line
-overrides, presets) lives in :class:`GLAMConfig` and the module-level helpers, so that PPO-GLAM's
-config (``ppo_config.py``) behaves exactly like this one.
+overrides, presets) lives in :class:`~torchrl_glam.training.config.GLAMConfig` and the helpers of
+``config.py``, so that PPO-GLAM's config (``ppo_config.py``, beside this one) behaves exactly like
+this one.
 """
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import json
-import math
-import warnings
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar, get_type_hints
+from dataclasses import dataclass
+from typing import Any
 
 from torchrl_glam.data.curriculum import parse_groups
-from torchrl_glam.envs.playground import GOAL_SETS
-
-C = TypeVar("C", bound="GLAMConfig")
-
-
-@dataclass
-class GLAMConfig:
-    """The fields and behaviour shared by the configs of every GLAM algorithm.
-
-    A subclass adds its fields and, in :meth:`_checks` / :meth:`_expected`, the conditions on them
-    (it extends the base's dictionaries, so every config checks the shared fields the same way).
-
-    A renamed field keeps its old name as a deprecated alias (``RENAMED``: old name -> new name):
-    :meth:`replace`, :meth:`from_dict`, :func:`parse_overrides`, the launcher's sweeps and a
-    resume's saved config accept it with a ``FutureWarning`` naming the new name, and reading
-    ``cfg.<old name>`` gives the new field's value (with the same warning), so committed configs,
-    sweeps and checkpoints keep loading.
-    """
-
-    RENAMED: ClassVar[dict[str, str]] = {}
-
-    # environment (App. A)
-    goals: str = "train"
-    num_objects: int | None = None  # None: 6, or 3 for "simplified"
-    max_steps: int = 10
-    num_envs: int = 32
-    # model (App. C): None = the offline tiny T5 built locally
-    model: str | None = None
-    lora_rank: int = 0  # 0: train all weights
-    lora_alpha: int = 32
-    quantization: str | None = None  # None, "4bit" or "8bit"
-    dtype: str = "float32"
-    device: str = "cpu"
-    normalization: str = "sum"  # "sum" of token log-probs (the paper) or "mean"
-    # "exact": candidates tokenised as lm-evaluation-harness's continuations; "separate": Lamorel's
-    tokenization: str = "exact"
-    # run
-    total_steps: int = 400_000  # environment steps (Figure 2)
-    eval_every: int = 10_000
-    eval_episodes: int = 128
-    log_every: int = 1_000
-    checkpoint_every: int = 10_000
-    seed: int = 0
-    run_dir: str = "runs/glam"
-    # torch's intra-op threads. 1: the small CPU models gain little from more, and two runs (or a
-    # run and a test suite) with OpenMP threads spinning against each other fell from ~60 to ~3
-    # environment steps/s. Raise it on a node of your own (e.g. --cpus-per-task) with a big model.
-    num_threads: int = 1
-    # CSV always; TensorBoard when installed; W&B only when asked for (it needs a login)
-    loggers: list[str] = field(default_factory=lambda: ["csv", "tensorboard"])
-
-    def _checks(self) -> dict[str, bool]:
-        """Field name -> whether its value is acceptable (checked in this order)."""
-        return {
-            "goals": self.goals in GOAL_SETS,
-            "normalization": self.normalization in ("sum", "mean"),
-            "tokenization": self.tokenization in ("exact", "separate"),
-            "quantization": self.quantization in (None, "4bit", "8bit"),
-            "num_envs": self.num_envs >= 1,
-            "max_steps": self.max_steps >= 1,
-            "total_steps": self.total_steps >= 1,
-            "eval_every": self.eval_every >= 1,
-            "eval_episodes": self.eval_episodes >= 1,
-            "log_every": self.log_every >= 1,
-            "checkpoint_every": self.checkpoint_every >= 1,
-            "num_threads": self.num_threads >= 1,
-            "lora_rank": self.lora_rank >= 0,
-            "lora_alpha": self.lora_alpha >= 1,
-            "num_objects": self.num_objects is None or self.num_objects >= 2,
-            # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
-            "quantization_needs_lora": self.quantization is None or self.lora_rank >= 1,
-            "device": _is_device(self.device),
-            "dtype": self.dtype in ("float32", "float16", "bfloat16"),
-            "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
-        }
-
-    def _expected(self) -> dict[str, str]:
-        """Field name -> what a good value is, for the error message (default: see the class)."""
-        return {
-            "goals": f"one of {GOAL_SETS}",
-            "normalization": "'sum' or 'mean'",
-            "tokenization": "'exact' or 'separate'",
-            "quantization": "none, '4bit' or '8bit'",
-            "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
-            "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
-                                       "be trained; only LoRA adapters on them), or quantization=none",
-            "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
-            "dtype": "'float32', 'float16' or 'bfloat16'",
-        }
-
-    def validate(self: C) -> C:
-        """Raises a ``ValueError`` naming the first field with a bad value."""
-        for f in fields(self):  # inf and nan pass every comparison below the wrong way
-            value = getattr(self, f.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"bad config value {f.name}={value!r}: expected a finite number")
-        expected = self._expected()
-        for name, ok in self._checks().items():
-            if not ok:
-                hint = expected.get(name, f"see {type(self).__name__}")
-                # a value given under a field's old name is named as the user wrote it
-                given_as = getattr(self, "_given_as", {}).get(name)
-                shown = (f"quantization={self.quantization!r} with lora_rank={self.lora_rank}"
-                         if name == "quantization_needs_lora" else
-                         f"{given_as}={getattr(self, name)!r} (now named {name})" if given_as else
-                         f"{name}={getattr(self, name)!r}")
-                raise ValueError(f"bad config value {shown}: expected {hint}")
-        return self
-
-    def check_device(self) -> None:
-        """Raises before any model loads when ``device`` names an accelerator this machine lacks
-        (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
-        import torch
-
-        kind = torch.device(self.device).type
-        if kind == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError(
-                f"device={self.device!r} but torch sees no CUDA GPU here (torch {torch.__version__}, "
-                f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
-                "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
-            )
-
-    def __getattr__(self, name: str) -> Any:
-        # only reached when ``name`` is not an attribute: a renamed field's old name
-        renamed = type(self).RENAMED
-        if name in renamed:
-            _warn_renamed(name, renamed[name], stacklevel=3)
-            return getattr(self, renamed[name])
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def replace(self: C, **changes: Any) -> C:
-        """A copy with ``changes``; unknown names raise with the nearest field names (a renamed
-        field's old name is accepted with a ``FutureWarning``)."""
-        changes, given_as = upgrade_names(type(self), changes)
-        names = [f.name for f in fields(self)]
-        unknown = sorted(set(changes) - set(names))
-        if unknown:
-            hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
-            raise ValueError(f"unknown config field(s) {unknown}; did you mean {hints}?")
-        new = dataclasses.replace(self, **changes)
-        kept = {k: v for k, v in getattr(self, "_given_as", {}).items() if k not in changes}
-        object.__setattr__(new, "_given_as", {**kept, **given_as})  # not a field: not in to_dict
-        return new
-
-    @classmethod
-    def from_dict(cls: type[C], values: dict[str, Any]) -> C:
-        """The config of a saved ``to_dict()`` (a run's config.json), old field names included;
-        validated."""
-        return cls().replace(**values).validate()
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+from torchrl_glam.training.config import GLAMConfig, config_from_preset
+from torchrl_glam.training.config import parse_overrides as parse_config_overrides
 
 
 @dataclass
@@ -271,34 +114,6 @@ class SACGLAMConfig(GLAMConfig):
         }
 
 
-def _warn_renamed(old: str, new: str, stacklevel: int = 2) -> None:
-    warnings.warn(f"config field {old!r} is now named {new!r}; the old name is deprecated: "
-                  f"write {new}=... instead", FutureWarning, stacklevel=stacklevel + 1)
-
-
-def upgrade_names(config_class: type[GLAMConfig], values: dict[str, Any],
-                  warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
-    """``values`` with every old field name of ``config_class`` (``RENAMED``) replaced by the new
-    one, and {new name: old name} of those replaced. ``warn``: a ``FutureWarning`` per old name
-    (off for a checkpoint's saved config: the user did not write it)."""
-    renamed = config_class.RENAMED
-    out: dict[str, Any] = {}
-    given_as: dict[str, str] = {}
-    for name in values:
-        new = renamed.get(name)
-        if new is None:
-            continue
-        if new in values:
-            raise ValueError(f"config field {new!r} given twice: as {new!r} and under its old name {name!r}; "
-                             f"keep only {new}")
-        if warn:
-            _warn_renamed(name, new, stacklevel=3)
-        given_as[new] = name
-    for name, value in values.items():
-        out[renamed.get(name, name)] = value
-    return out, given_as
-
-
 def _valid_groups(groups: str) -> bool:
     try:
         parse_groups(groups)
@@ -377,68 +192,13 @@ PRESETS["cpu_autotelic_uniform"] = {**PRESETS["cpu"], "autotelic": "uniform"}
 PRESETS["smoke_autotelic"] = {**PRESETS["smoke"], "autotelic": "lp", "normalization": "mean"}
 
 
-def _is_device(name: str) -> bool:
-    import torch
-
-    try:
-        torch.device(name)
-    except (RuntimeError, TypeError):
-        return False
-    return True
-
-
-def config_from_preset(config_class: type[C], presets: dict[str, dict[str, Any]], preset: str,
-                       overrides: dict[str, Any] | None = None) -> C:
-    """``config_class`` with a preset's values, then ``overrides``, validated."""
-    if preset not in presets:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
-    return config_class().replace(**presets[preset]).replace(**(overrides or {})).validate()
-
-
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:
     """The SAC-GLAM config of a preset with overrides applied, validated."""
     return config_from_preset(SACGLAMConfig, PRESETS, preset, overrides)
 
 
-def _coerce(name: str, text: str, annotation: Any) -> Any:
-    kind = str(annotation)
-    if text.lower() in ("none", "null") and "None" in kind:
-        return None
-    if kind.startswith("bool") or kind == "<class 'bool'>":
-        if text.lower() in ("true", "1", "yes", "on"):
-            return True
-        if text.lower() in ("false", "0", "no", "off"):
-            return False
-        raise ValueError(f"bad config value {name}={text!r}: expected true or false")
-    try:
-        if "list" in kind:
-            return [item for item in text.split(",") if item]
-        if "int" in kind and "float" not in kind:
-            return int(text.replace("_", ""))
-        if "float" in kind:
-            return float(text)
-    except ValueError:
-        raise ValueError(f"bad config value {name}={text!r}: expected {kind}") from None
-    return text
-
-
-#: One override's text -> its typed value, by the field's annotation (sweep files' text values too).
-coerce_value = _coerce
-
 
 def parse_overrides(pairs: list[str], config_class: type[GLAMConfig] = SACGLAMConfig) -> dict[str, Any]:
-    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields.
-
-    A renamed field's old name stays as written (typed as the new field): :meth:`GLAMConfig.replace`
-    translates it, with the deprecation warning."""
-    hints = get_type_hints(config_class)
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ValueError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
-        name, text = pair.split("=", 1)
-        field_name = config_class.RENAMED.get(name, name)  # an old name: typed as the new field
-        if field_name not in hints:
-            config_class().replace(**{name: None})  # raises with the nearest field names
-        out[name] = _coerce(name, text, hints[field_name])
-    return out
+    """``["batch_size=64", "her=false"]`` -> typed values, by ``SACGLAMConfig``'s fields (or
+    ``config_class``'s)."""
+    return parse_config_overrides(pairs, config_class)

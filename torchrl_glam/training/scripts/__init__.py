@@ -14,7 +14,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from torchrl_glam.training.sac_config import PRESETS, GLAMConfig, SACGLAMConfig
+from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
 
 
