@@ -63,10 +63,11 @@ def _losses(run):
     return [tuple(map(float, row.split(","))) for row in rows]
 
 
-@pytest.mark.slow
-def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
+def run_straight_and_resumed(tmp_path, preset: str):
+    """The same 192-step run twice: straight, and stopped at 96 then resumed. Asserts that both log
+    the same critic losses; returns the two run dirs."""
     example = load_example()
-    common = ["--preset", "smoke", "--no-progress", "log_every=8", "eval_every=96", "checkpoint_every=96"]
+    common = ["--preset", preset, "--no-progress", "log_every=8", "eval_every=96", "checkpoint_every=96"]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert example.main(common + ["--run-dir", str(straight), "total_steps=192"]) == 0
     assert example.main(common + ["--run-dir", str(resumed), "total_steps=96"]) == 0
@@ -75,6 +76,12 @@ def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
     assert len(a) == len(b) and any(step > 96 for step, _ in a)
     for (step_a, loss_a), (step_b, loss_b) in zip(a, b):
         assert step_a == step_b and loss_a == pytest.approx(loss_b, rel=1e-5, abs=1e-7)
+    return straight, resumed
+
+
+@pytest.mark.slow
+def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
+    straight, resumed = run_straight_and_resumed(tmp_path, "smoke")
     final = [torch.load(run / "checkpoint.pt", weights_only=False) for run in (straight, resumed)]
     for key, value in final[0]["agent"].items():
         assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key

@@ -7,7 +7,7 @@ import torch
 
 from torchrl_glam.training.sac_config import make_config, parse_overrides
 
-from test_sac_glam import _losses, load_example  # the example and its loss log, as the goal-given tests read them
+from test_sac_glam import run_straight_and_resumed  # the goal-given exact-resume check
 
 
 def test_autotelic_config_fields_are_checked():
@@ -25,16 +25,7 @@ def test_autotelic_config_fields_are_checked():
 
 @pytest.mark.slow
 def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
-    example = load_example()
-    common = ["--preset", "smoke_autotelic", "--no-progress", "log_every=8", "eval_every=96", "checkpoint_every=96"]
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    assert example.main(common + ["--run-dir", str(straight), "total_steps=192"]) == 0
-    assert example.main(common + ["--run-dir", str(resumed), "total_steps=96"]) == 0
-    assert example.main(common + ["--run-dir", str(resumed), "total_steps=192", "--resume"]) == 0
-    a, b = _losses(straight), _losses(resumed)
-    assert len(a) == len(b) and any(step > 96 for step, _ in a)
-    for (step_a, loss_a), (step_b, loss_b) in zip(a, b):
-        assert step_a == step_b and loss_a == pytest.approx(loss_b, rel=1e-5, abs=1e-7)
+    straight, resumed = run_straight_and_resumed(tmp_path, "smoke_autotelic")
     final = [torch.load(run / "checkpoint.pt", weights_only=False)["autotelic"]["_extra_state"]
              for run in (straight, resumed)]
     assert final[0]["memory"]["first_seen"].ge(0).sum() > 0  # goals were discovered

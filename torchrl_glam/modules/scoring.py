@@ -197,12 +197,7 @@ class LLMScorer(nn.Module):
         position = {text: index for index, text in enumerate(unique)}
         index = torch.tensor([position[text] for text in flat])
         action_lengths = lengths[index]
-        empty = action_lengths == 0
-        if empty.any():
-            if (empty & mask.reshape(-1).cpu()).any():
-                raise ValueError("a legal (unmasked) candidate action has no tokens; empty action texts "
-                                 "are only allowed for masked candidates")
-            action_lengths = action_lengths.clamp(min=1)  # scored as one pad token, then masked out
+        action_lengths = _checked_action_lengths(action_lengths, mask)
         return _Tokenised(
             prompt_ids=encoded["input_ids"].to(device), prompt_mask=encoded["attention_mask"].to(device),
             action_ids=table[index].to(device), action_lengths=action_lengths.to(device),
@@ -268,12 +263,7 @@ class LLMScorer(nn.Module):
             prompt_ids[i, columns] = torch.tensor(row, dtype=torch.long)
             prompt_mask[i, columns] = 1
         action_lengths = torch.tensor([len(row) for row in action_rows])
-        empty = action_lengths == 0
-        if empty.any():
-            if (empty & mask.reshape(-1).cpu()).any():
-                raise ValueError("a legal (unmasked) candidate action has no tokens; empty action texts "
-                                 "are only allowed for masked candidates")
-            action_lengths = action_lengths.clamp(min=1)  # scored as one pad token, then masked out
+        action_lengths = _checked_action_lengths(action_lengths, mask)
         action_ids = nn.utils.rnn.pad_sequence(
             [torch.tensor(row if row else [self.pad_id], dtype=torch.long) for row in action_rows],
             batch_first=True, padding_value=self.pad_id,
@@ -403,6 +393,18 @@ class LLMScorer(nn.Module):
         steps = torch.arange(token_logp.shape[1], device=token_logp.device)
         summed = token_logp.masked_fill(steps >= lengths[:, None], 0.0).sum(-1)
         return summed if self.normalization == "sum" else summed / lengths
+
+
+def _checked_action_lengths(action_lengths: Tensor, mask: Tensor) -> Tensor:
+    """Candidates' token counts, an empty candidate counted as one pad token (then masked out);
+    an empty *legal* candidate is an error."""
+    empty = action_lengths == 0
+    if empty.any():
+        if (empty & mask.reshape(-1).cpu()).any():
+            raise ValueError("a legal (unmasked) candidate action has no tokens; empty action texts "
+                             "are only allowed for masked candidates")
+        action_lengths = action_lengths.clamp(min=1)
+    return action_lengths
 
 
 def _activation_checkpointing(model: nn.Module) -> bool:
