@@ -24,7 +24,7 @@ Wiring in a plain TorchRL script (the loss never sees the LLM, only the scorer's
     optimisers: scorer.parameters() (LoRA) for the actor, loss.qvalue_network_params for the heads
 
 Note: ``DiscreteSACLoss.actor_loss`` evaluates the heads on the same hidden states as the critic
-loss; with ``backprop_into_llm=True`` its ``-min Q`` term would also push gradient into the LLM
+loss; with ``critic_backprop=True`` its ``-min Q`` term would also push gradient into the LLM
 through them. To keep the policy gradient to the scores only, compute ``loss.actor_loss`` on a
 copy of the batch whose hidden-state keys are detached.
 """

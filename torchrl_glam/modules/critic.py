@@ -5,7 +5,7 @@ The four designs of App. B are two independent choices:
 * ``critic_input="observation_action"``: one Q-value per candidate, from the hidden state at the
   candidate's last token (``"action_hidden"`` [*B, A, H] -> [*B, A]); ``"observation"``: |A|
   Q-values from the prompt's representation (``"prompt_hidden"`` [*B, H] -> [*B, A]).
-* ``backprop_into_llm=True``: the critic loss trains the shared LLM weights too (its gradient flows
+* ``critic_backprop=True``: the critic loss trains the shared LLM weights too (its gradient flows
   back through the hidden states); ``False``: the head reads detached hidden states.
 
 The paper found observation-action input with backpropagation best; it is the default.
@@ -16,6 +16,7 @@ the LLM must stay outside it (the scorer runs before the loss and writes the hid
 """
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
 from torch import Tensor, nn
@@ -34,13 +35,15 @@ class CriticHead(nn.Module):
         critic_input: ``"observation_action"`` or ``"observation"``.
         num_actions: number of candidates A (required for ``"observation"``, which has A outputs).
         width: units of each of the two hidden layers (1024 in the paper, App. C).
-        backprop_into_llm: let the critic's gradient reach the LLM through its hidden states.
+        critic_backprop: let the critic's gradient reach the LLM through its hidden states (the
+            configs' field of the same name; ``backprop_into_llm``, its old name, still works).
     """
 
     def __init__(self, hidden_size: int, critic_input: CriticInput = "observation_action",
                  num_actions: int | None = None, width: int = 1024, depth: int = 2,
-                 backprop_into_llm: bool = True):
+                 critic_backprop: bool = True, *, backprop_into_llm: bool | None = None):
         super().__init__()
+        critic_backprop = _renamed_argument(critic_backprop, backprop_into_llm)
         from torchrl.modules import MLP
 
         if critic_input not in ("observation_action", "observation"):
@@ -48,13 +51,13 @@ class CriticHead(nn.Module):
         if critic_input == "observation" and not num_actions:
             raise ValueError("an observation-only critic has one output per candidate: give num_actions")
         self.critic_input = critic_input
-        self.backprop_into_llm = backprop_into_llm
+        self.critic_backprop = critic_backprop
         out_features = 1 if critic_input == "observation_action" else num_actions
         self.mlp = MLP(in_features=hidden_size, out_features=out_features, num_cells=[width] * depth,
                        activation_class=nn.ReLU)
 
     def forward(self, hidden: Tensor) -> Tensor:
-        if not self.backprop_into_llm:
+        if not self.critic_backprop:
             hidden = hidden.detach()
         values = self.mlp(hidden)
         return values.squeeze(-1) if self.critic_input == "observation_action" else values
@@ -62,8 +65,8 @@ class CriticHead(nn.Module):
 
 def make_critic_heads(hidden_size: int, critic_input: CriticInput = "observation_action",
                       num_actions: int | None = None, width: int = 1024, depth: int = 2,
-                      backprop_into_llm: bool = True, in_key: str | None = None,
-                      out_key: str = ACTION_VALUE_KEY):
+                      critic_backprop: bool = True, in_key: str | None = None,
+                      out_key: str = ACTION_VALUE_KEY, *, backprop_into_llm: bool | None = None):
     """The Q-value head as a ``TensorDictModule``, ready for ``DiscreteSACLoss``.
 
     Reads ``"action_hidden"`` (observation-action) or ``"prompt_hidden"`` (observation) and writes
@@ -72,7 +75,17 @@ def make_critic_heads(hidden_size: int, critic_input: CriticInput = "observation
     """
     from tensordict.nn import TensorDictModule
 
-    head = CriticHead(hidden_size, critic_input, num_actions, width, depth, backprop_into_llm)
+    head = CriticHead(hidden_size, critic_input, num_actions, width, depth,
+                      _renamed_argument(critic_backprop, backprop_into_llm))
     if in_key is None:
         in_key = ACTION_HIDDEN_KEY if critic_input == "observation_action" else PROMPT_HIDDEN_KEY
     return TensorDictModule(head, in_keys=[in_key], out_keys=[out_key])
+
+
+def _renamed_argument(critic_backprop: bool, backprop_into_llm: bool | None) -> bool:
+    """``backprop_into_llm`` is ``critic_backprop``'s old name (one name in configs and modules)."""
+    if backprop_into_llm is None:
+        return critic_backprop
+    warnings.warn("backprop_into_llm is now named critic_backprop (as in the configs); the old name is "
+                  "deprecated", FutureWarning, stacklevel=3)
+    return backprop_into_llm

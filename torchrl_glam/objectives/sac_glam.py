@@ -92,7 +92,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         self.actor = make_actor()
         # the heads detach nothing themselves: this module decides what reaches the LLM
         heads = make_critic_heads(
-            scorer.hidden_size, critic_input, num_actions, width=critic_width, backprop_into_llm=True
+            scorer.hidden_size, critic_input, num_actions, width=critic_width, critic_backprop=True
         )
         self.hidden_key = heads.in_keys[0]
         self.sac = DiscreteSACLoss(
