@@ -33,6 +33,10 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read (and no readable previous one)."""
 
 
+class UnsafeCheckpointError(CheckpointError):
+    """A checkpoint whose loading would execute code: refused, never replaced by the previous one."""
+
+
 _TD_TAG = "__tensordict__"
 
 
@@ -110,7 +114,7 @@ def _read(path: Path) -> dict:
         return _from_plain(torch.load(path, map_location="cpu", weights_only=True))
     except pickle.UnpicklingError as err:
         if "weights_only" in str(err) or "Unsupported global" in str(err):
-            raise CheckpointError(
+            raise UnsafeCheckpointError(
                 f"refusing to load {path}: it holds Python objects that loading would have to "
                 "execute, which no checkpoint of this project contains (it was not written by "
                 "torchrl_glam, or by an older version). Delete it or start a new --run-dir."
@@ -131,7 +135,8 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     a warning; when neither can, a :class:`CheckpointError` names the file and what to do.
     """
     run_dir = Path(run_dir)
-    remove_stale_temporaries(run_dir) if run_dir.exists() else None
+    if run_dir.exists():
+        remove_stale_temporaries(run_dir)
     path, previous = run_dir / CHECKPOINT_NAME, run_dir / PREVIOUS_NAME
     if not path.exists() and not previous.exists():
         return None
@@ -139,8 +144,10 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
         if not path.exists():
             raise CheckpointError(f"{path} is missing")
         return _read(path)
+    except UnsafeCheckpointError:
+        raise  # a crafted file is not a torn write: no fallback, whatever the previous one holds
     except CheckpointError as err:
-        if "refusing to load" in str(err) or not previous.exists():
+        if not previous.exists():
             raise CheckpointError(
                 f"{err}. No readable previous checkpoint ({previous.name}) to fall back to: "
                 f"start again without --resume in a new --run-dir (or with --overwrite in {run_dir})."
