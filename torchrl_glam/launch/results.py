@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from torchrl_glam.envs import GOAL_TYPES
+from torchrl_glam.training.config import upgrade_names
 from torchrl_glam.training.scripts import SCRIPTS
 
 
@@ -56,8 +57,8 @@ def load_run(run: Path) -> dict:
         evaluations.append(entry)
     config = json.loads((run / "config.json").read_text()) if (run / "config.json").exists() else {}
     # a run written before a field's rename groups with the runs written after it
-    renamed = {old: new for script in SCRIPTS.values() for old, new in script.config_class.RENAMED.items()}
-    config = {renamed.get(name, name): value for name, value in config.items()}
+    for script in SCRIPTS.values():
+        config, _ = upgrade_names(script.config_class, config, warn=False)
     return {"run": run, "config": config, "evaluations": evaluations}
 
 
