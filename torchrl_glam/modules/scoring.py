@@ -51,6 +51,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from torchrl_glam.modules.attention import use_shared_prompt_attention
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, load_llm
 
 PROMPT_KEY = "prompt"
@@ -128,6 +129,10 @@ class LLMScorer(nn.Module):
         # Candidate texts repeat across steps and environments (N+2 texts from a small vocabulary):
         # each is tokenised once.
         self._candidate_ids: dict[str, Tensor] = {}
+        # T5-family decoders: the candidates of a prompt attend to its cross-attention cache
+        # without copying it per candidate (modules/attention.py); other models repeat the cache.
+        self._shared_prompt_cache = (is_encoder_decoder and shared_prefix
+                                     and use_shared_prompt_attention(model))
 
     # ------------------------------------------------------------------ public API
     def forward(self, prompt, actions, action_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -175,34 +180,9 @@ class LLMScorer(nn.Module):
                   left_pad_prompts: bool) -> _Tokenised:
         if self.tokenization == "exact":
             return self._tokenise_exact(prompts, candidates, mask, left_pad_prompts)
-        device = self._device()
-        encoded = self.tokenizer(
-            prompts, padding=True, return_tensors="pt",
-            padding_side="left" if left_pad_prompts else "right",
-        )
-        flat = [text for row in candidates for text in row]
-        unique = list(dict.fromkeys(flat))
-        missing = [text for text in unique if text not in self._candidate_ids]
-        if missing:
-            if len(self._candidate_ids) > 100_000:  # open-ended action texts: do not grow forever
-                self._candidate_ids.clear()
-            ids = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
-            self._candidate_ids.update({text: torch.tensor(row, dtype=torch.long) for text, row in zip(missing, ids)})
-        token_rows = [self._candidate_ids[text] for text in unique]
-        lengths = torch.tensor([len(row) for row in token_rows])
-        table = nn.utils.rnn.pad_sequence(
-            [row if len(row) else torch.tensor([self.pad_id]) for row in token_rows],
-            batch_first=True, padding_value=self.pad_id,
-        )
-        position = {text: index for index, text in enumerate(unique)}
-        index = torch.tensor([position[text] for text in flat])
-        action_lengths = lengths[index]
-        action_lengths = _checked_action_lengths(action_lengths, mask)
-        return _Tokenised(
-            prompt_ids=encoded["input_ids"].to(device), prompt_mask=encoded["attention_mask"].to(device),
-            action_ids=table[index].to(device), action_lengths=action_lengths.to(device),
-            num_candidates=len(candidates[0]),
-        )
+        prompt_rows = self.tokenizer(prompts)["input_ids"]
+        action_rows = self._tokenise_alone([text for row in candidates for text in row])
+        return self._pack(prompt_rows, action_rows, mask, len(candidates[0]), left_pad_prompts)
 
     def _tokenise_exact(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
                         left_pad_prompts: bool) -> _Tokenised:
@@ -241,36 +221,30 @@ class LLMScorer(nn.Module):
                     action_rows[i] = row
         return self._pack(context_ids, action_rows, mask, num_candidates, left_pad_prompts)
 
-    def _tokenise_alone(self, texts: list[str]) -> list[list[int]]:
+    def _tokenise_alone(self, texts: list[str]) -> list[tuple[int, ...]]:
         """Each text tokenised on its own, without special tokens (cached: candidates repeat)."""
         missing = [text for text in dict.fromkeys(texts) if text not in self._candidate_ids]
         if missing:
             if len(self._candidate_ids) > 100_000:  # open-ended action texts: do not grow forever
                 self._candidate_ids.clear()
             rows = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
-            self._candidate_ids.update({text: torch.tensor(row, dtype=torch.long) for text, row in zip(missing, rows)})
-        return [self._candidate_ids[text].tolist() for text in texts]
+            self._candidate_ids.update({text: tuple(row) for text, row in zip(missing, rows)})
+        return [self._candidate_ids[text] for text in texts]
 
-    def _pack(self, prompt_rows: list[list[int]], action_rows: list[list[int]], mask: Tensor,
+    def _pack(self, prompt_rows: list[list[int]], action_rows: list[Sequence[int]], mask: Tensor,
               num_candidates: int, left_pad_prompts: bool) -> _Tokenised:
         """Pads token lists into a :class:`_Tokenised` batch."""
         device = self._device()
-        width = max(len(row) for row in prompt_rows)
-        prompt_ids = torch.full((len(prompt_rows), width), self.pad_id, dtype=torch.long)
-        prompt_mask = torch.zeros(len(prompt_rows), width, dtype=torch.long)
-        for i, row in enumerate(prompt_rows):
-            columns = slice(width - len(row), width) if left_pad_prompts else slice(0, len(row))
-            prompt_ids[i, columns] = torch.tensor(row, dtype=torch.long)
-            prompt_mask[i, columns] = 1
-        action_lengths = torch.tensor([len(row) for row in action_rows])
-        action_lengths = _checked_action_lengths(action_lengths, mask)
-        action_ids = nn.utils.rnn.pad_sequence(
-            [torch.tensor(row if row else [self.pad_id], dtype=torch.long) for row in action_rows],
-            batch_first=True, padding_value=self.pad_id,
-        )
+        prompt_ids, prompt_mask = _pad_rows(prompt_rows, self.pad_id, left=left_pad_prompts)
+        # A batch's B*A candidates are a few distinct token rows (N+2 texts per prompt from a small
+        # vocabulary): each distinct row is padded once and the batch indexes them.
+        position = {row: index for index, row in enumerate(dict.fromkeys(map(tuple, action_rows)))}
+        table, table_mask = _pad_rows(list(position), self.pad_id)
+        index = torch.tensor([position[tuple(row)] for row in action_rows])
+        action_lengths = _checked_action_lengths(table_mask.sum(-1)[index], mask)
         return _Tokenised(
             prompt_ids=prompt_ids.to(device), prompt_mask=prompt_mask.to(device),
-            action_ids=action_ids.to(device), action_lengths=action_lengths.to(device),
+            action_ids=table[index].to(device), action_lengths=action_lengths.to(device),
             num_candidates=num_candidates,
         )
 
@@ -297,7 +271,9 @@ class LLMScorer(nn.Module):
         # The decoder reads the encoder states only through its cross-attention projections. The
         # repeat is a copy of [B*A, Lp, H] activations; with the cache below, no projection of it
         # is ever computed (the cached keys/values are used instead).
-        pair_encoder_states = encoder_states.repeat_interleave(num_candidates, 0)
+        pair_encoder_states = None
+        if not (reuse_cache and self._shared_prompt_cache):
+            pair_encoder_states = encoder_states.repeat_interleave(num_candidates, 0)
         if not reuse_cache:  # gradient checkpointing: encoder shared, decoder over full pairs
             decoder_ids = torch.cat([start.repeat_interleave(num_candidates, 0), batch.action_ids], 1)
             out = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
@@ -309,10 +285,16 @@ class LLMScorer(nn.Module):
                       decoder_input_ids=start, use_cache=True, output_hidden_states=True,
                       past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()))
         cache = first.past_key_values
-        cache.batch_repeat_interleave(num_candidates)
-        rest = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
-                     decoder_input_ids=batch.action_ids, past_key_values=cache, use_cache=True,
-                     output_hidden_states=True)
+        if self._shared_prompt_cache:  # only the start token's self-attention cache is per candidate
+            cache.self_attention_cache.batch_repeat_interleave(num_candidates)
+            rest = model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
+                         decoder_input_ids=batch.action_ids, past_key_values=cache, use_cache=True,
+                         output_hidden_states=True)
+        else:
+            cache.batch_repeat_interleave(num_candidates)
+            rest = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
+                         decoder_input_ids=batch.action_ids, past_key_values=cache, use_cache=True,
+                         output_hidden_states=True)
         return self._from_prefix_and_continuation(
             first.logits[:, -1], first.decoder_hidden_states[-1][:, -1],
             rest.logits, rest.decoder_hidden_states[-1], batch,
@@ -393,6 +375,26 @@ class LLMScorer(nn.Module):
         steps = torch.arange(token_logp.shape[1], device=token_logp.device)
         summed = token_logp.masked_fill(steps >= lengths[:, None], 0.0).sum(-1)
         return summed if self.normalization == "sum" else summed / lengths
+
+
+def _pad_rows(rows: Sequence[Sequence[int]], pad_id: int, left: bool = False) -> tuple[Tensor, Tensor]:
+    """Token rows -> ids [N, W] padded with ``pad_id`` (on the right, or the left) and the mask of
+    real tokens, in a few tensor operations instead of one tensor per row (a batch has B*A rows).
+    An empty row becomes one pad token with mask 0."""
+    lengths = torch.tensor([len(row) for row in rows], dtype=torch.long)
+    width = max(int(lengths.max()), 1) if len(rows) else 1
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    real = torch.zeros(len(rows), width, dtype=torch.long)
+    flat = torch.tensor([token for row in rows for token in row], dtype=torch.long)
+    if len(flat):
+        row_of = torch.repeat_interleave(torch.arange(len(rows)), lengths)
+        first = torch.cumsum(lengths, 0) - lengths  # index in ``flat`` of each row's first token
+        column = torch.arange(len(flat)) - first[row_of]
+        if left:
+            column += (width - lengths)[row_of]
+        ids[row_of, column] = flat
+        real[row_of, column] = 1
+    return ids, real
 
 
 def _checked_action_lengths(action_lengths: Tensor, mask: Tensor) -> Tensor:

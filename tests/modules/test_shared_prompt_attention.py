@@ -1,0 +1,63 @@
+"""The scorer's speed-ups change no number: the candidates' attention over a shared prompt cache
+(modules/attention.py) and the fused GELU equal transformers' own eager computation."""
+import torch
+from transformers import AutoModelForSeq2SeqLM
+from transformers.models.t5.modeling_t5 import eager_attention_forward
+
+from torchrl_glam.modules import LLMScorer
+from torchrl_glam.modules.attention import shared_prompt_attention
+
+
+class _Module(torch.nn.Module):
+    has_relative_attention_bias = False
+
+
+def test_folded_cross_attention_equals_attention_over_repeated_keys():
+    torch.manual_seed(0)
+    prompts, candidates, heads, query_length, key_length, dim = 3, 4, 2, 5, 7, 8
+    query = torch.randn(prompts * candidates, heads, query_length, dim)
+    key, value = torch.randn(prompts, heads, key_length, dim), torch.randn(prompts, heads, key_length, dim)
+    padding = torch.zeros(prompts, 1, 1, key_length)
+    padding[0, ..., -2:] = torch.finfo(torch.float32).min  # prompt 0 is two tokens shorter
+    mask = padding.expand(prompts, 1, query_length, key_length)
+    module = _Module()
+    folded, _ = shared_prompt_attention(module, query, key, value, mask, scaling=1.0,
+                                        position_bias=torch.zeros(1, heads, query_length, key_length))
+    repeat = lambda t: t.repeat_interleave(candidates, 0)  # noqa: E731
+    expected, _ = eager_attention_forward(module, query, repeat(key), repeat(value), repeat(mask), scaling=1.0)
+    torch.testing.assert_close(folded, expected, atol=1e-6, rtol=1e-5)
+
+
+def test_self_attention_path_equals_transformers_eager():
+    torch.manual_seed(1)
+    query, key, value = (torch.randn(6, 2, 5, 8) for _ in range(3))
+    bias, mask = torch.randn(1, 2, 5, 5), torch.zeros(6, 1, 5, 5)
+    mask[2, ..., :2] = torch.finfo(torch.float32).min
+    module = _Module()
+    for scaling in (1.0, 0.3):
+        ours, _ = shared_prompt_attention(module, query, key, value, mask, scaling=scaling, position_bias=bias)
+        expected, _ = eager_attention_forward(module, query, key, value, mask, scaling=scaling, position_bias=bias)
+        torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
+
+
+def test_scorer_equals_the_unmodified_transformers_model(tiny_paths, make_scorer_for, playground_batch):
+    """Scores, hidden states and gradients of the scorer (shared prompt cache, fused GELU) equal
+    those of the same weights in transformers' own T5 (eager attention, "gelu_new"), pair by pair."""
+    scorer = make_scorer_for(tiny_paths["t5"])
+    reference_model = AutoModelForSeq2SeqLM.from_pretrained(tiny_paths["t5"], attn_implementation="eager")
+    assert reference_model.config.dense_act_fn == "gelu_new"
+    reference = LLMScorer(reference_model, scorer.tokenizer, True, shared_prefix=False)
+    prompts, actions, mask = playground_batch(4, 3, seed=2, uneven=True)
+    mask[1, 0] = False
+    outputs, gradients = [], []
+    for model, method in ((scorer.model, scorer), (reference_model, reference.naive)):
+        model.zero_grad()
+        out = method(prompts, actions, mask)
+        (out[0].sum() + out[1].pow(2).mean() + out[2].pow(2).mean()).backward()
+        outputs.append(out)
+        gradients.append({name: p.grad for name, p in model.named_parameters() if p.grad is not None})
+    for ours, theirs in zip(*outputs):
+        torch.testing.assert_close(ours, theirs.detach(), atol=1e-5, rtol=1e-5)
+    assert gradients[0].keys() == gradients[1].keys()
+    for name, grad in gradients[0].items():
+        torch.testing.assert_close(grad, gradients[1][name], atol=1e-4, rtol=1e-4)
