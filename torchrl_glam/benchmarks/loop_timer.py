@@ -110,9 +110,11 @@ def config_has_field(name: str) -> bool:
 
 def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (),
                        threads: int = 1) -> dict:
-    """Runs the SAC-GLAM script for ``steps`` environment steps and returns the timings (seconds):
-    ``loop`` (first environment step to the end of the last update), ``startup`` (not counted),
-    ``llm_forward`` and ``backward`` (inside the loop), ``steps_per_second`` and the package file."""
+    """Runs the SAC-GLAM script for ``steps`` environment steps and returns what it measured:
+    ``steps`` (environment steps taken: ``steps`` rounded up to a multiple of ``num_envs``), seconds
+    of ``loop`` (first environment step to the end of the last update), ``startup`` (not counted),
+    ``llm_forward`` and ``backward`` (inside the loop), ``steps_per_second``, the torch ``threads``
+    the loop ran with, and the ``torchrl_glam`` package file."""
     import torch
 
     reserved = [o for o in overrides if o.split("=", 1)[0] in RESERVED_FIELDS]
@@ -135,7 +137,9 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
     def first_step_marker(self, td):
         if "first_step" not in marks:  # the first action's forward came before: not in the loop
             marks["first_step"] = time.perf_counter()
+            marks["threads"] = torch.get_num_threads()  # the script may set its own: what the loop ran with
             before.update(bucket)
+        marks["steps"] = marks.get("steps", 0) + td.batch_size.numel()  # --steps rounds up to num_envs
         return step(self, td)
 
     def end_at_evaluation(*args, **kwargs):
@@ -173,10 +177,11 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
     import torchrl_glam
 
     loop = marks["end"] - marks["first_step"]
-    return {"steps": steps, "loop": loop, "steps_per_second": steps / loop,
+    return {"steps": marks["steps"], "loop": loop, "steps_per_second": marks["steps"] / loop,
             "startup": marks["first_step"] - start,
             "llm_forward": bucket["llm_forward"] - before["llm_forward"],
-            "backward": bucket["backward"] - before["backward"], "threads": threads, "torchrl_glam": torchrl_glam.__file__}
+            "backward": bucket["backward"] - before["backward"], "threads": marks["threads"],
+            "torchrl_glam": torchrl_glam.__file__}
 
 
 def main(argv: list[str] | None = None) -> None:

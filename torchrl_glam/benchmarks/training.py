@@ -49,8 +49,8 @@ def breakdown(args) -> None:
     result = loop_timer.time_training_loop(args.steps, args.preset, args.overrides, args.threads)
     loop, llm, backward = result["loop"], result["llm_forward"], result["backward"]
     other = loop - llm - backward
-    print(f"{args.steps} environment steps, training loop {loop:.1f} s ({result['steps_per_second']:.1f} steps/s), "
-          f"{args.threads} thread(s); start-up {result['startup']:.1f} s not counted, final evaluation and "
+    print(f"{result['steps']} environment steps, training loop {loop:.1f} s ({result['steps_per_second']:.1f} steps/s), "
+          f"{result['threads']} thread(s); start-up {result['startup']:.1f} s not counted, final evaluation and "
           "checkpoint skipped")
     print(f"  LLM forward (acting and learning): {llm:6.1f} s  ({llm / loop:.0%})")
     print(f"  backward:                          {backward:6.1f} s  ({backward / loop:.0%})")
@@ -191,7 +191,7 @@ def compare(args) -> None:
         for tree in (baseline, current):
             seconds = tree.prepare()
             print(f"  {tree.name:8s} {tree.commit:16s} torchrl_glam from {tree.package} (prepared in {seconds:.1f} s)")
-        print(f"{args.steps} environment steps per run, preset {args.preset}, {args.threads} thread(s); "
+        print(f"{args.steps} environment steps per run (rounded up to the environments' number), preset {args.preset}, {args.threads} thread(s); "
               "training loop only (start-up not counted, final evaluation and checkpoint skipped)")
         writer = None
         if args.csv:
