@@ -3,6 +3,7 @@ import csv
 import subprocess
 
 import pytest
+import torch
 
 from torchrl_glam.benchmarks import loop_timer, training
 
@@ -29,8 +30,10 @@ def test_timer_refuses_overrides_that_move_the_end_of_the_loop():
 
 def test_timer_runs_the_loop_with_the_threads_asked_for():
     # today's script sets torch's threads from cfg.num_threads (default 1): the timer passes its own
+    torch.set_num_threads(1)
     result = loop_timer.time_training_loop(20, "smoke", ["critic_width=8"], threads=2)
     assert result["threads"] == 2
+    assert torch.get_num_threads() == 1  # the caller's setting is back (later tests run with it)
     assert result["steps"] == 24  # 20 rounded up to the smoke preset's 8 environments
     assert result["loop"] > 0 and result["startup"] > 0
     assert result["steps_per_second"] == pytest.approx(24 / result["loop"])

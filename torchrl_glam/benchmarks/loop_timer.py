@@ -121,6 +121,7 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
     if reserved:
         raise SystemExit(f"the benchmark sets {', '.join(RESERVED_FIELDS)} itself (got {reserved}): use "
                          "--steps for the number of environment steps")
+    threads_before = torch.get_num_threads()  # in-process (tests), the caller's setting comes back
     torch.set_num_threads(threads)
     script = load_sac_glam_script()
     from torchrl_glam.envs import PlaygroundTextEnv
@@ -167,6 +168,7 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
                 pass
             marks.setdefault("end", time.perf_counter())  # a run without evaluation: its end
     finally:
+        torch.set_num_threads(threads_before)
         LLMScorer.forward, torch.Tensor.backward = forward, backward
         PlaygroundTextEnv.step_and_maybe_reset = step
         for module, name in rebound:

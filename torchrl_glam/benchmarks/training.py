@@ -120,9 +120,11 @@ def baseline_worktree(commit: str, keep: bool, cache_root: Path):
 
 @contextmanager
 def _extensions_lock(extensions: Path):
-    """Holds ``extensions`` for this process while a tree builds into it. Only the benchmark uses
-    this folder, so while the lock is ours a ``lock`` file left in a build folder belongs to a build
-    that was killed: torch would wait for it forever, silently, so it is removed."""
+    """Holds ``extensions`` (a TORCH_EXTENSIONS_DIR of the benchmark's own) for one subprocess of
+    the tree that builds or loads its extension there (torch takes its own ``lock`` file in the
+    build folder even to check that a build is up to date). Every user of the folder holds this
+    lock first, so while it is ours a ``lock`` file left in a build folder belongs to a process that
+    was killed: torch would wait for it forever, silently, so it is removed."""
     extensions.mkdir(parents=True, exist_ok=True)
     with open(extensions / ".benchmark.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -150,7 +152,11 @@ class Tree:
         # -P: the timer's own folder is not put on sys.path; only PYTHONPATH says which package loads
         command = [sys.executable, "-P", loop_timer.__file__, "--expect-tree", str(self.path),
                    "--threads", str(self.threads), *arguments]
-        done = subprocess.run(command, cwd=self.path, env=env, capture_output=True, text=True)
+        if self.extensions is None:
+            done = subprocess.run(command, cwd=self.path, env=env, capture_output=True, text=True)
+        else:
+            with _extensions_lock(self.extensions):
+                done = subprocess.run(command, cwd=self.path, env=env, capture_output=True, text=True)
         lines = [line for line in done.stdout.splitlines() if line.startswith(loop_timer.RESULT_PREFIX)]
         if done.returncode or not lines:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
@@ -162,10 +168,7 @@ class Tree:
     def prepare(self) -> float:
         """Imports the tree once (checking where torchrl_glam comes from) and builds what it compiles
         at first use, so that no timed run pays for it; the seconds it took."""
-        if self.extensions is None:
-            return self._run(["--prepare"])["prepare"]
-        with _extensions_lock(self.extensions):
-            return self._run(["--prepare"])["prepare"]
+        return self._run(["--prepare"])["prepare"]
 
     def measure(self, steps: int, preset: str, overrides: list[str]) -> dict:
         return self._run(["--steps", str(steps), "--preset", preset, *overrides])
