@@ -80,3 +80,31 @@ def test_compare_runs_both_trees_and_prints_the_ratio(tmp_path, capsys):
     assert not any(worktrees.iterdir())
     listed = subprocess.run(["git", "worktree", "list"], cwd=training.CURRENT_TREE, capture_output=True, text=True)
     assert str(worktrees) not in listed.stdout
+
+
+def _listed(path) -> bool:
+    listed = subprocess.run(["git", "worktree", "list"], cwd=training.CURRENT_TREE, capture_output=True, text=True)
+    return str(path) in listed.stdout
+
+
+@needs_git
+def test_baseline_worktree_is_removed_or_kept_and_reused(tmp_path):
+    with training.baseline_worktree("HEAD", False, tmp_path / "fresh") as (tree, _):
+        assert (tree / "torchrl_glam" / "__init__.py").exists() and _listed(tree)
+    assert not _listed(tree) and not any((tmp_path / "fresh").iterdir())
+
+    cache = tmp_path / "kept"
+    try:
+        with training.baseline_worktree("HEAD", True, cache) as (kept, _):
+            pass
+        assert kept.exists() and _listed(kept)
+        with training.baseline_worktree("HEAD", False, cache) as (again, _):  # reused, and left in place
+            assert again == kept
+        assert kept.exists()
+        subprocess.run(["rm", "-rf", str(kept)], check=True)  # deleted by hand: git still lists it
+        with training.baseline_worktree("HEAD", True, cache) as (remade, _):
+            assert remade == kept and (remade / "torchrl_glam" / "__init__.py").exists()
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(kept)], cwd=training.CURRENT_TREE,
+                       capture_output=True)
+    assert not _listed(kept)

@@ -81,7 +81,9 @@ def baseline_worktree(commit: str, keep: bool, cache_root: Path):
     """Yields ``(tree, workdir)``: a detached worktree of ``commit`` and a folder beside it (for the
     baseline's TORCH_EXTENSIONS_DIR). A worktree kept by an earlier ``--keep-worktree`` run is reused
     and left in place; otherwise one is made and removed at the end unless ``keep``."""
-    if _git("rev-parse", "--is-inside-work-tree") != "true":
+    inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=CURRENT_TREE,
+                            capture_output=True, text=True)
+    if inside.returncode or inside.stdout.strip() != "true":
         raise SystemExit(f"--compare needs a git checkout of torchrl_glam; {CURRENT_TREE} is not one")
     found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
                            cwd=CURRENT_TREE, capture_output=True, text=True)
@@ -105,8 +107,12 @@ def baseline_worktree(commit: str, keep: bool, cache_root: Path):
         cache_root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f"{sha[:12]}-", dir=cache_root))
     tree = workdir / "tree"
-    _git("worktree", "prune")  # forget worktrees whose folders were deleted by hand
-    _git("worktree", "add", "--detach", str(tree), sha)
+    try:  # --force: also where a kept worktree's folder was deleted by hand (git still lists it)
+        _git("worktree", "add", "--force", "--detach", str(tree), sha)
+    except SystemExit:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
     try:
         yield tree, workdir
     finally:
