@@ -3,15 +3,23 @@ them: an autotelic agent's discovered goals over time (``--discovery``), success
 reference variant at equal steps (``--reference``), named constant levels (``--level``)."""
 import csv
 import json
+import warnings
 
 import matplotlib
+import torch
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from torchrl_glam.envs import GoalCatalogue
 from torchrl_glam.launch.results import Level, aggregate, curves, load_run, main, plot
+from torchrl_glam.training.checkpoint import save_checkpoint
+
+CATALOGUE = GoalCatalogue.default()
+SIMPLIFIED = CATALOGUE.goal_set("simplified")  # the task set: 182 training goals
+NOT_TRAIN = sorted(set(range(len(CATALOGUE))) - set(CATALOGUE.goal_set("train")))
 
 
 def _scalar(run, name, points):
@@ -22,11 +30,12 @@ def _scalar(run, name, points):
         f.writelines(f"{step},{value}\n" for step, value in points)
 
 
-def _run(root, variant, seed, train, held_out=None, steps=(2016, 4000), discovered=None, task_size=182):
+def _run(root, variant, seed, train, held_out=None, steps=(2016, 4000), discovered=None, task_size=182, new=None):
     """A run dir: config.json, evaluations.jsonl (train and held-out, per goal type), the wall
     seconds scalar (the flush's and each evaluation's line, as real runs log them) and, for an
     autotelic run (``discovered``: {step: goals in memory}), its ``autotelic/*`` scalars and
-    ``autotelic.jsonl``."""
+    ``autotelic.jsonl`` (``new``: {logged step: {goal id: first-report step}}, the lines' ``new``
+    entries of the runs logged since they exist)."""
     run = root / variant / f"seed{seed}"
     run.mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"seed": seed, "goals": "simplified"}))
@@ -47,11 +56,16 @@ def _run(root, variant, seed, train, held_out=None, steps=(2016, 4000), discover
         _scalar(run, "autotelic/discovered_train_fraction", [(t, np.float32(n / 8470)) for t, n in discovered.items()])
         _scalar(run, "autotelic/discovered_task_fraction", [(t, np.float32(n / task_size)) for t, n in discovered.items()])
         _scalar(run, "autotelic/choice/lp", [(t, 0.8) for t in discovered])
-        (run / "autotelic.jsonl").write_text("".join(
-            json.dumps({"env_steps": t, "discovered": n, "groups_with_goals": 1,
-                        "groups": {"grasp/animal": {"discovered": n, "attempts": 3, "recent_success": 0.5,
-                                                    "lp": 0.1, "chosen": 2}}}) + "\n"
-            for t, n in discovered.items()))
+        lines = []
+        for t, n in discovered.items():
+            line = {"env_steps": t, "discovered": n}
+            if new is not None:
+                line["discovered_train_fraction"] = float(np.float32(n / 8470))
+                line["new"] = {CATALOGUE.goals[i]: step for i, step in new.get(t, {}).items()}
+            line.update({"groups_with_goals": 1, "groups": {"grasp/animal": {
+                "discovered": n, "attempts": 3, "recent_success": 0.5, "lp": 0.1, "chosen": 2}}})
+            lines.append(json.dumps(line) + "\n")
+        (run / "autotelic.jsonl").write_text("".join(lines))
     _scalar(run, "time/wall_seconds", sorted(wall))
     return run
 
@@ -201,3 +215,52 @@ def test_the_command_line_writes_the_report(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(runs), "--out", str(tmp_path / "out"), "--reference", "simplified_goal_given", "--target", "0"])
     assert "--target 0.0" in capsys.readouterr().err
+
+
+def test_discovery_is_exact_at_every_step_from_the_first_report_steps_in_the_log(tmp_path):
+    runs = tmp_path / "runs"
+    a, b, c = (int(i) for i in SIMPLIFIED[:3])
+    outside = NOT_TRAIN[0]
+    # seed 0: goals a at step 5, b at 40 (logged at 64), c at 70 and a non-training goal at 90 (logged at 128)
+    _run(runs, "lp", 0, [0.1, 0.4], discovered={64: 2, 128: 4}, new={64: {a: 5, b: 40}, 128: {c: 70, outside: 90}})
+    # seed 1: goal b at step 20, c at 100 (its log stops at 96 here: the scalars take over after it)
+    lp1 = _run(runs, "lp", 1, [0.3, 0.6], discovered={64: 1, 96: 1}, new={64: {b: 20}, 96: {}})
+    _scalar(lp1, "autotelic/discovered", [(128, 2)])
+    _scalar(lp1, "autotelic/discovered_train_fraction", [(128, np.float32(2 / 8470))])
+    out = aggregate([runs], tmp_path / "out", discovery=True)
+
+    total = _rows(out / "discovery.csv", group="lp", quantity="discovered")
+    # a point wherever a seed's count changes (the step after a report), up to the shortest log (96)
+    assert [(int(r["env_steps"]), float(r["mean"]), r["seeds"], r["exact"]) for r in total] == [
+        (0, 0.0, "2", "True"), (6, 0.5, "2", "True"), (21, 1.0, "2", "True"), (41, 1.5, "2", "True"),
+        (64, 1.5, "2", "True"), (71, 2.0, "2", "True"), (91, 2.5, "2", "True"), (96, 2.5, "2", "True"),
+        (128, 3.0, "2", "False")]  # seed 1's 128 comes from its scalars
+    assert float(total[3]["std"]) == 0.5 and (total[6]["min"], total[6]["max"]) == ("1.0", "4.0")
+    train = _rows(out / "discovery.csv", group="lp", quantity="discovered_train_fraction")
+    assert float(train[-2]["mean"]) == pytest.approx(2 / 8470, abs=1e-6)  # the non-training goal is not counted
+    task = _rows(out / "discovery.csv", group="lp", quantity="discovered_task_fraction")
+    assert float(task[-2]["mean"]) == pytest.approx(2 / 182, abs=1e-6)
+    # wall seconds: linear between the logged ones (64 steps: 0.64 s)
+    assert [r["wall_seconds"] for r in total[:5]] == ["0.0", "0.1", "0.2", "0.4", "0.6"]
+
+
+def test_runs_logged_before_the_first_report_steps_are_exact_from_their_checkpoint(tmp_path):
+    runs = tmp_path / "runs"
+    a, b = (int(i) for i in SIMPLIFIED[:2])
+    lp = _run(runs, "lp", 0, [0.1, 0.4], discovered={64: 1, 128: 2, 192: 2})  # autotelic.jsonl without "new"
+    first_seen = torch.full((len(CATALOGUE),), -1, dtype=torch.int64)
+    first_seen[a], first_seen[b] = 10, 100
+    # what AutotelicGoals puts in the checkpoint (its extra state), saved at 128 steps
+    save_checkpoint({"autotelic": {"_extra_state": {"memory": {"first_seen": first_seen}, "env_steps": 128}},
+                     "wall_seconds": 1.28}, lp)
+    out = aggregate([runs], tmp_path / "out", discovery=True)
+    total = _rows(out / "discovery.csv", group="lp", quantity="discovered")
+    assert [(int(r["env_steps"]), float(r["mean"]), r["exact"]) for r in total] == [
+        (0, 0.0, "True"), (11, 1.0, "True"), (64, 1.0, "True"), (101, 2.0, "True"), (128, 2.0, "True"),
+        (192, 2.0, "False")]  # after the checkpoint: the logged scalars
+    # a goal-given run's checkpoint is never read
+    given = _run(runs, "given", 0, [0.5, 0.9])
+    (given / "checkpoint.pt").write_bytes(b"not a checkpoint")  # reading it would warn
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        aggregate([runs], tmp_path / "out", discovery=True)
