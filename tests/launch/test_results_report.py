@@ -130,6 +130,7 @@ def test_success_relative_to_the_reference_at_equal_steps(tmp_path):
     with pytest.warns(UserWarning, match="'autotelic_lp'.*unequal lengths"):
         out = aggregate([runs], tmp_path / "out", reference="goal_given")
 
+    assert (out / "relative.png").stat().st_size > 1000
     lp = _rows(out / "relative.csv", group="autotelic_lp", set="train", metric="success")
     # 6016 steps: the reference has not been there, so no row at it (equal steps only)
     assert [r["env_steps"] for r in lp] == ["2016", "4000"]
@@ -207,7 +208,8 @@ def test_the_command_line_writes_the_report(tmp_path, capsys):
     assert main([str(runs), "--out", str(tmp_path / "out"), "--level", "random=0.32", "--level", "zero_shot=0.0",
                  "--reference", "simplified_goal_given", "--discovery"]) == 0
     written = capsys.readouterr().out
-    for name in ["discovery.csv", "discovery.png", "levels.csv", "relative.csv", "relative_final.csv", "curves.csv"]:
+    for name in ["discovery.csv", "discovery.png", "levels.csv", "relative.csv", "relative_final.csv", "relative.png",
+                 "curves.csv"]:
         assert name in written and (tmp_path / "out" / name).exists()
     with pytest.raises(SystemExit):
         main([str(runs), "--out", str(tmp_path / "out"), "--level", "random:0.32"])

@@ -8,6 +8,8 @@ reference's mean and std, and ``ratio`` = group mean / reference mean (``ratio_m
 step both reached (the equal step budget); ``meets_target`` says whether ``ratio`` >= ``target``
 (issue 16: an autotelic agent should reach 80% of the goal-given agent's success on the training
 goals within the same step budget). A ratio over a reference mean of 0 is left empty.
+``relative.png`` draws the ratio of overall success against steps, the band from the worst to
+the best seed.
 """
 from __future__ import annotations
 
@@ -73,9 +75,38 @@ def _cell(value) -> str | int:
 
 
 def write_relative(rows: list[dict], out: Path) -> None:
-    """``relative.csv`` (every common evaluation step) and ``relative_final.csv`` (the final rows)."""
+    """``relative.csv`` (every common evaluation step), ``relative_final.csv`` (the final rows) and
+    ``relative.png`` (the ratio of overall success vs steps per evaluation set, with the target)."""
     for name, chosen in [("relative.csv", rows), ("relative_final.csv", [r for r in rows if r["final"]])]:
         with open(Path(out) / name, "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(COLUMNS)
             writer.writerows([_cell(row[c]) for c in COLUMNS] for row in chosen)
+    _plot([r for r in rows if r["metric"] == "success" and r["group"] != r["reference"]], Path(out) / "relative.png")
+
+
+def _plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = sorted({r["set"] for r in rows}, key=lambda s: (s != "train", s))  # training goals first
+    fig, axes = plt.subplots(1, max(len(sets), 1), figsize=(6 * max(len(sets), 1), 4), squeeze=False)
+    for ax, eval_set in zip(axes[0], sets):
+        chosen = [r for r in rows if r["set"] == eval_set]
+        for group in sorted({r["group"] for r in chosen}):
+            points = [r for r in chosen if r["group"] == group]
+            steps = [r["env_steps"] for r in points]
+            ax.plot(steps, [r["ratio"] for r in points], label=f"{group} (n={points[-1]['seeds']})")
+            ax.fill_between(steps, [r["ratio_min"] for r in points], [r["ratio_max"] for r in points], alpha=0.2)
+        ax.axhline(1.0, color="0.35", linewidth=1)
+        ax.axhline(chosen[0]["target"], color="0.35", linewidth=1, linestyle="--", label=f"target {chosen[0]['target']:g}")
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(f"success / {chosen[0]['reference']}'s")
+        ax.set_title(f"{eval_set} goals (band: worst and best seed)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
