@@ -260,6 +260,16 @@ def test_runs_logged_before_the_first_report_steps_are_exact_from_their_checkpoi
     assert [(int(r["env_steps"]), float(r["mean"]), r["exact"]) for r in total] == [
         (0, 0.0, "True"), (11, 1.0, "True"), (64, 1.0, "True"), (101, 2.0, "True"), (128, 2.0, "True"),
         (192, 2.0, "False")]  # after the checkpoint: the logged scalars
+    # the report only reads: a live run's checkpoint temporary stays; a torn newest checkpoint
+    # falls back to the previous one, with a warning naming the run
+    (lp / ".checkpoint-1234.tmp").write_bytes(b"being written")
+    (lp / "checkpoint.pt").rename(lp / "checkpoint.prev.pt")
+    (lp / "checkpoint.pt").write_bytes(b"torn")
+    with pytest.warns(UserWarning, match="falls back to the previous checkpoint") as caught:
+        again = aggregate([runs], tmp_path / "again", discovery=True)
+    assert (lp / ".checkpoint-1234.tmp").exists()
+    assert any(str(lp) in str(w.message) for w in caught)
+    assert (again / "discovery.csv").read_text() == (out / "discovery.csv").read_text()
     # a goal-given run's checkpoint is never read
     given = _run(runs, "given", 0, [0.5, 0.9])
     (given / "checkpoint.pt").write_bytes(b"not a checkpoint")  # reading it would warn

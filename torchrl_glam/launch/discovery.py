@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from torchrl_glam.envs import GoalCatalogue
-from torchrl_glam.training.checkpoint import CheckpointError, load_checkpoint
+from torchrl_glam.training.checkpoint import CHECKPOINT_NAME, PREVIOUS_NAME, read_checkpoint
 
 #: quantity -> the scalar file (under ``logs/scalars``) it is logged to
 QUANTITIES = {
@@ -91,16 +91,24 @@ def first_seen_from_log(path: Path, catalogue: GoalCatalogue) -> tuple[np.ndarra
 
 
 def first_seen_from_checkpoint(run: Path, catalogue: GoalCatalogue) -> tuple[np.ndarray, int] | None:
-    """From the run's checkpoint: its goal memory's first-report steps and the step it was saved
-    at, or ``None`` (no checkpoint, not an autotelic run's, or unreadable: warned)."""
-    if not any((run / name).exists() for name in ("checkpoint.pt", "checkpoint.prev.pt")):
-        return None
-    try:
-        state = load_checkpoint(run)
-    except CheckpointError as err:
-        warnings.warn(f"{run}: the checkpoint's goal memory cannot be read ({err}); using the logged steps only",
-                      stacklevel=2)
-        return None
+    """From the run's checkpoint (the previous one if the newest is unreadable): its goal
+    memory's first-report steps and the step it was saved at, or ``None`` (no checkpoint, not an
+    autotelic run's, or none readable: warned). Reads only: the run may still be writing."""
+    state, errors = None, []
+    for name in (CHECKPOINT_NAME, PREVIOUS_NAME):
+        if (run / name).exists():
+            try:
+                state = read_checkpoint(run / name)
+                break
+            except Exception as err:  # noqa: BLE001 - a report survives any unreadable file: torch.load
+                # raises assorted errors on garbage (IndexError, ...) that CheckpointError does not all cover
+                errors.append(f"{run / name}: {type(err).__name__}: {err}")
+    if errors and state is None:
+        warnings.warn(f"{run}: no checkpoint's goal memory can be read ({'; '.join(errors)}); using the "
+                      "logged steps only", stacklevel=2)
+    elif errors:
+        warnings.warn(f"{run}: {errors[0]}; the discovery curve falls back to the previous checkpoint's goal "
+                      "memory", stacklevel=2)
     # AutotelicGoals keeps its memory in its extra state (torch's "_extra_state" state-dict entry)
     extra = (state or {}).get("autotelic", {}).get("_extra_state")
     if extra is None:
