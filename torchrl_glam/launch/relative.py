@@ -98,7 +98,8 @@ def _plot(rows: list[dict], path: Path) -> None:
         for group in sorted({r["group"] for r in chosen}):
             points = [r for r in chosen if r["group"] == group]
             steps = [r["env_steps"] for r in points]
-            ax.plot(steps, [r["ratio"] for r in points], label=f"{group} (n={points[-1]['seeds']})")
+            ax.plot(steps, [r["ratio"] for r in points], marker="o", markersize=3,  # a lone point shows too
+                    label=f"{group} (n={points[-1]['seeds']})")
             ax.fill_between(steps, [r["ratio_min"] for r in points], [r["ratio_max"] for r in points], alpha=0.2)
         ax.axhline(1.0, color="0.35", linewidth=1)
         ax.axhline(chosen[0]["target"], color="0.35", linewidth=1, linestyle="--", label=f"target {chosen[0]['target']:g}")
