@@ -43,6 +43,13 @@ def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
     assert growth == sorted(growth) and growth[-1] > 0
     lines = [json.loads(line) for line in (straight / "autotelic.jsonl").read_text().splitlines()]
     assert lines[-1]["discovered"] == growth[-1] and lines[-1]["groups"]
+    # the log's first-report steps are the memory's, straight or resumed (the report's exact curve)
+    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.launch.discovery import first_seen_from_log
+
+    for run in (straight, resumed):
+        first_seen, until = first_seen_from_log(run / "autotelic.jsonl", GoalCatalogue.default())
+        assert until == 192 and (first_seen == final[0]["memory"]["first_seen"].numpy()).all()
     evaluations = [json.loads(line) for line in (straight / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluations} == {"train", "held_out"}  # evaluated as the goal-given agent
 
