@@ -272,7 +272,9 @@ def _plot(data: dict[str, dict], path: Path) -> None:
             ax.plot(d["steps"][keep], mean[keep], drawstyle=style, label=f"{group} (n={d['seeds_in_group']})")
             ax.fill_between(d["steps"][keep], (mean - std)[keep], (mean + std)[keep], alpha=0.2,
                             step="post" if style == "steps-post" else None)
-        ax.set_xlabel("environment steps")
+        # discovery is fast and then saturates (the task set is small): a log axis shows both
+        ax.set_xscale("symlog", linthresh=100)
+        ax.set_xlabel("environment steps (log scale above 100)")
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
