@@ -43,5 +43,35 @@ def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
     assert growth == sorted(growth) and growth[-1] > 0
     lines = [json.loads(line) for line in (straight / "autotelic.jsonl").read_text().splitlines()]
     assert lines[-1]["discovered"] == growth[-1] and lines[-1]["groups"]
+    # the log's first-report steps are the memory's, straight or resumed (the report's exact curve)
+    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.launch.discovery import first_seen_from_log
+
+    for run in (straight, resumed):
+        first_seen, until = first_seen_from_log(run / "autotelic.jsonl", GoalCatalogue.default())
+        assert until == 192 and (first_seen == final[0]["memory"]["first_seen"].numpy()).all()
     evaluations = [json.loads(line) for line in (straight / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluations} == {"train", "held_out"}  # evaluated as the goal-given agent
+
+
+def test_the_log_lists_each_discovered_goal_once_with_its_first_report_step(tmp_path):
+    from torchrl_glam.data.autotelic import AutotelicGoals
+    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.training.logging import RunLogger
+
+    catalogue = GoalCatalogue.default()
+    a, b, c, d = (int(i) for i in catalogue.goal_set("simplified")[:4])
+    cfg = make_config("smoke_autotelic", {"run_dir": str(tmp_path)})
+    goals = AutotelicGoals(num_envs=2, num_objects=3, task_set="simplified", catalogue=catalogue)
+    logger = RunLogger(cfg)
+    goals.memory.add(torch.tensor([[a, b], [c, -1]]), torch.tensor([2, 1]), torch.tensor([7, 8]))
+    logger.autotelic(goals, 32)
+    goals.memory.add(torch.tensor([[a, d], [-1, -1]]), torch.tensor([2, 0]), 40)  # a again: not new
+    logger.autotelic(goals, 64)
+    RunLogger(cfg).autotelic(goals, 96)  # a resumed run's logger: its first line lists the whole memory
+    lines = [json.loads(line) for line in (tmp_path / "autotelic.jsonl").read_text().splitlines()]
+    names = {i: catalogue.goals[i] for i in (a, b, c, d)}
+    assert [line["new"] for line in lines] == [{names[a]: 7, names[b]: 7, names[c]: 8}, {names[d]: 40},
+                                               {names[a]: 7, names[b]: 7, names[c]: 8, names[d]: 40}]
+    assert [line["discovered"] for line in lines] == [3, 4, 4]
+    assert lines[1]["discovered_train_fraction"] == pytest.approx(4 / 8470)

@@ -128,6 +128,14 @@ def _read(path: Path) -> dict:
         ) from err
 
 
+def read_checkpoint(path: str | os.PathLike) -> dict:
+    """The state in one checkpoint file, for readers of a run (reports): it changes nothing on
+    disk (unlike :func:`load_checkpoint`, which owns the run dir and clears its stale
+    temporaries), so it is safe on a run that is still writing. Raises :class:`CheckpointError`
+    (or :class:`UnsafeCheckpointError`) as loading does."""
+    return _read(Path(path))
+
+
 def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     """The state saved in ``run_dir``, or ``None`` when there is none.
 

@@ -58,6 +58,7 @@ class RunLogger:
         self._last_flush: tuple[int, float] | None = None
         self.last_evaluation: dict[str, float] = {}
         self._replay_share: float | None = None  # SAC-GLAM's replay only
+        self._goals_logged: torch.Tensor | None = None  # autotelic: the goals autotelic.jsonl has listed
 
     def _add(self, name: str, value: float, count: int = 1) -> None:
         self._sums[name] += value
@@ -106,15 +107,26 @@ class RunLogger:
 
     def autotelic(self, goals, env_steps: int, max_groups: int = 100) -> None:
         """An autotelic agent's goal memory and choices (``AutotelicGoals``): its scalars, and one
-        line of ``autotelic.jsonl`` per call with the LP statistics and choices of the groups (the
-        ``max_groups`` of highest LP: per-goal groups on the full task set would write megabytes)."""
-        for name, value in goals.metrics().items():
+        line of ``autotelic.jsonl`` per call with the goals discovered since the previous line and
+        the step each was first reported at (``new``: {goal: step}; after a resume, the first line
+        lists the whole memory), so the discovery curve is exact at every step whatever
+        ``log_every``, and the LP statistics and choices of the groups (the ``max_groups`` of
+        highest LP: per-goal groups on the full task set would write megabytes)."""
+        metrics = goals.metrics()
+        for name, value in metrics.items():
             self._log(name, value, env_steps)
         table = goals.group_table()
         shown = sorted(table, key=lambda g: -table[g]["lp"])[:max_groups]
+        known, first_seen = goals.memory.known, goals.memory.first_seen
+        new = known if self._goals_logged is None else known & ~self._goals_logged
+        self._goals_logged = known.clone()
+        new_ids = torch.nonzero(new).squeeze(-1)
+        new_ids = new_ids[torch.argsort(first_seen[new_ids], stable=True)].tolist()
         with open(self.run_dir / "autotelic.jsonl", "a") as f:
-            f.write(json.dumps({"env_steps": env_steps, "discovered": len(goals.memory), "groups_with_goals": len(table),
-                                "groups": {g: table[g] for g in sorted(shown)}}) + "\n")
+            f.write(json.dumps({"env_steps": env_steps, "discovered": len(goals.memory),
+                                "discovered_train_fraction": metrics["autotelic/discovered_train_fraction"],
+                                "new": {goals.catalogue.goals[i]: int(first_seen[i]) for i in new_ids},
+                                "groups_with_goals": len(table), "groups": {g: table[g] for g in sorted(shown)}}) + "\n")
         goals.reset_choice_counts()
 
     def evaluation(self, name: str, results: dict[str, float], env_steps: int, wall_seconds: float) -> None:
