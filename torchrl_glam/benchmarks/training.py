@@ -1,92 +1,275 @@
-"""Where the time of a SAC-GLAM run goes: the LLM forward and backward versus everything else.
+"""Where the time of a SAC-GLAM run goes, and how fast its training loop is against an older commit.
 
     python -m torchrl_glam.benchmarks.training [--preset cpu] [--steps 2048] [field=value ...]
+    python -m torchrl_glam.benchmarks.training --compare 52395e1 [--rounds 2] [--steps 3072]
+        [--sets simplified,train] [--csv FILE] [--keep-worktree] [field=value ...]
 
-Runs the SAC-GLAM training script (``torchrl_glam.training.scripts.sac_glam``) for ``--steps`` environment steps with the
-LLM scorer's forward and every backward pass timed, and prints the share of wall time spent
-outside them: environment steps, rendering, replay, HER, n-step, optimiser steps, logging
-(the goal is at most 15%). Evaluation and checkpoints are pushed past the end of the run.
+Without ``--compare``: runs the SAC-GLAM training script for ``--steps`` environment steps with the
+LLM scorer's forward and every backward pass timed, and prints the share of the training loop spent
+outside them: environment steps, rendering, replay, HER, n-step, optimiser steps, logging (the goal
+is at most 15%).
+
+With ``--compare COMMIT``: env steps/s of this tree's loop against COMMIT's, as a ratio measured in
+one run on the same machine. COMMIT is checked out in a detached git worktree outside the
+repository; round by round, for each task set (``goals=...``), both trees run as subprocesses
+(``OMP_NUM_THREADS`` = ``--threads``, ``PYTHONPATH`` = the tree), the baseline first in odd rounds
+and second in even ones, so that a drift of the machine's load does not favour one side. Prints
+each measurement, and per task set the median over rounds of the ratio current/baseline.
+
+Both modes time the loop with ``loop_timer.py`` (this folder): from the first environment step to
+the end of the last update; start-up is not counted, the final evaluation and checkpoint are
+skipped. In ``--compare`` the current tree's ``loop_timer.py`` runs inside both trees, so both are
+measured the same way whatever the baseline's own benchmark did.
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import fcntl
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
-import torch
+from torchrl_glam.benchmarks import loop_timer
 
-from torchrl_glam.envs import PlaygroundTextEnv
-from torchrl_glam.modules import LLMScorer
-from torchrl_glam.training import run as harness
-from torchrl_glam.training.scripts import get_script
+CURRENT_TREE = Path(__file__).resolve().parents[2]
+CSV_FIELDS = ("round", "task_set", "tree", "commit", "position", "steps", "loop_seconds", "steps_per_second",
+              "startup_seconds", "llm_forward_seconds", "backward_seconds", "threads", "torchrl_glam_file")
 
 
-def _timed(function, bucket: dict, name: str):
-    def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+def breakdown(args) -> None:
+    """The in-process mode: the share of the loop inside and outside the LLM."""
+    result = loop_timer.time_training_loop(args.steps, args.preset, args.overrides, args.threads)
+    loop, llm, backward = result["loop"], result["llm_forward"], result["backward"]
+    other = loop - llm - backward
+    print(f"{result['steps']} environment steps, training loop {loop:.1f} s ({result['steps_per_second']:.1f} steps/s), "
+          f"{result['threads']} thread(s); start-up {result['startup']:.1f} s not counted, final evaluation and "
+          "checkpoint skipped")
+    print(f"  LLM forward (acting and learning): {llm:6.1f} s  ({llm / loop:.0%})")
+    print(f"  backward:                          {backward:6.1f} s  ({backward / loop:.0%})")
+    print(f"  everything else:                   {other:6.1f} s  ({other / loop:.1%})  (goal: at most 15%)")
+
+
+# ---- --compare: the baseline's worktree, the subprocesses, the rounds
+
+def _git(*args: str, cwd: Path = CURRENT_TREE) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"git {' '.join(args)} failed in {cwd}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def _current_label() -> str:
+    """This tree's commit, with "+changes" when its working tree differs from it."""
+    head = _git("rev-parse", "--short", "HEAD")
+    return head + ("+changes" if _git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "torchrl_glam_bench"
+
+
+@contextmanager
+def baseline_worktree(commit: str, keep: bool, cache_root: Path):
+    """Yields ``(tree, workdir)``: a detached worktree of ``commit`` and a folder beside it (for the
+    baseline's TORCH_EXTENSIONS_DIR). A worktree kept by an earlier ``--keep-worktree`` run is reused
+    and left in place; otherwise one is made and removed at the end unless ``keep``."""
+    inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=CURRENT_TREE,
+                            capture_output=True, text=True)
+    if inside.returncode or inside.stdout.strip() != "true":
+        raise SystemExit(f"--compare needs a git checkout of torchrl_glam; {CURRENT_TREE} is not one")
+    found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+                           cwd=CURRENT_TREE, capture_output=True, text=True)
+    if found.returncode:
+        raise SystemExit(f"--compare {commit}: no such commit in {CURRENT_TREE} (give a commit id, tag or "
+                         "branch of this repository; git fetch it first if it is only on a remote)")
+    sha = found.stdout.strip()
+    kept = cache_root / sha[:12]
+    if (kept / "tree").exists():
+        found = _git("rev-parse", "HEAD", cwd=kept / "tree")
+        if found != sha or _git("status", "--porcelain", cwd=kept / "tree"):
+            raise SystemExit(f"{kept / 'tree'} should be a clean worktree of {sha} but is at {found} or has "
+                             f"changes: remove it (git worktree remove --force {kept / 'tree'}) and run again")
+        print(f"reusing the baseline worktree {kept / 'tree'} (kept by an earlier --keep-worktree run)")
+        yield kept / "tree", kept
+        return
+    if keep:
+        workdir = kept
+        workdir.mkdir(parents=True, exist_ok=True)
+    else:
+        cache_root.mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f"{sha[:12]}-", dir=cache_root))
+    tree = workdir / "tree"
+    try:  # --force: also where a kept worktree's folder was deleted by hand (git still lists it)
+        _git("worktree", "add", "--force", "--detach", str(tree), sha)
+    except SystemExit:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    try:
+        yield tree, workdir
+    finally:
+        if keep:
+            print(f"kept the baseline worktree {tree} (reused by later runs; remove it with "
+                  f"git worktree remove --force {tree})")
+        else:
+            _git("worktree", "remove", "--force", str(tree))
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def _extensions_lock(extensions: Path):
+    """Holds ``extensions`` (a TORCH_EXTENSIONS_DIR of the benchmark's own) for one subprocess of
+    the tree that builds or loads its extension there (torch takes its own ``lock`` file in the
+    build folder even to check that a build is up to date). Every user of the folder holds this
+    lock first, so while it is ours a ``lock`` file left in a build folder belongs to a process that
+    was killed: torch would wait for it forever, silently, so it is removed."""
+    extensions.mkdir(parents=True, exist_ok=True)
+    with open(extensions / ".benchmark.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        for stale in extensions.glob("*/lock"):
+            print(f"  removing {stale}, left by a build that was killed")
+            stale.unlink()
         try:
-            return function(*args, **kwargs)
+            yield
         finally:
-            bucket[name] += time.perf_counter() - start
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
-    return wrapper
+
+class Tree:
+    """One side of the comparison: a source tree run by subprocesses with its own PYTHONPATH."""
+
+    def __init__(self, name: str, path: Path, commit: str, threads: int, extensions: Path | None = None):
+        self.name, self.path, self.commit, self.threads, self.extensions = name, path, commit, threads, extensions
+        self.package: str | None = None
+
+    def _run(self, arguments: list[str]) -> dict:
+        env = {**os.environ, "PYTHONPATH": str(self.path), "OMP_NUM_THREADS": str(self.threads),
+               "MKL_NUM_THREADS": str(self.threads)}
+        if self.extensions is not None:
+            env["TORCH_EXTENSIONS_DIR"] = str(self.extensions)
+        # -P: the timer's own folder is not put on sys.path; only PYTHONPATH says which package loads
+        command = [sys.executable, "-P", loop_timer.__file__, "--expect-tree", str(self.path),
+                   "--threads", str(self.threads), *arguments]
+        if self.extensions is None:
+            done = subprocess.run(command, cwd=self.path, env=env, capture_output=True, text=True)
+        else:
+            with _extensions_lock(self.extensions):
+                done = subprocess.run(command, cwd=self.path, env=env, capture_output=True, text=True)
+        lines = [line for line in done.stdout.splitlines() if line.startswith(loop_timer.RESULT_PREFIX)]
+        if done.returncode or not lines:
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
+            raise SystemExit(f"the {self.name} tree ({self.path}) failed (exit code {done.returncode}):\n{tail}")
+        result = json.loads(lines[-1][len(loop_timer.RESULT_PREFIX):])
+        self.package = result["torchrl_glam"]
+        return result
+
+    def prepare(self) -> float:
+        """Imports the tree once (checking where torchrl_glam comes from) and builds what it compiles
+        at first use, so that no timed run pays for it; the seconds it took."""
+        return self._run(["--prepare"])["prepare"]
+
+    def measure(self, steps: int, preset: str, overrides: list[str]) -> dict:
+        return self._run(["--steps", str(steps), "--preset", preset, *overrides])
+
+
+def compare(args) -> None:
+    from torchrl_glam.envs.playground import GOAL_SETS
+
+    sets = [s for s in args.sets.split(",") if s]
+    unknown = [s for s in sets if s not in GOAL_SETS]
+    if unknown or not sets:
+        raise SystemExit(f"--sets {args.sets!r}: give task sets from {GOAL_SETS}, comma-separated")
+    if any(o.split("=", 1)[0] == "goals" for o in args.overrides):
+        raise SystemExit("set the task sets with --sets, not goals=...")
+    if args.rounds < 1 or args.steps < 1:
+        raise SystemExit("--rounds and --steps must be at least 1")
+    current = Tree("current", CURRENT_TREE, _current_label(), args.threads)
+    with baseline_worktree(args.compare, args.keep_worktree, Path(args.worktree_dir or _cache_root())) as (path, workdir):
+        baseline = Tree("baseline", path, _git("rev-parse", "--short", "HEAD", cwd=path), args.threads,
+                        extensions=workdir / "torch_extensions")
+        print(f"preparing both trees; not timed (the baseline's TORCH_EXTENSIONS_DIR is {baseline.extensions}: "
+              "a tree that builds torchrl's prioritized-replay extension at first use builds it here, ~1 min)")
+        for tree in (baseline, current):
+            seconds = tree.prepare()
+            print(f"  {tree.name:8s} {tree.commit:16s} torchrl_glam from {tree.package} (prepared in {seconds:.1f} s)")
+        print(f"{args.steps} environment steps per run (rounded up to the environments' number), preset {args.preset}, {args.threads} thread(s); "
+              "training loop only (start-up not counted, final evaluation and checkpoint skipped)")
+        writer = None
+        if args.csv:
+            new = not Path(args.csv).exists() or Path(args.csv).stat().st_size == 0
+            handle = open(args.csv, "a", newline="")
+            writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
+            if new:
+                writer.writeheader()
+        ratios: dict[str, list[float]] = {s: [] for s in sets}
+        speeds: dict[tuple[str, str], list[float]] = {}
+        try:
+            for round_ in range(1, args.rounds + 1):
+                order = (baseline, current) if round_ % 2 else (current, baseline)
+                for task_set in sets:
+                    measured = {}
+                    for position, tree in enumerate(order, 1):
+                        r = tree.measure(args.steps, args.preset, [f"goals={task_set}", *args.overrides])
+                        measured[tree.name] = r["steps_per_second"]
+                        speeds.setdefault((task_set, tree.name), []).append(r["steps_per_second"])
+                        print(f"round {round_}/{args.rounds}  {task_set:10s} {tree.name:8s} {tree.commit:16s} "
+                              f"{r['steps_per_second']:7.2f} steps/s  (loop {r['loop']:.1f} s; start-up "
+                              f"{r['startup']:.1f} s not counted)", flush=True)
+                        if writer:
+                            writer.writerow({"round": round_, "task_set": task_set, "tree": tree.name,
+                                             "commit": tree.commit, "position": position, "steps": r["steps"],
+                                             "loop_seconds": f"{r['loop']:.3f}",
+                                             "steps_per_second": f"{r['steps_per_second']:.3f}",
+                                             "startup_seconds": f"{r['startup']:.3f}",
+                                             "llm_forward_seconds": f"{r['llm_forward']:.3f}",
+                                             "backward_seconds": f"{r['backward']:.3f}", "threads": r["threads"],
+                                             "torchrl_glam_file": r["torchrl_glam"]})
+                            handle.flush()
+                    ratios[task_set].append(measured["current"] / measured["baseline"])
+        finally:
+            if writer:
+                handle.close()
+    print(f"current {current.commit} / baseline {baseline.commit}, median over {args.rounds} round(s) "
+          "of the per-round ratio of env steps/s:")
+    for task_set in sets:
+        print(f"  {task_set:10s} ratio {statistics.median(ratios[task_set]):.2f}  (current "
+              f"{statistics.median(speeds[(task_set, 'current')]):.2f}, baseline "
+              f"{statistics.median(speeds[(task_set, 'baseline')]):.2f} steps/s; per round "
+              + ", ".join(f"{r:.2f}" for r in ratios[task_set]) + ")")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--steps", type=int, default=2048)
+    parser.add_argument("--steps", type=int, default=None, help="environment steps per run "
+                        "(default 2048; 3072 with --compare)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--compare", metavar="COMMIT", default=None,
+                        help="measure this tree against COMMIT (e.g. 52395e1), alternately, in one run")
+    parser.add_argument("--rounds", type=int, default=2, help="--compare: rounds of every tree and task set")
+    parser.add_argument("--sets", default="simplified,train", help="--compare: task sets (goals=...), comma-separated")
+    parser.add_argument("--csv", default=None, help="--compare: append one line per measurement to this CSV file")
+    parser.add_argument("--keep-worktree", action="store_true",
+                        help="--compare: keep the baseline's worktree (and its built extension) for later runs")
+    parser.add_argument("--worktree-dir", default=None,
+                        help="--compare: where baseline worktrees go (default ~/.cache/torchrl_glam_bench)")
+    parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset, for every run")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    example = get_script("sac_glam").load()
+    if args.compare is None:
+        args.steps = args.steps or 2048
+        breakdown(args)
+    else:
+        args.steps = args.steps or 3072
+        compare(args)
 
-    bucket = {"llm_forward": 0.0, "backward": 0.0, "evaluation": 0.0, "evaluation_forward": 0.0}
-    first_step: list[float] = []
-    forward, backward = LLMScorer.forward, torch.Tensor.backward
-    step = PlaygroundTextEnv.step_and_maybe_reset
-    evaluate = harness.evaluate  # the harness evaluates on its schedule
-
-    def timed_evaluate(*a, **k):  # evaluation is not part of the training loop: set it apart
-        start, before = time.perf_counter(), bucket["llm_forward"]
-        try:
-            return evaluate(*a, **k)
-        finally:
-            bucket["evaluation"] += time.perf_counter() - start
-            bucket["evaluation_forward"] += bucket["llm_forward"] - before
-
-    def first_step_marker(self, td):
-        if not first_step:
-            first_step.append(time.perf_counter())
-        return step(self, td)
-
-    LLMScorer.forward = _timed(forward, bucket, "llm_forward")
-    torch.Tensor.backward = _timed(backward, bucket, "backward")
-    PlaygroundTextEnv.step_and_maybe_reset = first_step_marker
-    harness.evaluate = timed_evaluate
-    far = str(10 * args.steps)
-    try:
-        with tempfile.TemporaryDirectory() as run_dir:
-            start = time.perf_counter()
-            example.main(["--preset", args.preset, "--run-dir", run_dir, "--no-progress",
-                          f"total_steps={args.steps}", f"eval_every={far}", f"checkpoint_every={far}",
-                          *args.overrides])
-            end = time.perf_counter()
-    finally:
-        LLMScorer.forward, torch.Tensor.backward = forward, backward
-        PlaygroundTextEnv.step_and_maybe_reset = step
-        harness.evaluate = evaluate
-    # the training loop: from the first environment step to the end, evaluation set apart
-    loop = end - first_step[0] - bucket["evaluation"]
-    llm = bucket["llm_forward"] - bucket["evaluation_forward"]
-    other = loop - llm - bucket["backward"]
-    print(f"{args.steps} environment steps, training loop {loop:.1f} s ({args.steps / loop:.0f} steps/s), "
-          f"{args.threads} thread(s); start-up {first_step[0] - start:.1f} s and evaluation "
-          f"{bucket['evaluation']:.1f} s not counted")
-    print(f"  LLM forward (acting and learning): {llm:6.1f} s  ({llm / loop:.0%})")
-    print(f"  backward:                          {bucket['backward']:6.1f} s  ({bucket['backward'] / loop:.0%})")
-    print(f"  everything else:                   {other:6.1f} s  ({other / loop:.1%})  (goal: at most 15%)")
 
 if __name__ == "__main__":
     main()
