@@ -138,6 +138,7 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
     def first_step_marker(self, td):
         if "first_step" not in marks:  # the first action's forward came before: not in the loop
             marks["first_step"] = time.perf_counter()
+            marks["first_step_cpu"] = time.process_time()
             marks["threads"] = torch.get_num_threads()  # the script may set its own: what the loop ran with
             before.update(bucket)
         marks["steps"] = marks.get("steps", 0) + td.batch_size.numel()  # --steps rounds up to num_envs
@@ -145,7 +146,7 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
 
     def end_at_evaluation(*args, **kwargs):
         # evaluations are pushed past the end, so the first one is the final one: the loop is over
-        marks["end"] = time.perf_counter()
+        marks["end"], marks["end_cpu"] = time.perf_counter(), time.process_time()
         raise _LoopEnded
 
     # the harness (today) or the example script (older trees) imported evaluate under its own name
@@ -167,6 +168,7 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
             except _LoopEnded:
                 pass
             marks.setdefault("end", time.perf_counter())  # a run without evaluation: its end
+            marks.setdefault("end_cpu", time.process_time())
     finally:
         torch.set_num_threads(threads_before)
         LLMScorer.forward, torch.Tensor.backward = forward, backward
@@ -179,7 +181,11 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
     import torchrl_glam
 
     loop = marks["end"] - marks["first_step"]
+    # CPU seconds of this process over the loop: with one torch thread, what the loop cost whatever
+    # else the machine runs (wall time on a shared machine also counts the waits for a core)
+    loop_cpu = marks["end_cpu"] - marks["first_step_cpu"]
     return {"steps": marks["steps"], "loop": loop, "steps_per_second": marks["steps"] / loop,
+            "loop_cpu": loop_cpu, "steps_per_cpu_second": marks["steps"] / loop_cpu,
             "startup": marks["first_step"] - start,
             "llm_forward": bucket["llm_forward"] - before["llm_forward"],
             "backward": bucket["backward"] - before["backward"], "threads": marks["threads"],

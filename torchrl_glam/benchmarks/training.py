@@ -41,6 +41,7 @@ from torchrl_glam.benchmarks import loop_timer
 
 CURRENT_TREE = Path(__file__).resolve().parents[2]
 CSV_FIELDS = ("round", "task_set", "tree", "commit", "position", "steps", "loop_seconds", "steps_per_second",
+              "steps_per_cpu_second",
               "startup_seconds", "llm_forward_seconds", "backward_seconds", "threads", "torchrl_glam_file")
 
 
@@ -210,6 +211,8 @@ def compare(args) -> None:
             if new:
                 writer.writeheader()
         ratios: dict[str, list[float]] = {s: [] for s in sets}
+        cpu_ratios: dict[str, list[float]] = {s: [] for s in sets}  # steps per CPU second: robust to load
+        cpu_measured: dict[str, float] = {}
         speeds: dict[tuple[str, str], list[float]] = {}
         try:
             for round_ in range(1, args.rounds + 1):
@@ -219,21 +222,24 @@ def compare(args) -> None:
                     for position, tree in enumerate(order, 1):
                         r = tree.measure(args.steps, args.preset, [f"goals={task_set}", *args.overrides])
                         measured[tree.name] = r["steps_per_second"]
+                        cpu_measured[tree.name] = r["steps_per_cpu_second"]
                         speeds.setdefault((task_set, tree.name), []).append(r["steps_per_second"])
                         print(f"round {round_}/{args.rounds}  {task_set:10s} {tree.name:8s} {tree.commit:16s} "
-                              f"{r['steps_per_second']:7.2f} steps/s  (loop {r['loop']:.1f} s; start-up "
-                              f"{r['startup']:.1f} s not counted)", flush=True)
+                              f"{r['steps_per_second']:7.2f} steps/s, {r['steps_per_cpu_second']:7.2f} per CPU "
+                              f"second  (loop {r['loop']:.1f} s; start-up {r['startup']:.1f} s not counted)", flush=True)
                         if writer:
                             writer.writerow({"round": round_, "task_set": task_set, "tree": tree.name,
                                              "commit": tree.commit, "position": position, "steps": r["steps"],
                                              "loop_seconds": f"{r['loop']:.3f}",
                                              "steps_per_second": f"{r['steps_per_second']:.3f}",
+                                             "steps_per_cpu_second": f"{r['steps_per_cpu_second']:.3f}",
                                              "startup_seconds": f"{r['startup']:.3f}",
                                              "llm_forward_seconds": f"{r['llm_forward']:.3f}",
                                              "backward_seconds": f"{r['backward']:.3f}", "threads": r["threads"],
                                              "torchrl_glam_file": r["torchrl_glam"]})
                             handle.flush()
                     ratios[task_set].append(measured["current"] / measured["baseline"])
+                    cpu_ratios[task_set].append(cpu_measured["current"] / cpu_measured["baseline"])
         finally:
             if writer:
                 handle.close()
@@ -243,7 +249,9 @@ def compare(args) -> None:
         print(f"  {task_set:10s} ratio {statistics.median(ratios[task_set]):.2f}  (current "
               f"{statistics.median(speeds[(task_set, 'current')]):.2f}, baseline "
               f"{statistics.median(speeds[(task_set, 'baseline')]):.2f} steps/s; per round "
-              + ", ".join(f"{r:.2f}" for r in ratios[task_set]) + ")")
+              + ", ".join(f"{r:.2f}" for r in ratios[task_set]) + "); per CPU second "
+              f"{statistics.median(cpu_ratios[task_set]):.2f} (per round "
+              + ", ".join(f"{r:.2f}" for r in cpu_ratios[task_set]) + ")")
 
 
 def main(argv: list[str] | None = None) -> None:
