@@ -47,13 +47,15 @@ def test_checkpoint_state_is_plain_data_and_rng_round_trips(tmp_path):
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
 
 
-@pytest.mark.parametrize("damage", ["empty", "truncated"])
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage", "text"])
 def test_an_unreadable_checkpoint_is_named_and_the_previous_one_is_used(tmp_path, damage):
     ckpt.save_checkpoint({"step": 1, "x": torch.arange(1000)}, tmp_path)
     ckpt.save_checkpoint({"step": 2, "x": torch.arange(1000)}, tmp_path)
     path = tmp_path / "checkpoint.pt"
     data = path.read_bytes()
-    path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    damaged = {"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"torn",
+               "text": b"hello, not a checkpoint\n"}  # a few bytes; a text file put in its place
+    path.write_bytes(damaged[damage])
     with pytest.warns(UserWarning, match="checkpoint.pt"):
         state = ckpt.load_checkpoint(tmp_path)
     assert state["step"] == 1

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from torchrl_glam.envs import GoalCatalogue
-from torchrl_glam.training.checkpoint import CHECKPOINT_NAME, PREVIOUS_NAME, read_checkpoint
+from torchrl_glam.training.checkpoint import CHECKPOINT_NAME, PREVIOUS_NAME, CheckpointError, read_checkpoint
 
 #: quantity -> the scalar file (under ``logs/scalars``) it is logged to
 QUANTITIES = {
@@ -100,8 +100,7 @@ def first_seen_from_checkpoint(run: Path, catalogue: GoalCatalogue) -> tuple[np.
             try:
                 state = read_checkpoint(run / name)
                 break
-            except Exception as err:  # noqa: BLE001 - a report survives any unreadable file: torch.load
-                # raises assorted errors on garbage (IndexError, ...) that CheckpointError does not all cover
+            except CheckpointError as err:  # unreadable or unsafe: the report goes on without it
                 errors.append(f"{run / name}: {type(err).__name__}: {err}")
     if errors and state is None:
         warnings.warn(f"{run}: no checkpoint's goal memory can be read ({'; '.join(errors)}); using the "
