@@ -29,8 +29,9 @@ Shared-prefix scoring (the default) computes what depends on the prompt once per
 
 * encoder-decoder: the encoder runs once per prompt; the decoder runs its start token once per
   prompt with a cache, which computes the cross-attention keys/values of every layer once per
-  prompt; that cache is then repeated over the prompt's A candidates, and the candidates' tokens
-  run in one batch. (Lamorel, the authors' library, repeats the encoder states A times instead, so
+  prompt; the candidates' tokens then run in one batch over that cache. For T5-family models the
+  candidates attend to their prompt's cache without a copy (``modules/attention.py``); for other
+  models the cache is repeated over the prompt's A candidates. (Lamorel, the authors' library, repeats the encoder states A times instead, so
   every candidate recomputes the cross-attention projections of the whole prompt.)
 * decoder-only: the left-padded prompts run once with a KV cache (position ids count real tokens
   only), the cache is repeated over the candidates, and the candidates run in one batch.
@@ -128,7 +129,7 @@ class LLMScorer(nn.Module):
         self._quantized = any(type(m).__name__ in ("Linear4bit", "Linear8bitLt") for m in model.modules())
         # Candidate texts repeat across steps and environments (N+2 texts from a small vocabulary):
         # each is tokenised once.
-        self._candidate_ids: dict[str, Tensor] = {}
+        self._candidate_ids: dict[str, tuple[int, ...]] = {}
         # T5-family decoders: the candidates of a prompt attend to its cross-attention cache
         # without copying it per candidate (modules/attention.py); other models repeat the cache.
         self._shared_prompt_cache = (is_encoder_decoder and shared_prefix
@@ -287,14 +288,12 @@ class LLMScorer(nn.Module):
         cache = first.past_key_values
         if self._shared_prompt_cache:  # only the start token's self-attention cache is per candidate
             cache.self_attention_cache.batch_repeat_interleave(num_candidates)
-            rest = model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
-                         decoder_input_ids=batch.action_ids, past_key_values=cache, use_cache=True,
-                         output_hidden_states=True)
+            states, states_mask = encoder_states, batch.prompt_mask
         else:
             cache.batch_repeat_interleave(num_candidates)
-            rest = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
-                         decoder_input_ids=batch.action_ids, past_key_values=cache, use_cache=True,
-                         output_hidden_states=True)
+            states, states_mask = pair_encoder_states, pair_prompt_mask
+        rest = model(encoder_outputs=(states,), attention_mask=states_mask, decoder_input_ids=batch.action_ids,
+                     past_key_values=cache, use_cache=True, output_hidden_states=True)
         return self._from_prefix_and_continuation(
             first.logits[:, -1], first.decoder_hidden_states[-1][:, -1],
             rest.logits, rest.decoder_hidden_states[-1], batch,
