@@ -5,7 +5,7 @@ from transformers import AutoModelForSeq2SeqLM
 from transformers.models.t5.modeling_t5 import eager_attention_forward
 
 from torchrl_glam.modules import LLMScorer
-from torchrl_glam.modules.attention import shared_prompt_attention
+from torchrl_glam.modules.attention import shared_prompt_attention, use_shared_prompt_attention
 
 
 class _Module(torch.nn.Module):
@@ -61,3 +61,17 @@ def test_scorer_equals_the_unmodified_transformers_model(tiny_paths, make_scorer
     assert gradients[0].keys() == gradients[1].keys()
     for name, grad in gradients[0].items():
         torch.testing.assert_close(grad, gradients[1][name], atol=1e-4, rtol=1e-4)
+
+
+def test_other_encoder_decoders_repeat_the_cache_and_score_the_same(tiny_paths, make_scorer_for, playground_batch,
+                                                                    monkeypatch):
+    """A model type without the shared-prompt attention (here: T5 taken off the list) keeps
+    transformers' attention and the cache repeated per candidate; scores equal the naive pairs."""
+    monkeypatch.setattr("torchrl_glam.modules.attention.SHARED_PROMPT_MODEL_TYPES", ())
+    scorer = make_scorer_for(tiny_paths["t5"])
+    assert not use_shared_prompt_attention(scorer.model)
+    prompts, actions, mask = playground_batch(3, 3, seed=3, uneven=True)
+    with torch.no_grad():
+        shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
+    for ours, theirs in zip(shared, naive):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)

@@ -239,9 +239,10 @@ class LLMScorer(nn.Module):
         prompt_ids, prompt_mask = _pad_rows(prompt_rows, self.pad_id, left=left_pad_prompts)
         # A batch's B*A candidates are a few distinct token rows (N+2 texts per prompt from a small
         # vocabulary): each distinct row is padded once and the batch indexes them.
-        position = {row: index for index, row in enumerate(dict.fromkeys(map(tuple, action_rows)))}
+        rows = [tuple(row) for row in action_rows]
+        position = {row: index for index, row in enumerate(dict.fromkeys(rows))}
         table, table_mask = _pad_rows(list(position), self.pad_id)
-        index = torch.tensor([position[tuple(row)] for row in action_rows])
+        index = torch.tensor([position[row] for row in rows])
         action_lengths = _checked_action_lengths(table_mask.sum(-1)[index], mask)
         return _Tokenised(
             prompt_ids=prompt_ids.to(device), prompt_mask=prompt_mask.to(device),
@@ -269,14 +270,9 @@ class LLMScorer(nn.Module):
 
         encoder_states = model.get_encoder()(
             input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask).last_hidden_state
-        # The decoder reads the encoder states only through its cross-attention projections. The
-        # repeat is a copy of [B*A, Lp, H] activations; with the cache below, no projection of it
-        # is ever computed (the cached keys/values are used instead).
-        pair_encoder_states = None
-        if not (reuse_cache and self._shared_prompt_cache):
-            pair_encoder_states = encoder_states.repeat_interleave(num_candidates, 0)
         if not reuse_cache:  # gradient checkpointing: encoder shared, decoder over full pairs
             decoder_ids = torch.cat([start.repeat_interleave(num_candidates, 0), batch.action_ids], 1)
+            pair_encoder_states = encoder_states.repeat_interleave(num_candidates, 0)
             out = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
                         decoder_input_ids=decoder_ids, use_cache=False, output_hidden_states=True)
             return self._from_full_sequences(out.logits, out.decoder_hidden_states[-1], batch)
@@ -290,8 +286,11 @@ class LLMScorer(nn.Module):
             cache.self_attention_cache.batch_repeat_interleave(num_candidates)
             states, states_mask = encoder_states, batch.prompt_mask
         else:
+            # The decoder reads the encoder states only through its cross-attention projections.
+            # The repeat is a copy of [B*A, Lp, H] activations; with the repeated cache, no
+            # projection of it is ever computed (the cached keys/values are used instead).
             cache.batch_repeat_interleave(num_candidates)
-            states, states_mask = pair_encoder_states, pair_prompt_mask
+            states, states_mask = encoder_states.repeat_interleave(num_candidates, 0), pair_prompt_mask
         rest = model(encoder_outputs=(states,), attention_mask=states_mask, decoder_input_ids=batch.action_ids,
                      past_key_values=cache, use_cache=True, output_hidden_states=True)
         return self._from_prefix_and_continuation(
