@@ -64,21 +64,40 @@ def read_scalar(path: Path) -> dict[int, float]:
     return values
 
 
-def first_seen_from_log(path: Path, catalogue: GoalCatalogue) -> tuple[np.ndarray, int] | None:
-    """From ``autotelic.jsonl``: the first-report step of every catalogue goal (-1: not
-    discovered) and the step the log covers, or ``None`` when its lines have no ``new`` entries
-    (a run logged before they existed)."""
-    first_seen, covered, found = np.full(len(catalogue), -1, dtype=np.int64), 0, False
+def read_records(path: Path, required: set[str]) -> list[tuple[int, dict]]:
+    """The JSON objects of a run's ``.jsonl`` log that hold the ``required`` keys, with their line
+    numbers. A torn or malformed line (a run killed while writing it) is skipped with a warning
+    naming the file and line; the rest of the log still counts."""
+    records = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue
         try:
             entry = json.loads(line)
-            new, steps = entry.get("new"), int(entry["env_steps"])
-        except (ValueError, KeyError, TypeError, AttributeError):
-            warnings.warn(f"{path}:{number}: skipping a torn or malformed line: {line[:80]!r}", stacklevel=2)
+            if not isinstance(entry, dict) or not required <= set(entry):
+                raise ValueError(f"not a record with {', '.join(sorted(required))}")
+        except ValueError as err:
+            warnings.warn(f"{path}:{number}: skipping a torn or malformed line ({err}): {line[:80]!r}", stacklevel=3)
             continue
+        records.append((number, entry))
+    return records
+
+
+def first_seen_from_log(path: Path, catalogue: GoalCatalogue) -> tuple[np.ndarray, int] | None:
+    """From ``autotelic.jsonl``: the first-report step of every catalogue goal (-1: not
+    discovered) and the step the log covers, or ``None`` when its lines have no ``new`` entries
+    (a run logged before they existed)."""
+    first_seen, covered, found = np.full(len(catalogue), -1, dtype=np.int64), 0, False
+    for number, entry in read_records(path, {"env_steps"}):
+        new = entry.get("new")
         if new is None:
+            continue
+        try:
+            if not isinstance(new, dict):
+                raise TypeError("'new' is not a mapping of goals to steps")
+            steps = int(entry["env_steps"])
+        except (ValueError, TypeError):
+            warnings.warn(f"{path}:{number}: skipping a malformed line: {str(entry)[:80]!r}", stacklevel=2)
             continue
         found, covered = True, max(covered, steps)
         for goal, step in new.items():

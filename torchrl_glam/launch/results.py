@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from torchrl_glam.envs import GOAL_TYPES
-from torchrl_glam.launch.discovery import write_discovery
+from torchrl_glam.launch.discovery import read_records, write_discovery
 from torchrl_glam.launch.relative import relative_rows, write_relative
 from torchrl_glam.training.config import upgrade_names
 from torchrl_glam.training.scripts import SCRIPTS
@@ -93,19 +93,7 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
 def load_run(run: Path) -> dict:
     """A run's evaluations and config. A torn line (a run killed while writing it) is skipped with a
     warning naming the file and line; the rest of the run still counts."""
-    path = run / "evaluations.jsonl"
-    evaluations = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-            if not isinstance(entry, dict) or not {"env_steps", "set"} <= set(entry):
-                raise ValueError("not an evaluation record")
-        except ValueError as err:
-            warnings.warn(f"{path}:{number}: skipping a torn or malformed line ({err}): {line[:80]!r}", stacklevel=2)
-            continue
-        evaluations.append(entry)
+    evaluations = [entry for _, entry in read_records(run / "evaluations.jsonl", {"env_steps", "set"})]
     config = json.loads((run / "config.json").read_text()) if (run / "config.json").exists() else {}
     # a run written before a field's rename groups with the runs written after it
     for script in SCRIPTS.values():
