@@ -38,7 +38,8 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
                                           ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
-                                          ("ppo_her", 6 * 3), ("autotelic", 6 * 3)])
+                                          ("ppo_her", 6 * 3), ("autotelic", 6 * 3),
+                                          ("cpu_full", 4 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
@@ -58,6 +59,22 @@ def test_autotelic_sweep_changes_only_who_chooses_the_goals(tmp_path):
             assert other["autotelic"] == strategy and given["autotelic"] == "off"
             assert {k for k in given if given[k] != other[k]} == {"autotelic"}
     assert configs["full_goal_given"]["goals"] == "train" and configs["simplified_goal_given"]["goals"] == "simplified"
+
+
+def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
+    from torchrl_glam.training.ppo_config import make_ppo_config
+    from torchrl_glam.training.sac_config import make_config
+
+    make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}
+    configs = {run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
+               for run in load_sweep(SLURM / "sweeps" / "cpu_full.yaml", tmp_path, seeds=[0])}
+    her, no_her = configs["sac_glam_her"], configs["sac_glam"]
+    assert {k for k in her if her[k] != no_her[k]} == {"her"}
+    shared = ["goals", "num_objects", "max_steps", "model", "gamma", "normalization", "total_steps",
+              "eval_every", "eval_episodes", "eval_sets", "seed"]
+    for ppo in ("ppo_glam", "ppo_glam_her"):
+        assert {k: configs[ppo][k] for k in shared} == {k: her[k] for k in shared}, ppo
+    assert her["goals"] == "train" and her["total_steps"] >= 100_000 and "train_distribution" in her["eval_sets"]
 
 
 def test_variants_and_grid_combine_and_bad_sweeps_are_named(tmp_path):

@@ -47,7 +47,9 @@ def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
 @pytest.mark.slow
 def test_smoke_run_of_the_example(tmp_path):
     run = tmp_path / "run"
-    code = load_example().main(["--preset", "smoke", "--run-dir", str(run), "--no-progress"])
+    sets = ["train", "held_out", "train_distribution", "train_sampled"]
+    code = load_example().main(["--preset", "smoke", "--run-dir", str(run), "--no-progress",
+                                f"eval_sets={','.join(sets)}"])
     assert code == 0
     assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["her"]
     scalars = run / "logs" / "scalars"
@@ -55,7 +57,7 @@ def test_smoke_run_of_the_example(tmp_path):
                  "replay/relabeled_share", "time/wall_seconds", "eval/train/success", "eval/held_out/success"]:
         assert (scalars / f"{name}.csv").exists(), name
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
-    assert {e["set"] for e in evaluations} == {"train", "held_out"}
+    assert {e["set"] for e in evaluations} == set(sets)
 
 
 def _losses(run):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from torchrl_glam.envs.playground import GOAL_SETS
+from torchrl_glam.training.evaluation import EVAL_SETS
 
 C = TypeVar("C", bound="GLAMConfig")
 
@@ -56,6 +57,10 @@ class GLAMConfig:
     total_steps: int = 400_000  # environment steps (Figure 2)
     eval_every: int = 10_000
     eval_episodes: int = 128
+    # the evaluation sets logged (training/evaluation.py EVAL_SETS): "train" (training goals, goal
+    # types uniform), "held_out", "train_distribution" (training goals as training samples them),
+    # "train_sampled" ("train" with the sampled policy instead of the greedy one)
+    eval_sets: list[str] = field(default_factory=lambda: ["train", "held_out"])
     log_every: int = 1_000
     checkpoint_every: int = 10_000
     seed: int = 0
@@ -79,6 +84,8 @@ class GLAMConfig:
             "total_steps": self.total_steps >= 1,
             "eval_every": self.eval_every >= 1,
             "eval_episodes": self.eval_episodes >= 1,
+            "eval_sets": (len(self.eval_sets) >= 1 and len(set(self.eval_sets)) == len(self.eval_sets)
+                          and set(self.eval_sets) <= set(EVAL_SETS)),
             "log_every": self.log_every >= 1,
             "checkpoint_every": self.checkpoint_every >= 1,
             "num_threads": self.num_threads >= 1,
@@ -100,6 +107,7 @@ class GLAMConfig:
             "tokenization": "'exact' or 'separate'",
             "quantization": "none, '4bit' or '8bit'",
             "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
+            "eval_sets": f"a non-empty list of distinct names among {sorted(EVAL_SETS)}",
             "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
                                        "be trained; only LoRA adapters on them), or quantization=none",
             "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",

@@ -1,19 +1,54 @@
-"""Greedy evaluation on fixed scenes: success overall and per goal type."""
+"""Evaluation on fixed scenes: success overall and per goal type, and the evaluation sets a run
+can log (:data:`EVAL_SETS`, chosen by the config's ``eval_sets``)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
 from torchrl_glam.envs import GOAL_TYPES, PlaygroundTextEnv
 
 
+@dataclass(frozen=True)
+class EvalSet:
+    """Which episodes an evaluation set runs and how the agent acts in them."""
+
+    goals: str | None  # the goal set; None: the run's own (``cfg.goals``)
+    goal_sampling: str  # "by_type": goal types uniform; "uniform": as training samples goals
+    seed_offset: int  # the episodes' seed is seed_offset + the run's seed: the same for every algorithm
+    greedy: bool = True  # the policy's mode, or a sample of it
+
+
+#: The evaluation sets a run can log, by name. "train" weighs the goal types equally (on the full
+#: task set a per-type average, as 97.85% of its goals are sequential); "train_distribution" samples
+#: goals as training does (the paper's measure); "train_sampled" runs "train"'s episodes with the
+#: sampled policy, which greedy evaluation may hide.
+EVAL_SETS: dict[str, EvalSet] = {
+    "train": EvalSet(None, "by_type", 10_000),
+    "held_out": EvalSet("held_out", "uniform", 20_000),
+    "train_distribution": EvalSet(None, "uniform", 30_000),
+    "train_sampled": EvalSet(None, "by_type", 10_000, greedy=False),
+}
+
+
 @torch.no_grad()
-def evaluate(policy, env: PlaygroundTextEnv) -> dict[str, float]:
+def evaluate(policy, env: PlaygroundTextEnv, greedy: bool = True) -> dict[str, float]:
     """Runs one episode in every sub-environment of ``env`` (reset with its seed, so every
     evaluation sees the same scenes and goals) and returns the success rates.
 
-    ``policy(td, greedy=True)`` writes "action". Keys: "success", "success/<goal type>" for the
-    types present, "episode_length".
+    ``policy(td, greedy=greedy)`` writes "action". A sampled evaluation draws from its own random
+    stream, seeded by the environment's seed: it is the same for every algorithm and leaves the
+    training's stream untouched (adding it to a run does not change the run). Keys: "success",
+    "success/<goal type>" for the types present, "episode_length".
     """
+    if greedy:
+        return _episodes(policy, env, greedy)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(env.seed_value)
+        return _episodes(policy, env, greedy)
+
+
+def _episodes(policy, env: PlaygroundTextEnv, greedy: bool) -> dict[str, float]:
     env.set_seed(env.seed_value)
     td = env.reset()
     num = env.num_envs
@@ -22,7 +57,7 @@ def evaluate(policy, env: PlaygroundTextEnv) -> dict[str, float]:
     length = torch.zeros(num)
     goal_type = torch.as_tensor(env.catalogue.goal_type[td["goal_id"].numpy()])
     for _ in range(env.max_steps):
-        policy(td, greedy=True)
+        policy(td, greedy=greedy)
         out = env.step(td)["next"]
         running = ~ended
         success |= running & out["terminated"].squeeze(-1)

@@ -28,6 +28,7 @@ from torchrl_glam.modules import (
 )
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY
 from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.evaluation import EVAL_SETS
 
 
 class NonFiniteLossError(RuntimeError):
@@ -49,12 +50,14 @@ def make_env(cfg: GLAMConfig, num_envs: int | None = None, goals: str | None = N
 
 
 def make_eval_envs(cfg: GLAMConfig) -> dict[str, PlaygroundTextEnv]:
-    """The greedy-evaluation environments: goal types sampled uniformly over the training set, and
-    the held-out goals, each with ``eval_episodes`` sub-environments and fixed seeds, so that every
-    algorithm of a comparison is evaluated on the same episodes."""
+    """The evaluation environments of the config's ``eval_sets`` (see
+    :data:`~torchrl_glam.training.evaluation.EVAL_SETS`), each with ``eval_episodes``
+    sub-environments and a fixed seed, so that every algorithm of a comparison is evaluated on the
+    same episodes."""
     return {
-        "train": make_env(cfg, num_envs=cfg.eval_episodes, seed=10_000 + cfg.seed, goal_sampling="by_type"),
-        "held_out": make_env(cfg, num_envs=cfg.eval_episodes, goals="held_out", seed=20_000 + cfg.seed),
+        name: make_env(cfg, num_envs=cfg.eval_episodes, goals=EVAL_SETS[name].goals,
+                       seed=EVAL_SETS[name].seed_offset + cfg.seed, goal_sampling=EVAL_SETS[name].goal_sampling)
+        for name in cfg.eval_sets
     }
 
 

@@ -3,7 +3,7 @@ asked for and installed), against environment steps, with the wall seconds logge
 
 Scalars: ``train/success`` and ``train/success/<goal type>`` (episodes finished since the last
 flush), ``train/episode_length``, the update's metrics (means since the last flush), ``time/wall_seconds``,
-``time/steps_per_second``, and ``eval/<train|held_out>/success[/<goal type>]``.
+``time/steps_per_second``, and ``eval/<evaluation set>/success[/<goal type>]`` (the config's ``eval_sets``).
 
 * SAC-GLAM: the losses, ``alpha``, ``entropy``, ``q_value``, ``replay/relabeled_share`` (of the
   buffer), ``batch/relabeled_share``, ``batch/age`` (environment steps since the sampled

@@ -103,11 +103,11 @@ class PPOGLAMConfig(GLAMConfig):
 #: rollout_steps it makes Table 1's 2048 transitions per update.
 _FROM_SAC_CPU = ("goals", "num_objects", "max_steps", "gamma", "model", "lora_rank", "lora_alpha",
                  "quantization", "dtype", "device", "normalization", "total_steps", "eval_every",
-                 "eval_episodes", "log_every", "checkpoint_every", "loggers")
+                 "eval_episodes", "eval_sets", "log_every", "checkpoint_every", "loggers")
 
 
-def _from_sac_cpu() -> dict[str, Any]:
-    sac_cpu = SAC_PRESETS["cpu"]
+def _from_sac_cpu(preset: str = "cpu") -> dict[str, Any]:
+    sac_cpu = SAC_PRESETS[preset]
     shared = {k: sac_cpu[k] for k in _FROM_SAC_CPU if k in sac_cpu}
     if "critic_width" in sac_cpu:  # the value head is as wide as SAC's critic heads
         shared["value_width"] = sac_cpu["critic_width"]
@@ -124,6 +124,10 @@ PPO_PRESETS: dict[str, dict[str, Any]] = {
     "cpu": dict(_from_sac_cpu(), her=False),
     # App. G: clipped PPO on relabeled trajectories with aligned goals (on par with PPO in the paper)
     "cpu_her": dict(_from_sac_cpu(), her=True, ppo_loss="clip", her_filter="aligned", her_centred=False),
+    # the same two on the full task set, from SAC-GLAM's cpu_full (issue 15)
+    "cpu_full": dict(_from_sac_cpu("cpu_full"), her=False),
+    "cpu_full_her": dict(_from_sac_cpu("cpu_full"), her=True, ppo_loss="clip", her_filter="aligned",
+                         her_centred=False),
     # a first check of an install, and the end-to-end tests
     "smoke": dict(
         goals="simplified", model=None, normalization="mean", num_envs=8, rollout_steps=16, epochs=2,

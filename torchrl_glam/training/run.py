@@ -61,7 +61,7 @@ from torchrl_glam.training.checkpoint import (
 from torchrl_glam.training.config import GLAMConfig, config_from_preset, parse_overrides
 from torchrl_glam.training.distributed import any_true, init_distributed
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
-from torchrl_glam.training.evaluation import evaluate
+from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
 from torchrl_glam.training.logging import RunLogger
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
@@ -178,7 +178,8 @@ class TrainingRun:
         """Registers what the checkpoint holds (``pieces``, plus the environment and the assembler),
         builds the evaluation environments, seeds this rank, restores from the checkpoint under
         ``--resume`` (or resets the environment), and opens the logger and the progress bar.
-        Returns the first observation. ``greedy_policy(td, greedy=True)`` writes "action";
+        Returns the first observation. ``greedy_policy(td, greedy)`` writes "action" (the policy's
+        mode, or a sample of it for an evaluation set that samples);
         ``optimizers`` maps each learning-rate field of the config to the optimizer it drives (a
         resume may change learning rates); ``env_transform`` wraps the acting environment (a
         TorchRL transform; its state is the caller's to register as a piece)."""
@@ -255,7 +256,8 @@ class TrainingRun:
             self.progress.set_postfix(success=f"{sum(self.recent) / max(len(self.recent), 1):.2f}", **postfix)
         if self.main_rank and (self.every(cfg.eval_every) or last) and self.greedy_policy is not None:
             for name, eval_env in self.eval_envs.items():
-                self.logger.evaluation(name, evaluate(self.greedy_policy, eval_env), steps, self.wall_seconds)
+                results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy)
+                self.logger.evaluation(name, results, steps, self.wall_seconds)
         if self.every(cfg.checkpoint_every) or last:
             self.checkpoint()
         if any_true(STOP.requested):  # preemption, time limit, Ctrl-C: save and return

@@ -1,0 +1,55 @@
+"""The evaluation sets a run logs: which goals each one samples, and a sampled evaluation that
+repeats itself and leaves the training's random stream alone."""
+import pytest
+import torch
+
+from torchrl_glam.envs import GOAL_TYPES
+from torchrl_glam.training.evaluation import evaluate
+from torchrl_glam.training.factories import make_eval_envs
+from torchrl_glam.training.sac_config import make_config
+
+ALL_SETS = ["train", "held_out", "train_distribution", "train_sampled"]
+
+
+def evaluation_goals(env) -> torch.Tensor:
+    """The goals of the episodes :func:`evaluate` runs in ``env``."""
+    env.set_seed(env.seed_value)
+    return env.reset()["goal_id"]
+
+
+def goal_type_shares(env) -> torch.Tensor:
+    types = torch.as_tensor(env.catalogue.goal_type[evaluation_goals(env).numpy()])
+    return torch.bincount(types, minlength=len(GOAL_TYPES)).float() / env.num_envs
+
+
+def test_train_weighs_goal_types_equally_and_train_distribution_samples_as_training():
+    envs = make_eval_envs(make_config("cpu", {"goals": "train", "eval_sets": ALL_SETS, "eval_episodes": 512}))
+    assert list(envs) == ALL_SETS
+    by_type, as_training = goal_type_shares(envs["train"]), goal_type_shares(envs["train_distribution"])
+    assert by_type.min() > 0.18 and by_type.max() < 0.32  # ~1/4 each
+    sequential = GOAL_TYPES.index("grow-then-grasp"), GOAL_TYPES.index("grow-then-grow")
+    assert as_training[list(sequential)].sum() > 0.95  # 97.85% of the training goals
+    # "train_sampled" runs exactly "train"'s episodes, so greedy and sampled compare pair by pair
+    assert torch.equal(evaluation_goals(envs["train"]), evaluation_goals(envs["train_sampled"]))
+
+
+def random_legal_policy(td, greedy: bool):
+    """The first legal action (greedy) or a uniform draw among the legal ones (torch's global stream)."""
+    mask = td["action_mask"].float()
+    td.set("action", mask.argmax(-1) if greedy else torch.multinomial(mask, 1).squeeze(-1))
+    return td
+
+
+def test_a_sampled_evaluation_repeats_and_leaves_the_training_random_stream_untouched():
+    env = make_eval_envs(make_config("cpu", {"goals": "train", "eval_episodes": 64}))["train"]
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    first = evaluate(random_legal_policy, env, greedy=False)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert evaluate(random_legal_policy, env, greedy=False) == first
+    assert evaluate(random_legal_policy, env, greedy=True) != first  # it did sample
+
+
+def test_a_bad_evaluation_set_is_named():
+    with pytest.raises(ValueError, match="eval_sets.*train_distribution"):
+        make_config("cpu", {"eval_sets": ["train", "train_distrib"]})
