@@ -195,7 +195,7 @@ def test_a_bad_level_is_refused_with_the_expected_form(text):
 def test_a_level_for_a_missing_set_or_given_twice_is_refused(tmp_path):
     runs = tmp_path / "runs"
     _run(runs, "goal_given", 0, [0.4, 1.0])
-    with pytest.raises(ValueError, match="no evaluation set 'heldout' in these runs \\(they have held_out, train\\)"):
+    with pytest.raises(ValueError, match="no evaluation set 'heldout' in these runs \\(they have train, held_out\\)"):
         aggregate([runs], tmp_path / "out", levels=[Level.parse("zero_shot@heldout=0")])
     with pytest.raises(ValueError, match="level 'random' given twice"):
         aggregate([runs], tmp_path / "out", levels=[Level.parse("random=0.3"), Level.parse("random=0.32")])

@@ -40,6 +40,7 @@ from torchrl_glam.envs import GOAL_TYPES
 from torchrl_glam.launch.discovery import read_records, write_discovery
 from torchrl_glam.launch.relative import relative_rows, write_relative
 from torchrl_glam.training.config import upgrade_names
+from torchrl_glam.training.evaluation import EVAL_SETS
 from torchrl_glam.training.scripts import SCRIPTS
 
 
@@ -188,7 +189,8 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
         run["group"] = group_of(run, group_by)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sets = sorted({e["set"] for run in runs for e in run["evaluations"]})
+    logged = {e["set"] for run in runs for e in run["evaluations"]}
+    sets = [s for s in EVAL_SETS if s in logged] + sorted(logged - set(EVAL_SETS))  # the library's sets first
     levels = list(levels)
     _check_levels(levels, sets)
 
@@ -198,7 +200,8 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
     for x, name in [("steps", "success_vs_steps.png"), ("seconds", "success_vs_seconds.png")]:
         fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4), squeeze=False)
         for ax, eval_set in zip(axes[0], sets):
-            plot(curves(runs, eval_set, "success"), x, f"{eval_set} goals", out / name, ax=ax,
+            title = EVAL_SETS[eval_set].title if eval_set in EVAL_SETS else f"{eval_set} goals"
+            plot(curves(runs, eval_set, "success"), x, title, out / name, ax=ax,
                  levels=levels_of(eval_set))
             if levels_of(eval_set):  # each panel names its own level lines
                 ax.legend(fontsize=7)

@@ -16,6 +16,7 @@ class EvalSet:
     goals: str | None  # the goal set; None: the run's own (``cfg.goals``)
     goal_sampling: str  # "by_type": goal types uniform; "uniform": as training samples goals
     seed_offset: int  # the episodes' seed is seed_offset + the run's seed: the same for every algorithm
+    title: str  # what a figure's panel calls it
     greedy: bool = True  # the policy's mode, or a sample of it
 
 
@@ -24,10 +25,10 @@ class EvalSet:
 #: goals as training does (the paper's measure); "train_sampled" runs "train"'s episodes with the
 #: sampled policy, which greedy evaluation may hide.
 EVAL_SETS: dict[str, EvalSet] = {
-    "train": EvalSet(None, "by_type", 10_000),
-    "held_out": EvalSet("held_out", "uniform", 20_000),
-    "train_distribution": EvalSet(None, "uniform", 30_000),
-    "train_sampled": EvalSet(None, "by_type", 10_000, greedy=False),
+    "train": EvalSet(None, "by_type", 10_000, "training goals, types uniform"),
+    "train_distribution": EvalSet(None, "uniform", 30_000, "training goals as sampled in training"),
+    "held_out": EvalSet("held_out", "uniform", 20_000, "held-out goals"),
+    "train_sampled": EvalSet(None, "by_type", 10_000, "training goals, types uniform, sampled policy", greedy=False),
 }
 
 
