@@ -2,7 +2,8 @@
 asked for and installed), against environment steps, with the wall seconds logged beside every flush.
 
 Scalars: ``train/success`` and ``train/success/<goal type>`` (episodes finished since the last
-flush), ``train/episode_length``, the update's metrics (means since the last flush), ``time/wall_seconds``,
+flush), ``train/episode_length``, ``train/repeat_go_to_share`` (of their steps: "Go to" the object
+the agent already stands on), the update's metrics (means since the last flush), ``time/wall_seconds``,
 ``time/steps_per_second``, and ``eval/<evaluation set>/success[/<goal type>]`` (the config's ``eval_sets``).
 
 * SAC-GLAM: the losses, ``alpha``, ``entropy``, ``q_value``, ``replay/relabeled_share`` (of the
@@ -75,6 +76,12 @@ class RunLogger:
         types = torch.as_tensor(self.catalogue.goal_type[episodes["goal_id"][:, 0].cpu().numpy()])
         self._add("train/success", success.sum().item(), len(success))
         self._add("train/episode_length", length.sum().item(), len(length))
+        # "Go to" the object the agent already stands on: the action that greedy cycles and
+        # collapses repeat (docs/results/cpu_full). It does nothing, except a first contact of
+        # a held supply with that object.
+        steps = episodes["mask"]
+        repeats = (episodes["action"] == episodes["agent_on"]) & steps
+        self._add("train/repeat_go_to_share", repeats.sum().item(), int(steps.sum()))
         for k, name in enumerate(GOAL_TYPES):
             chosen = types == k
             if chosen.any():

@@ -1,0 +1,26 @@
+"""What the run logger computes from finished episodes."""
+import pytest
+import torch
+from tensordict import TensorDict
+
+from torchrl_glam.data.episodes import EpisodeAssembler
+from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.training.logging import RunLogger
+from torchrl_glam.training.sac_config import make_config
+
+
+def test_the_share_of_go_to_the_object_the_agent_stands_on_is_logged(tmp_path):
+    env = PlaygroundTextEnv(num_envs=1, goals="train", max_steps=4, seed=0, text=False)
+    td = env.reset(TensorDict({"goal": ["Grow red cat"], "scene": [["red cat", "blue water", "green table",
+                                                                     "red rose", "blue lion", "red food"]]},
+                              batch_size=[1]))
+    assembler = EpisodeAssembler(num_envs=1, max_steps=4)
+    # go to the cat, again (a repeat), to the table, again (a repeat): truncated after 4 steps
+    for action in (0, 0, 2, 2):
+        step, td = env.step_and_maybe_reset(td.set("action", torch.tensor([action])))
+        episodes = assembler.add(step)
+    logger = RunLogger(make_config("smoke", {"run_dir": str(tmp_path), "loggers": ["csv"]}))
+    logger.episodes(episodes)
+    logger.flush(4, 1.0)
+    rows = (tmp_path / "logs" / "scalars" / "train" / "repeat_go_to_share.csv").read_text().split()
+    assert float(rows[-1].split(",")[1]) == pytest.approx(2 / 4)
