@@ -188,9 +188,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 # - the cpu preset itself: greedy 0.30 at 20k steps, then a plateau at 0.20-0.29 up to 100k
 #   (grow 0.6-0.8, grasp 0.1-0.3, sequential near random; ../probes on main 52395e1);
 # - batch_strategy "prior" (App. E: relabeled goals drawn by the task set's goal types, mostly
-#   sequential): 0.25 at 15k, in the same range;
+#   sequential): 0.29 at 20k, 0.27 at 30k, in the same range;
 # - the LLM's learning rate at 3e-4: 0.21 at 10k, then 0.00 at 15k (the collapse the cpu
-#   preset's probes saw with it), so 1e-4 stays.
+#   preset's probes saw with it), so 1e-4 stays;
+# - target_entropy 1.0 nats (alpha falls to ~0 by 40k steps with 0.5): 0.19 at 15k, 0.00 at 20k,
+#   0.24 at 30k, so 0.5 stays.
 # What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
 # sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
 # paper's measure), held-out goals, and "train"'s episodes with the sampled policy.
