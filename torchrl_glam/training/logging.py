@@ -76,9 +76,9 @@ class RunLogger:
         types = torch.as_tensor(self.catalogue.goal_type[episodes["goal_id"][:, 0].cpu().numpy()])
         self._add("train/success", success.sum().item(), len(success))
         self._add("train/episode_length", length.sum().item(), len(length))
-        # "Go to" the object the agent already stands on: the action that greedy cycles and
-        # collapses repeat (docs/results/cpu_full). It does nothing, except a first contact of
-        # a held supply with that object.
+        # "Go to" the object the agent already stands on: the action greedy cycles repeat
+        # (docs/results/cpu_full). It does nothing, except a first contact of a held supply with
+        # that object.
         steps = episodes["mask"]
         repeats = (episodes["action"] == episodes["agent_on"]) & steps
         self._add("train/repeat_go_to_share", repeats.sum().item(), int(steps.sum()))
