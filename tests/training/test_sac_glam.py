@@ -8,7 +8,8 @@ import torch
 
 from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.scripts import get_script
-from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
+from torchrl_glam.training.checkpoint import load_checkpoint
+from torchrl_glam.training.sac import SACGLAMUpdater, load_trained_agent, make_agent
 
 
 def load_example():
@@ -58,6 +59,15 @@ def test_smoke_run_of_the_example(tmp_path):
         assert (scalars / f"{name}.csv").exists(), name
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluations} == set(sets)
+    cfg, agent, steps = load_trained_agent(run)  # what an analysis of the run starts from
+    assert steps == 400 and cfg.eval_sets == sets
+    saved = load_checkpoint(run)["agent"]
+    assert all(torch.equal(value, saved[key]) for key, value in agent.trainable_state_dict().items())
+
+
+def test_loading_a_run_without_a_checkpoint_names_the_run_dir(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint in .*--run-dir"):
+        load_trained_agent(tmp_path)
 
 
 def _losses(run):

@@ -11,9 +11,10 @@ from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.sac_config import SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, average_gradients
-from torchrl_glam.training.factories import NonFiniteLossError, make_scorer_from_config
+from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_scorer_from_config
 
 
 def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
@@ -28,6 +29,19 @@ def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
         alpha_init=cfg.alpha_init,
         target_entropy=cfg.target_entropy,
     ).to(cfg.device)
+
+
+def load_trained_agent(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:
+    """A SAC-GLAM run's config, its agent with the weights of the run's checkpoint, and the
+    environment steps the checkpoint was taken at: what an analysis of a trained run starts from."""
+    state = load_checkpoint(run_dir)
+    if state is None:
+        raise FileNotFoundError(f"no checkpoint in {run_dir}: pass the --run-dir of a SAC-GLAM run that has "
+                                "written one (every checkpoint_every steps, and at its end)")
+    cfg = SACGLAMConfig.from_dict(state["config"])
+    agent = make_agent(cfg, num_actions=make_env(cfg, num_envs=1).num_objects + 2)
+    agent.load_trainable_state_dict(state["agent"])
+    return cfg, agent, state["assembler"]["env_steps"]
 
 
 def make_goal_choice(cfg: SACGLAMConfig, env: PlaygroundTextEnv) -> AutotelicGoals | None:

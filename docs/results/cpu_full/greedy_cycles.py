@@ -4,26 +4,20 @@ the episode is truncated). Runs a run's final checkpoint on its own "train" eval
 
     python docs/results/cpu_full/greedy_cycles.py RUN_DIR [RUN_DIR ...]
 """
-import json
 import sys
 
 import torch
 
 from torchrl_glam.envs import GOAL_TYPES
 from torchrl_glam.envs.transforms import STEP_STATE_KEYS
-from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.factories import act, make_eval_envs
-from torchrl_glam.training.sac import make_agent
-from torchrl_glam.training.sac_config import SACGLAMConfig
+from torchrl_glam.training.sac import load_trained_agent
 
 torch.set_num_threads(1)
 print("run,env_steps,goal_type,episodes,success,failed_in_a_cycle,cycle_from_step")
 for run_dir in sys.argv[1:]:
-    cfg = SACGLAMConfig.from_dict(json.load(open(f"{run_dir}/config.json"))).replace(eval_sets=["train"])
-    agent = make_agent(cfg, num_actions=cfg.num_objects + 2 if cfg.num_objects else 8)
-    state = load_checkpoint(run_dir)
-    agent.load_trainable_state_dict(state["agent"])
-    env = make_eval_envs(cfg)["train"]
+    cfg, agent, steps = load_trained_agent(run_dir)
+    env = make_eval_envs(cfg.replace(eval_sets=["train"]))["train"]
     env.set_seed(env.seed_value)
     td = env.reset()
     num = env.num_envs
@@ -42,7 +36,6 @@ for run_dir in sys.argv[1:]:
         success |= ~ended & out["terminated"].squeeze(-1)
         ended |= out["done"].squeeze(-1)
         td = out.exclude("reward", "done", "terminated", "truncated")
-    steps = state["assembler"].get("env_steps", "")
     for k, name in [(None, "all")] + list(enumerate(GOAL_TYPES)):
         chosen = torch.ones(num, dtype=torch.bool) if k is None else goal_type == k
         failed = chosen & ~success
