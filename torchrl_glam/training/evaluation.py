@@ -44,7 +44,9 @@ def evaluate(policy, env: PlaygroundTextEnv, greedy: bool = True) -> dict[str, f
     """
     if greedy:
         return _episodes(policy, env, greedy)
-    with torch.random.fork_rng(devices=[]):
+    # a policy on a GPU samples from that device's generator: fork it too (fork_rng forks the CPU's)
+    devices = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):
         torch.manual_seed(env.seed_value)
         return _episodes(policy, env, greedy)
 
