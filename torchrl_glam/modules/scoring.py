@@ -31,8 +31,9 @@ Shared-prefix scoring (the default) computes what depends on the prompt once per
   prompt with a cache, which computes the cross-attention keys/values of every layer once per
   prompt; the candidates' tokens then run in one batch over that cache. For T5-family models the
   candidates attend to their prompt's cache without a copy (``modules/attention.py``); for other
-  models the cache is repeated over the prompt's A candidates. (Lamorel, the authors' library, repeats the encoder states A times instead, so
-  every candidate recomputes the cross-attention projections of the whole prompt.)
+  models the cache is repeated over the prompt's A candidates. (Lamorel, the authors' library,
+  repeats the encoder states A times instead, so every candidate recomputes the cross-attention
+  projections of the whole prompt.)
 * decoder-only: the left-padded prompts run once with a KV cache (position ids count real tokens
   only), the cache is repeated over the candidates, and the candidates run in one batch.
 

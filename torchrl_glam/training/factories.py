@@ -54,11 +54,10 @@ def make_eval_envs(cfg: GLAMConfig) -> dict[str, PlaygroundTextEnv]:
     :data:`~torchrl_glam.training.evaluation.EVAL_SETS`), each with ``eval_episodes``
     sub-environments and a fixed seed, so that every algorithm of a comparison is evaluated on the
     same episodes."""
-    return {
-        name: make_env(cfg, num_envs=cfg.eval_episodes, goals=EVAL_SETS[name].goals,
-                       seed=EVAL_SETS[name].seed_offset + cfg.seed, goal_sampling=EVAL_SETS[name].goal_sampling)
-        for name in cfg.eval_sets
-    }
+    sets = {name: EVAL_SETS[name] for name in cfg.eval_sets}
+    return {name: make_env(cfg, num_envs=cfg.eval_episodes, goals=spec.goals, seed=spec.seed_offset + cfg.seed,
+                           goal_sampling=spec.goal_sampling)
+            for name, spec in sets.items()}
 
 
 def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
