@@ -24,3 +24,28 @@ def test_the_share_of_go_to_the_object_the_agent_stands_on_is_logged(tmp_path):
     logger.flush(4, 1.0)
     rows = (tmp_path / "logs" / "scalars" / "train" / "repeat_go_to_share.csv").read_text().split()
     assert float(rows[-1].split(",")[1]) == pytest.approx(2 / 4)
+
+
+def test_the_share_of_steps_that_change_nothing_and_of_each_kind_of_action_is_logged(tmp_path):
+    """What a collapsed policy does shows in these shares (docs/results/cpu_full, "Collapses")."""
+    env = PlaygroundTextEnv(num_envs=1, goals="train", max_steps=5, seed=0, text=False)
+    td = env.reset(TensorDict({"goal": ["Grow red cat"], "scene": [["red cat", "blue water", "green table",
+                                                                     "red rose", "blue lion", "red food"]]},
+                              batch_size=[1]))
+    assembler = EpisodeAssembler(num_envs=1, max_steps=5)
+    # go to the cat, again (no change), grasp it, release it, release again (nothing held: no change)
+    for action in (0, 0, 6, 7, 7):
+        step, td = env.step_and_maybe_reset(td.set("action", torch.tensor([action])))
+        episodes = assembler.add(step)
+    logger = RunLogger(make_config("smoke", {"run_dir": str(tmp_path), "loggers": ["csv"]}))
+    logger.episodes(episodes)
+    logger.flush(5, 1.0)
+    scalars = tmp_path / "logs" / "scalars" / "train"
+
+    def last(name):
+        return float((scalars / f"{name}.csv").read_text().split()[-1].split(",")[1])
+
+    assert last("no_op_share") == pytest.approx(2 / 5)
+    assert last("action_share/go_to") == pytest.approx(2 / 5)
+    assert last("action_share/grasp") == pytest.approx(1 / 5)
+    assert last("action_share/release") == pytest.approx(2 / 5)
