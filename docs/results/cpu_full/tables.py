@@ -1,0 +1,86 @@
+"""The README's tables, from the committed runs (``runs/<variant>/seed<k>/evaluations.jsonl``).
+
+    python docs/results/cpu_full/tables.py            # markdown on stdout; margin.csv beside it
+
+1. success at the end of the budget per evaluation set: mean ± std over seeds (numpy's std, ddof 0,
+   as ``torchrl_glam.launch.results`` draws it), each seed's value in brackets;
+2. per goal type at the end, greedy / sampled (the ``train`` and ``train_sampled`` sets);
+3. the issue's "ahead by more than the seeds' spread": at each evaluation, SAC-GLAM+HER's mean
+   minus its std against each baseline's mean plus its std (``margin.csv``). PPO-GLAM evaluates at
+   the end of its rollouts (5,024 steps and so on), so evaluations are paired by their rank.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+SETS = ["train", "train_distribution", "held_out", "train_sampled"]
+TYPES = ["grasp", "grow", "grow-then-grasp", "grow-then-grow"]
+VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": "PPO-GLAM"}
+RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
+
+
+def load(variant: str) -> dict[str, dict[str, list[dict]]]:
+    """{seed name: {set: [evaluation rows in step order]}}."""
+    runs = {}
+    for run in sorted((HERE / "runs" / variant).glob("seed*")):
+        rows = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
+        runs[run.name] = {s: sorted((r for r in rows if r["set"] == s), key=lambda r: r["env_steps"]) for s in SETS}
+    return runs
+
+
+def cell(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{np.mean(values):.2f} ± {np.std(values):.2f} ({', '.join(f'{v:.2f}' for v in values)})"
+
+
+def main() -> None:
+    data = {v: load(v) for v in VARIANTS}
+    print("| variant | seeds | " + " | ".join(SETS) + " |")
+    print("|---|---|" + "---|" * len(SETS))
+    for v, runs in data.items():
+        cells = [cell([r[s][-1]["success"] for r in runs.values()]) for s in SETS]
+        print(f"| {VARIANTS[v]} | {', '.join(name[4:] for name in runs)} | " + " | ".join(cells) + " |")
+    print()
+    print("| variant | " + " | ".join(TYPES) + " |")
+    print("|---|" + "---|" * len(TYPES))
+    for v, runs in data.items():
+        cells = []
+        for t in TYPES:
+            greedy = np.mean([r["train"][-1][f"success/{t}"] for r in runs.values()])
+            sampled = np.mean([r["train_sampled"][-1][f"success/{t}"] for r in runs.values()])
+            cells.append(f"{greedy:.2f} / {sampled:.2f}")
+        print(f"| {VARIANTS[v]} | " + " | ".join(cells) + " |")
+    print(RANDOM_PER_TYPE)
+    print()
+
+    rows = []
+    for s in ("train", "train_distribution", "train_sampled"):
+        curves = {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
+        steps = [e["env_steps"] for e in next(iter(data["sac_glam_her"].values()))[s]]
+        her = curves["sac_glam_her"]
+        for i, step in enumerate(steps):
+            row = {"set": s, "env_steps": step, "her_mean": her[:, i].mean(), "her_std": her[:, i].std()}
+            ahead = True
+            for v in ("sac_glam", "ppo_glam"):
+                base = curves[v][:, i]
+                row[f"{v}_mean"], row[f"{v}_std"] = base.mean(), base.std()
+                ahead &= her[:, i].mean() - her[:, i].std() > base.mean() + base.std()
+            row["ahead_by_more_than_spread"] = bool(ahead)
+            rows.append(row)
+    with open(HERE / "margin.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows)
+    for s in ("train", "train_distribution", "train_sampled"):
+        behind = [r["env_steps"] for r in rows if r["set"] == s and not r["ahead_by_more_than_spread"]]
+        print(f"{s}: SAC-GLAM+HER's mean - std is not above both baselines' mean + std at steps {behind}")
+
+
+if __name__ == "__main__":
+    main()
