@@ -4,9 +4,9 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.data.her import HindsightRelabel, relabel_episodes
+from torchrl_glam.data.her import HindsightRelabel, relabel_episodes, relabel_negatives
 from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
-from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.envs import OBJECT_NAMES, PlaygroundTextEnv
 
 K = 4  # report slots in the hand-made episodes
 
@@ -147,3 +147,63 @@ def test_real_episodes_relabeled_replay_exactly_in_the_environment():
     assert (out["next", "reward"][final] == 1).all() and out["next", "done"][final].all()
     # the relabeled goals are training goals (the social partner reports the task set only)
     assert set(relabeled["goal_id"].unique().tolist()) <= set(env.rules.goal_ids.tolist())
+
+
+def test_negatives_relabel_with_goals_reported_elsewhere_in_the_batch_and_never_achieve_them():
+    achieved = make_episode(3, 5, terminated=True, reports=[(0, 21), (2, 7), (2, 22)], goal=7)
+    truncated = make_episode(5, 5, terminated=False, reports=[(1, 30), (3, 31), (3, 21)], goal=8)
+    negatives = relabel_negatives(torch.cat([achieved, truncated]), per_episode=5,
+                                  generator=torch.Generator().manual_seed(0))
+    goals = negatives["goal_id"][:, 0]
+    first = negatives["mask"].sum(-1) == 3  # the copies of the first episode
+    # distinct goals of the other episode that this one never achieved (nor its own goal 7)
+    assert sorted(goals[first].tolist()) == [30, 31] and sorted(goals[~first].tolist()) == [7, 22]
+    assert (negatives["next", "reward"] == 0).all() and not negatives["next", "terminated"].any()
+    # a truncation at each copy's last step: the episode with that goal would have gone on
+    assert negatives["next", "truncated"].sum(-1).tolist() == [1] * 4
+    assert negatives["next", "truncated"][first][:, 2].all() and negatives["next", "truncated"][~first][:, 4].all()
+    assert negatives["relabeled"].all()
+    out = nstep_transitions(negatives, n=3, gamma=0.5)
+    assert (out["next", "reward"] == 0).all() and not out["next", "done"].any()
+    assert bootstrap_factor(out, 0.5)[:3] == [0.125, 0.25, 0.5]  # the first copy bootstraps at its end
+    # the transform draws among every goal reported so far, in earlier batches too
+    transform = HindsightRelabel(negatives_per_episode=1, seed=0)
+    first_batch = transform(achieved)
+    assert len(first_batch) == 1 + 2  # the episode, its 2 reported goals; nothing else reported yet
+    second_batch = transform(truncated)
+    assert len(second_batch) == 1 + 3 + 1 and second_batch["goal_id"][-1, 0] in (7, 22)
+    assert second_batch["next", "reward"][-1].sum() == 0
+    assert transform.reported_goals.nonzero().squeeze(-1).tolist() == [7, 21, 22, 30, 31]
+    with pytest.raises(ValueError, match="negatives_per_episode=-1"):
+        HindsightRelabel(negatives_per_episode=-1)
+
+
+def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environment():
+    """Each negative, replayed with its actions in its scene and its goal as the episode's goal,
+    gives reward 0 at every step and never terminates: the copy is the episode the agent would
+    have lived."""
+    env = PlaygroundTextEnv(num_envs=16, goals="train", seed=0, text=False)
+    assembler = EpisodeAssembler(16, env.max_steps)
+    td = env.reset()
+    gen = torch.Generator().manual_seed(0)
+    episodes = []
+    for _ in range(40):
+        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
+        step, td = env.step_and_maybe_reset(td)
+        finished = assembler.add(step)
+        if finished is not None:
+            episodes.append(finished)
+    negatives = relabel_negatives(torch.cat(episodes), per_episode=3, generator=gen)
+    assert len(negatives) > 16
+    replay_env = PlaygroundTextEnv(num_envs=len(negatives), goals="train", text=False)
+    td = replay_env.reset(TensorDict(
+        {"goal": [env.catalogue.goals[g] for g in negatives["goal_id"][:, 0].tolist()],
+         "scene": [[OBJECT_NAMES[i] for i in objects] for objects in negatives["objects"][:, 0].tolist()]},
+        batch_size=[len(negatives)]))
+    length = negatives["mask"].sum(-1)
+    for t in range(int(length.max())):
+        td.set("action", negatives["action"][:, t])
+        td = replay_env.step(td)["next"]
+        active = t < length
+        assert (td["reward"].squeeze(-1)[active] == 0).all() and not td["terminated"].squeeze(-1)[active].any()
+        td = td.exclude("reward", "done", "terminated", "truncated")

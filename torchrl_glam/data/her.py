@@ -11,6 +11,14 @@ stored in the states, and keeps the done flags and n-step sums of the stored tra
 (checked in torchrl 0.14.1). Here the relabeled goal comes from the social partner (not from the
 state), the section ends (terminal) at the reporting step, and the n-step returns are recomputed
 on the relabeled section, so relabeling has to happen on whole episodes, before n-step.
+
+Hindsight negatives (an option, not the paper's): an episode relabeled with a goal the social
+partner never reported in it is, just as exactly, the episode the agent would have lived with that
+goal: reward 0 at every step, and no terminal. Relabeling gives the critic successes only; for a
+goal the environment seldom commands (single grasp goals are 1.6% of the full task set's episodes)
+it then sees almost no failure, and over-values it (docs/results/cpu_full, "critic calibration").
+:func:`relabel_negatives` adds such failures, with goals the social partner has reported before
+(in any episode), the "random" goals of HER (Andrychowicz et al. 2017, §4.5).
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import rollout_episodes
+from torchrl_glam.envs import GoalCatalogue
 
 
 def relabel_episodes(
@@ -77,6 +86,55 @@ def relabel_episodes(
     return relabeled
 
 
+def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``ids`` [E, T, K], ``reported`` [E, T, K] bool): the social partner's report slots of a padded
+    episode batch, and which of them hold a report within the episode."""
+    ids = episodes["next", "achieved_goal_ids"]
+    reported = torch.arange(ids.shape[-1]) < episodes["next", "achieved_goal_count"].unsqueeze(-1)
+    return ids, reported & episodes["mask"].unsqueeze(-1)
+
+
+def relabel_negatives(
+    episodes: TensorDictBase, per_episode: int, generator: torch.Generator | None = None,
+    pool: torch.Tensor | None = None,
+) -> TensorDictBase:
+    """Copies of a padded episode batch [E, T] relabeled with goals they did not achieve: up to
+    ``per_episode`` distinct goals per episode, drawn among ``pool`` (goal ids; ``None``: the goals
+    reported anywhere in the batch), never one reported in that episode nor its own goal. Reward 0
+    and no terminal at every step; the copy ends with a truncation at the episode's last step (the
+    episode with that goal would have gone on), so its n-step returns bootstrap there. Marked
+    ``relabeled``."""
+    E, T = episodes.shape
+    ids, reported = reported_goals(episodes)
+    pool = torch.unique(ids[reported] if pool is None else pool)  # sorted
+    if per_episode < 1 or not len(pool):
+        return episodes[:0].clone()
+    # excluded[e, j]: pool goal j was reported in episode e, or is its goal
+    excluded = torch.zeros(E, len(pool), dtype=torch.bool)
+
+    def in_pool(goals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        at = torch.searchsorted(pool, goals.contiguous()).clamp(max=len(pool) - 1)
+        return at, pool[at] == goals  # each goal's position in the pool, and whether it is there
+
+    at, found = in_pool(ids[reported])
+    excluded[torch.arange(E).view(E, 1, 1).expand_as(ids)[reported][found], at[found]] = True
+    at, found = in_pool(episodes["goal_id"][:, 0])
+    excluded[torch.arange(E)[found], at[found]] = True
+    # distinct goals per episode: the top random keys among the allowed ones
+    keys = torch.rand(E, len(pool), generator=generator).masked_fill(excluded, -1.0)
+    top, index = keys.topk(min(per_episode, len(pool)), dim=1)
+    chosen = top >= 0
+    e = torch.arange(E).unsqueeze(-1).expand_as(index)[chosen]
+    negatives = episodes[e].clone()
+    negatives["goal_id"] = pool[index[chosen]].unsqueeze(-1).expand(len(e), T).clone()
+    last = negatives["mask"].sum(-1, keepdim=True) - 1
+    negatives["next", "reward"] = torch.zeros_like(negatives["next", "reward"])
+    negatives["next", "terminated"] = torch.zeros_like(negatives["next", "terminated"])
+    negatives["next", "truncated"] = torch.arange(T).expand(len(e), T) == last
+    negatives["relabeled"] = torch.ones_like(negatives["relabeled"])
+    return negatives
+
+
 class HindsightRelabel(Transform):
     """Appends the hindsight-relabeled copies of a batch of finished episodes to it.
 
@@ -86,20 +144,36 @@ class HindsightRelabel(Transform):
 
     Args:
         max_per_episode: at most this many relabeled goals per episode (``None``: all, the paper).
-        seed: seed of the subset draw when ``max_per_episode`` is set.
+        seed: seed of the random draws (the subset above, the negatives' goals).
+        negatives_per_episode: also this many copies per episode relabeled with goals it did not
+            achieve (:func:`relabel_negatives`; 0, the paper: none), drawn among every goal reported
+            so far (``reported_goals``, a [num_goals] bool buffer: part of the state to checkpoint).
+        num_goals: the size of that buffer (default: the goal catalogue's).
     """
 
-    def __init__(self, max_per_episode: int | None = None, seed: int | None = None) -> None:
+    def __init__(self, max_per_episode: int | None = None, seed: int | None = None,
+                 negatives_per_episode: int = 0, num_goals: int | None = None) -> None:
         super().__init__(in_keys=[("next", "achieved_goal_ids")], out_keys=["goal_id", "relabeled"])
         if max_per_episode is not None and max_per_episode < 1:
             raise ValueError(f"max_per_episode={max_per_episode} must be at least 1 (or None for all)")
-        self.max_per_episode = max_per_episode
+        if negatives_per_episode < 0:
+            raise ValueError(f"negatives_per_episode={negatives_per_episode} must be at least 0 (0: none)")
+        self.max_per_episode, self.negatives_per_episode = max_per_episode, negatives_per_episode
+        if negatives_per_episode:
+            num_goals = len(GoalCatalogue.default()) if num_goals is None else num_goals
+            self.register_buffer("reported_goals", torch.zeros(num_goals, dtype=torch.bool))
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
 
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
         relabeled = relabel_episodes(episodes, self.max_per_episode, self.generator)
+        if self.negatives_per_episode:
+            ids, reported = reported_goals(episodes)
+            self.reported_goals[ids[reported]] = True
+            pool = self.reported_goals.nonzero().squeeze(-1)
+            negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator, pool)
+            relabeled = torch.cat([relabeled, negatives])
         return torch.cat([episodes, relabeled]) if relabeled.numel() else episodes
 
     def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:

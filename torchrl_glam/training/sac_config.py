@@ -60,6 +60,9 @@ class SACGLAMConfig(GLAMConfig):
     her: bool = False
     her_ratio: float = 0.5
     her_max_per_episode: int | None = None  # None: every reported goal (the paper)
+    # also relabel each episode with this many goals it did not achieve (reward 0): failures for
+    # the goals the environment seldom commands (data/her.py, relabel_negatives). 0: the paper.
+    her_negatives: int = 0
     batch_strategy: str = "ratio"  # "ratio", "prior" or "uniform"
     prioritized: bool = True
     per_alpha: float = 0.6
@@ -95,6 +98,7 @@ class SACGLAMConfig(GLAMConfig):
             "critic_width": self.critic_width >= 1,
             "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
             "her_max_per_episode": self.her_max_per_episode is None or self.her_max_per_episode >= 1,
+            "her_negatives": self.her_negatives >= 0 and (self.her or self.her_negatives == 0),
             "per_alpha": self.per_alpha >= 0,
             "per_beta": self.per_beta >= 0,
             "autotelic": self.autotelic in ("off", "uniform", "lp"),
@@ -110,6 +114,8 @@ class SACGLAMConfig(GLAMConfig):
             "batch_strategy": "'ratio', 'prior' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
             "max_grad_norm": "a positive number, or none for no clipping",
+            "her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
+                             "copies; 0: none, the paper)",
             "autotelic": "'off', 'uniform' or 'lp'",
             "lp_epsilon": "a probability in [0, 1]",
             "lp_groups": "'goal', or comma-separated names among type, category, colour",
