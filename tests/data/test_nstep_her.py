@@ -121,21 +121,27 @@ def test_her_skips_the_episodes_own_goal_and_caps_goals_per_episode():
         HindsightRelabel(max_per_episode=0)
 
 
-def test_real_episodes_relabeled_replay_exactly_in_the_environment():
-    """Assembled from a real rollout, every relabeled section's terminal step is where the social
-    partner reported its goal, and the n-step returns of relabeled data are 1 at that step."""
-    env = PlaygroundTextEnv(num_envs=16, goals="simplified", seed=0, text=False)
+def random_play_episodes(goals: str, steps: int):
+    """The environment (16 sub-environments) and the episodes a uniformly random legal policy
+    finished in ``steps`` steps, assembled [E, max_steps]."""
+    env = PlaygroundTextEnv(num_envs=16, goals=goals, seed=0, text=False)
     assembler = EpisodeAssembler(16, env.max_steps)
     td = env.reset()
     gen = torch.Generator().manual_seed(0)
     episodes = []
-    for _ in range(30):
+    for _ in range(steps):
         td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
         step, td = env.step_and_maybe_reset(td)
         finished = assembler.add(step)
         if finished is not None:
             episodes.append(finished)
-    episodes = torch.cat(episodes)
+    return env, torch.cat(episodes)
+
+
+def test_real_episodes_relabeled_replay_exactly_in_the_environment():
+    """Assembled from a real rollout, every relabeled section's terminal step is where the social
+    partner reported its goal, and the n-step returns of relabeled data are 1 at that step."""
+    env, episodes = random_play_episodes("simplified", steps=30)
     assert episodes.shape[1] == env.max_steps and len(episodes) >= 16
     lengths = episodes["mask"].sum(-1)
     ended = episodes["next", "terminated"] | episodes["next", "truncated"]
@@ -182,18 +188,8 @@ def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environmen
     """Each negative, replayed with its actions in its scene and its goal as the episode's goal,
     gives reward 0 at every step and never terminates: the copy is the episode the agent would
     have lived."""
-    env = PlaygroundTextEnv(num_envs=16, goals="train", seed=0, text=False)
-    assembler = EpisodeAssembler(16, env.max_steps)
-    td = env.reset()
-    gen = torch.Generator().manual_seed(0)
-    episodes = []
-    for _ in range(40):
-        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
-        step, td = env.step_and_maybe_reset(td)
-        finished = assembler.add(step)
-        if finished is not None:
-            episodes.append(finished)
-    negatives = relabel_negatives(torch.cat(episodes), per_episode=3, generator=gen)
+    env, episodes = random_play_episodes("train", steps=40)
+    negatives = relabel_negatives(episodes, per_episode=3, generator=torch.Generator().manual_seed(1))
     assert len(negatives) > 16
     replay_env = PlaygroundTextEnv(num_envs=len(negatives), goals="train", text=False)
     td = replay_env.reset(TensorDict(

@@ -9,42 +9,35 @@ from torchrl_glam.training.logging import RunLogger
 from torchrl_glam.training.sac_config import make_config
 
 
-def test_the_share_of_go_to_the_object_the_agent_stands_on_is_logged(tmp_path):
-    env = PlaygroundTextEnv(num_envs=1, goals="train", max_steps=4, seed=0, text=False)
+def log_one_episode(tmp_path, actions):
+    """Plays ``actions`` (the whole episode: its length is the time limit) for the goal "Grow red
+    cat" in a fixed scene, logs the finished episode and flushes; returns ``last(name)``, the
+    logged value of ``train/<name>``."""
+    env = PlaygroundTextEnv(num_envs=1, goals="train", max_steps=len(actions), seed=0, text=False)
     td = env.reset(TensorDict({"goal": ["Grow red cat"], "scene": [["red cat", "blue water", "green table",
                                                                      "red rose", "blue lion", "red food"]]},
                               batch_size=[1]))
-    assembler = EpisodeAssembler(num_envs=1, max_steps=4)
-    # go to the cat, again (a repeat), to the table, again (a repeat): truncated after 4 steps
-    for action in (0, 0, 2, 2):
+    assembler = EpisodeAssembler(num_envs=1, max_steps=len(actions))
+    for action in actions:  # scene slots 0-5 "Go to", 6 "Grasp", 7 "Release"
         step, td = env.step_and_maybe_reset(td.set("action", torch.tensor([action])))
         episodes = assembler.add(step)
     logger = RunLogger(make_config("smoke", {"run_dir": str(tmp_path), "loggers": ["csv"]}))
     logger.episodes(episodes)
-    logger.flush(4, 1.0)
-    rows = (tmp_path / "logs" / "scalars" / "train" / "repeat_go_to_share.csv").read_text().split()
-    assert float(rows[-1].split(",")[1]) == pytest.approx(2 / 4)
+    logger.flush(len(actions), 1.0)
+    scalars = tmp_path / "logs" / "scalars" / "train"
+    return lambda name: float((scalars / f"{name}.csv").read_text().split()[-1].split(",")[1])
+
+
+def test_the_share_of_go_to_the_object_the_agent_stands_on_is_logged(tmp_path):
+    # go to the cat, again (a repeat), to the table, again (a repeat): truncated after 4 steps
+    last = log_one_episode(tmp_path, (0, 0, 2, 2))
+    assert last("repeat_go_to_share") == pytest.approx(2 / 4)
 
 
 def test_the_share_of_steps_that_change_nothing_and_of_each_kind_of_action_is_logged(tmp_path):
     """What a collapsed policy does shows in these shares (docs/results/cpu_full, "Collapses")."""
-    env = PlaygroundTextEnv(num_envs=1, goals="train", max_steps=5, seed=0, text=False)
-    td = env.reset(TensorDict({"goal": ["Grow red cat"], "scene": [["red cat", "blue water", "green table",
-                                                                     "red rose", "blue lion", "red food"]]},
-                              batch_size=[1]))
-    assembler = EpisodeAssembler(num_envs=1, max_steps=5)
     # go to the cat, again (no change), grasp it, release it, release again (nothing held: no change)
-    for action in (0, 0, 6, 7, 7):
-        step, td = env.step_and_maybe_reset(td.set("action", torch.tensor([action])))
-        episodes = assembler.add(step)
-    logger = RunLogger(make_config("smoke", {"run_dir": str(tmp_path), "loggers": ["csv"]}))
-    logger.episodes(episodes)
-    logger.flush(5, 1.0)
-    scalars = tmp_path / "logs" / "scalars" / "train"
-
-    def last(name):
-        return float((scalars / f"{name}.csv").read_text().split()[-1].split(",")[1])
-
+    last = log_one_episode(tmp_path, (0, 0, 6, 7, 7))
     assert last("no_op_share") == pytest.approx(2 / 5)
     assert last("action_share/go_to") == pytest.approx(2 / 5)
     assert last("action_share/grasp") == pytest.approx(1 / 5)
