@@ -16,7 +16,7 @@ Hindsight negatives (an option, not the paper's): an episode relabeled with a go
 partner never reported in it is, just as exactly, the episode the agent would have lived with that
 goal: reward 0 at every step, and no terminal. Relabeling gives the critic successes only; for a
 goal the environment seldom commands (single grasp goals are 1.6% of the full task set's episodes)
-it then sees almost no failure, and over-values it (docs/results/cpu_full, "critic calibration").
+it then sees almost no failure, and over-values it (docs/results/cpu_full/README.md, item 5).
 :func:`relabel_negatives` adds such failures, with goals the social partner has reported before
 (in any episode), the "random" goals of HER (Andrychowicz et al. 2017, §4.5).
 """

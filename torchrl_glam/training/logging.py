@@ -2,10 +2,11 @@
 asked for and installed), against environment steps, with the wall seconds logged beside every flush.
 
 Scalars: ``train/success`` and ``train/success/<goal type>`` (episodes finished since the last
-flush), ``train/episode_length``, and shares of their steps: ``train/repeat_go_to_share`` ("Go to" the
-object the agent already stands on), ``train/no_op_share`` (steps that leave the state as it was),
-``train/action_share/<go_to|grasp|release>``; the update's metrics (means since the last flush), ``time/wall_seconds``,
-``time/steps_per_second``, and ``eval/<evaluation set>/success[/<goal type>]`` (the config's ``eval_sets``).
+flush), ``train/episode_length``, and shares of their steps: ``train/repeat_go_to_share`` ("Go to"
+the object the agent already stands on), ``train/no_op_share`` (steps that leave the state as it
+was), ``train/action_share/<go_to|grasp|release>``; the update's metrics (means since the last
+flush), ``time/wall_seconds``, ``time/steps_per_second``, and
+``eval/<evaluation set>/success[/<goal type>]`` (the config's ``eval_sets``).
 
 * SAC-GLAM: the losses, ``alpha``, ``entropy``, ``q_value``, ``replay/relabeled_share`` (of the
   buffer), ``batch/relabeled_share``, ``batch/age`` (environment steps since the sampled
@@ -83,11 +84,12 @@ class RunLogger:
         steps = episodes["mask"]
         repeats = (episodes["action"] == episodes["agent_on"]) & steps
         self._add("train/repeat_go_to_share", repeats.sum().item(), int(steps.sum()))
-        # What a collapsed policy does (docs/results/cpu_full, "Collapses"): steps that change
-        # nothing (a repeat "Go to", a Grasp with full hands or on nothing, a Release of nothing),
-        # and the kind of action taken. Padding steps past an episode's end are not counted.
-        unchanged = (episodes["next", "agent_on"] == episodes["agent_on"]) & (episodes["next", "held"] == episodes["held"])
-        unchanged &= (episodes["next", "grown"] == episodes["grown"]).all(-1)
+        # What a collapsed policy does (docs/results/cpu_full/README.md, "Collapses"): steps that
+        # change nothing (a repeat "Go to", a Grasp with full hands or on nothing, a Release of
+        # nothing), and the kind of action taken. Padding steps past an episode's end do not count.
+        unchanged = (episodes["next", "grown"] == episodes["grown"]).all(-1)
+        for key in ("agent_on", "held"):
+            unchanged &= episodes["next", key] == episodes[key]
         self._add("train/no_op_share", (unchanged & steps).sum().item(), int(steps.sum()))
         num_objects = episodes["objects"].shape[-1]
         kinds = {"go_to": episodes["action"] < num_objects, "grasp": episodes["action"] == num_objects,

@@ -71,7 +71,9 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
 
 def make_episode_processing(cfg: SACGLAMConfig):
     """Finished episodes -> (HER) -> n-step transitions."""
-    her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed, negatives_per_episode=cfg.her_negatives) if cfg.her else None
+    her = None
+    if cfg.her:
+        her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed, negatives_per_episode=cfg.her_negatives)
     return her, NStepReturns(cfg.n_step, cfg.gamma)
 
 

@@ -44,7 +44,8 @@ def rollout(agent, env, greedy: bool):
         shuffled = td.select(*STATE_KEYS).set("goal_id", td["goal_id"].roll(1, 0))
         q_shuffled = min_q(agent, shuffled)
         act(agent, td, greedy=greedy)
-        q_taken.append(torch.stack([q, q_shuffled]).gather(-1, td["action"].view(1, -1, 1).expand(2, -1, 1)).squeeze(-1))
+        taken = td["action"].view(1, -1, 1).expand(2, -1, 1)
+        q_taken.append(torch.stack([q, q_shuffled]).gather(-1, taken).squeeze(-1))
         out = env.step(td)["next"]
         rewards.append(out["reward"].squeeze(-1).float() * ~done)
         ended.append(done.clone())  # steps after the end of an episode are not compared
