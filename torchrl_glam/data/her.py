@@ -29,7 +29,16 @@ from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import rollout_episodes
+from torchrl_glam.data.goal_memory import GoalMemory
 from torchrl_glam.envs import GoalCatalogue
+
+
+def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``ids`` [E, T, K], ``reported`` [E, T, K] bool): the social partner's report slots of a padded
+    episode batch, and which of them hold a report within the episode."""
+    ids = episodes["next", "achieved_goal_ids"]
+    reported = torch.arange(ids.shape[-1]) < episodes["next", "achieved_goal_count"].unsqueeze(-1)
+    return ids, reported & episodes["mask"].unsqueeze(-1)
 
 
 def relabel_episodes(
@@ -50,11 +59,8 @@ def relabel_episodes(
             it holds (e.g. :func:`~torchrl_glam.data.subgoals.aligned_goal_filter`); ``None``: all.
     """
     E, T = episodes.shape
-    ids = episodes["next", "achieved_goal_ids"]  # [E, T, K]
-    count = episodes["next", "achieved_goal_count"]  # [E, T]
-    slot = torch.arange(ids.shape[-1])
-    own_goal = episodes["goal_id"][:, :1, None]  # [E, 1, 1]
-    valid = (slot < count.unsqueeze(-1)) & episodes["mask"].unsqueeze(-1) & (ids != own_goal)
+    ids, reported = reported_goals(episodes)  # [E, T, K]
+    valid = reported & (ids != episodes["goal_id"][:, :1, None])  # not the episode's own goal
     e, t, k = valid.nonzero(as_tuple=True)
     if keep_goal is not None and len(e):
         keep = keep_goal(episodes["goal_id"][e, 0], ids[e, t, k])
@@ -84,14 +90,6 @@ def relabel_episodes(
         steps <= end, relabeled["next", "achieved_goal_count"], 0
     )
     return relabeled
-
-
-def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-    """(``ids`` [E, T, K], ``reported`` [E, T, K] bool): the social partner's report slots of a padded
-    episode batch, and which of them hold a report within the episode."""
-    ids = episodes["next", "achieved_goal_ids"]
-    reported = torch.arange(ids.shape[-1]) < episodes["next", "achieved_goal_count"].unsqueeze(-1)
-    return ids, reported & episodes["mask"].unsqueeze(-1)
 
 
 def relabel_negatives(
@@ -147,8 +145,9 @@ class HindsightRelabel(Transform):
         seed: seed of the random draws (the subset above, the negatives' goals).
         negatives_per_episode: also this many copies per episode relabeled with goals it did not
             achieve (:func:`relabel_negatives`; 0, the paper: none), drawn among every goal reported
-            so far (``reported_goals``, a [num_goals] bool buffer: part of the state to checkpoint).
-        num_goals: the size of that buffer (default: the goal catalogue's).
+            so far (``memory``, a :class:`~torchrl_glam.data.goal_memory.GoalMemory`: part of the
+            state to checkpoint).
+        num_goals: the size of that memory (default: the goal catalogue's).
     """
 
     def __init__(self, max_per_episode: int | None = None, seed: int | None = None,
@@ -161,7 +160,7 @@ class HindsightRelabel(Transform):
         self.max_per_episode, self.negatives_per_episode = max_per_episode, negatives_per_episode
         if negatives_per_episode:
             num_goals = len(GoalCatalogue.default()) if num_goals is None else num_goals
-            self.register_buffer("reported_goals", torch.zeros(num_goals, dtype=torch.bool))
+            self.memory = GoalMemory(num_goals)
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
@@ -169,9 +168,10 @@ class HindsightRelabel(Transform):
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
         relabeled = relabel_episodes(episodes, self.max_per_episode, self.generator)
         if self.negatives_per_episode:
-            ids, reported = reported_goals(episodes)
-            self.reported_goals[ids[reported]] = True
-            pool = self.reported_goals.nonzero().squeeze(-1)
+            ids = episodes["next", "achieved_goal_ids"]
+            count = episodes["next", "achieved_goal_count"] * episodes["mask"]  # no reports past the end
+            self.memory.add(ids.reshape(-1, ids.shape[-1]), count.reshape(-1), episodes["collected_at"].reshape(-1))
+            pool = torch.nonzero(self.memory.known).squeeze(-1)
             negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator, pool)
             relabeled = torch.cat([relabeled, negatives])
         return torch.cat([episodes, relabeled]) if relabeled.numel() else episodes

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if her is not None:
         pieces["her_generator"] = StateOf(her.generator.get_state, her.generator.set_state)
         if cfg.her_negatives:  # the goals reported so far, the negatives' pool
-            pieces["her_reported_goals"] = StateOf(her.reported_goals.clone, her.reported_goals.copy_)
+            pieces["her_goal_memory"] = her.memory
     goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
     if goal_choice is not None:
         pieces["autotelic"] = goal_choice
