@@ -80,6 +80,18 @@ def test_nstep_at_a_truncation_bootstraps_with_gamma_to_the_steps_available():
     assert out["next", "agent_on"].tolist() == [2, 3, 3, 3]
 
 
+def test_nstep_can_end_the_return_at_a_time_limit_like_at_a_terminal():
+    # bootstrap_time_limit=False: the last steps of a truncated episode have nothing to bootstrap
+    # from (a failed episode's value is anchored at 0), as with one pre-Gymnasium "done"
+    out = nstep_transitions(make_episode(4, 4, terminated=False), n=3, gamma=0.5, bootstrap_time_limit=False)
+    assert out["next", "reward"].squeeze(-1).tolist() == [0.0] * 4
+    assert out["next", "terminated"].squeeze(-1).tolist() == [False, True, True, True]
+    assert bootstrap_factor(out, 0.5) == [0.125, 0.0, 0.0, 0.0]
+    # a terminal is unchanged
+    ended = NStepReturns(n=3, gamma=0.5, bootstrap_time_limit=False)(make_episode(5, 10, terminated=True))
+    assert bootstrap_factor(ended, 0.5) == [0.125, 0.125, 0.0, 0.0, 0.0]
+
+
 def test_one_step_returns_are_plain_transitions():
     out = NStepReturns(n=1, gamma=0.99)(make_episode(3, 5, terminated=True))
     assert out["next", "reward"].squeeze(-1).tolist() == [0.0, 0.0, 1.0]

@@ -9,7 +9,7 @@ import torch
 from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.scripts import get_script
 from torchrl_glam.training.checkpoint import load_checkpoint
-from torchrl_glam.training.sac import SACGLAMUpdater, load_trained_agent, make_agent
+from torchrl_glam.training.sac import SACGLAMUpdater, load_trained_agent, make_agent, make_episode_processing
 
 
 def load_example():
@@ -46,6 +46,12 @@ def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
 
 
 @pytest.mark.slow
+def test_bootstrap_time_limit_reaches_the_n_step_returns():
+    for value in (True, False):
+        _, nstep = make_episode_processing(make_config("smoke", {"bootstrap_time_limit": value}))
+        assert nstep.bootstrap_time_limit is value
+
+
 def test_smoke_run_of_the_example(tmp_path):
     run = tmp_path / "run"
     sets = ["train", "held_out", "train_distribution", "train_sampled"]

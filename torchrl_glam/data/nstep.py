@@ -7,7 +7,11 @@ For step t of an episode of length L, with k = min(n, L - t) steps actually avai
 
 where ``done`` says whether the episode terminated inside the window (then there is nothing to
 bootstrap from) and s_{t+k} is the state after the window's last step. At a truncation (time
-limit) the window is shorter and the target still bootstraps, with gamma^k.
+limit) the window is shorter and the target still bootstraps, with gamma^k; or, with
+``bootstrap_time_limit=False``, it ends there as at a terminal (as code with one "done" flag did
+before Gymnasium split it): the prompts do not show the time left, so this is not Markov, but it
+gives a failed episode's last steps a target of 0 (docs/results/cpu_full, the critic's
+over-valuation).
 
 Why not TorchRL's ``MultiStep`` transform: in torchrl 0.14.1 it does not shift done/terminated
 into the window (a step two before a terminal bootstraps from the terminal state) and it empties
@@ -23,7 +27,8 @@ from tensordict.nn import TensorDictModuleBase
 from torchrl_glam.data.episodes import STATE_KEYS
 
 
-def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float) -> TensorDict:
+def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float,
+                      bootstrap_time_limit: bool = True) -> TensorDict:
     """n-step transitions of a padded episode batch [E, T] (see ``episodes.py``), flattened to [M]
     over the episodes' real steps.
 
@@ -32,7 +37,8 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float) -> TensorD
     "grown"), "reward" (the n-step return), "terminated" and "done" (terminal inside the window);
     at the root "steps_to_next_obs" (k): TorchRL's value estimators (``TD0Estimator``, used by
     ``DiscreteSACLoss``) read it and bootstrap with gamma ** k. Reward, done and terminated are
-    [M, 1], as TorchRL's losses expect.
+    [M, 1], as TorchRL's losses expect. ``bootstrap_time_limit=False``: a truncation inside the
+    window counts as a terminal.
     """
     if n < 1:
         raise ValueError(f"n-step n={n} must be at least 1")
@@ -49,7 +55,10 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float) -> TensorD
         step = (t + i).clamp(max=T - 1)
         inside = (i < k).float()
         ret += (gamma**i) * inside * reward.gather(1, step)
-    terminated = episodes["next", "terminated"].gather(1, last)
+    ended = episodes["next", "terminated"]
+    if not bootstrap_time_limit:
+        ended = ended | episodes["next", "truncated"]
+    terminated = ended.gather(1, last)
 
     def at_last(value: torch.Tensor) -> torch.Tensor:
         index = last.reshape(E, T, *([1] * (value.dim() - 2))).expand_as(value)
@@ -73,13 +82,13 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float) -> TensorD
 class NStepReturns(TensorDictModuleBase):
     """:func:`nstep_transitions` as a TensorDict module: episode batch [E, T] -> transitions [M]."""
 
-    def __init__(self, n: int = 3, gamma: float = 0.99) -> None:
+    def __init__(self, n: int = 3, gamma: float = 0.99, bootstrap_time_limit: bool = True) -> None:
         super().__init__()
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma={gamma} must be in [0, 1]")
-        self.n, self.gamma = n, gamma
-        self.in_keys = ["mask", ("next", "reward"), ("next", "terminated")]
+        self.n, self.gamma, self.bootstrap_time_limit = n, gamma, bootstrap_time_limit
+        self.in_keys = ["mask", ("next", "reward"), ("next", "terminated"), ("next", "truncated")]
         self.out_keys = [("next", "reward"), ("next", "done"), ("next", "terminated"), "steps_to_next_obs"]
 
     def forward(self, episodes: TensorDictBase) -> TensorDict:
-        return nstep_transitions(episodes, self.n, self.gamma)
+        return nstep_transitions(episodes, self.n, self.gamma, self.bootstrap_time_limit)

@@ -74,7 +74,7 @@ def make_episode_processing(cfg: SACGLAMConfig):
     her = None
     if cfg.her:
         her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed, negatives_per_episode=cfg.her_negatives)
-    return her, NStepReturns(cfg.n_step, cfg.gamma)
+    return her, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit)
 
 
 class SACGLAMUpdater:

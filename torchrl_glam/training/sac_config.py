@@ -46,6 +46,9 @@ class SACGLAMConfig(GLAMConfig):
     alpha_lr: float = 2e-3
     tau: float = 0.005  # soft update of the target heads (not given in the paper: TorchRL's default)
     n_step: int = 3
+    # False: a time limit ends the n-step return like a terminal (data/nstep.py); True: bootstrap
+    # there (the prompts do not show the time left, so this is the exact target)
+    bootstrap_time_limit: bool = True
     update_frequency: int = 32  # environment transitions between two updates
     num_updates: int = 2  # gradient steps per update ("2 epochs", App. D)
     batch_size: int = 256
