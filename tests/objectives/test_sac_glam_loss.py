@@ -73,3 +73,24 @@ def test_q_values_and_alpha_through_public_api(batch):
     assert q.shape == (2, 16, 5)
     chosen = q.min(0)[0].gather(-1, batch["action"].unsqueeze(-1)).mean()
     assert out["q_value"].item() == pytest.approx(chosen.item(), rel=1e-5)
+
+
+def test_a_target_llm_gives_the_targets_and_follows_the_llm_by_polyak_averaging(batch):
+    loss, paper = make_loss(target_llm=True), make_loss()
+    assert set(loss.target_llm.keys(True, True)) == set(loss.llm_weights().keys(True, True))
+    assert not list(loss.target_llm.parameters())  # buffers: checkpointed, never optimised
+    assert any(key.startswith("target_llm.") for key in loss.state_dict())
+    # a fresh copy is the LLM: the same losses as without one
+    out = loss(batch.clone())
+    assert torch.allclose(out["td_error"], paper(batch.clone())["td_error"])
+    # the targets, and only they, read the target LLM
+    with torch.no_grad():
+        loss.target_llm.apply_(lambda weight: weight.add_(0.05 * torch.randn_like(weight)))
+    moved = loss(batch.clone())
+    assert not torch.allclose(moved["td_error"], out["td_error"])
+    assert moved["q_value"].item() == out["q_value"].item() and moved["entropy"].item() == out["entropy"].item()
+    # an update moves it a fraction tau of the way to the LLM
+    old = loss.target_llm.clone()
+    loss.make_target_updater(tau=0.25).step()
+    for key, weight in loss.llm_weights().items(True, True):
+        assert torch.allclose(loss.target_llm[key], old[key] + 0.25 * (weight.detach() - old[key]))

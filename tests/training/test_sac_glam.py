@@ -151,3 +151,11 @@ def test_lora_checkpoints_hold_the_adapters_not_the_frozen_base_model():
     assert torch.equal(other.state_dict()[lora], state[lora] + 1)
     with pytest.raises(ValueError, match="does not fit this agent"):
         make_agent(make_config("smoke"), num_actions=5).load_trainable_state_dict(state)
+
+
+@pytest.mark.slow
+def test_resume_with_a_target_llm_restores_it(tmp_path):
+    straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["target_llm=true"])
+    final = [torch.load(run / "checkpoint.pt", weights_only=False)["agent"] for run in (straight, resumed)]
+    targets = [key for key in final[0] if key.startswith("target_llm.")]
+    assert targets and all(torch.allclose(final[0][key], final[1][key], atol=1e-6) for key in targets)

@@ -15,6 +15,14 @@ it through the scores only, since its ``-min Q`` term is evaluated on detached h
 During the critic warm-up, the hidden states are detached for the critic too, so the actor (the
 LLM) is left untouched while the heads learn.
 
+Target networks: TorchRL's ``SoftUpdate`` keeps Polyak-averaged copies of the heads; the hidden
+states they read on the next observation come from the LLM as it is now, which the actor's and
+the critic's own updates move at every step. With ``target_llm`` the target heads read them from
+a Polyak-averaged copy of the LLM's trainable weights (the LoRA adapters, or every weight) instead,
+as a DQN target network would: not in the paper, an option for the collapses of
+docs/results/cpu_full. The next observation's policy (the soft value's pi(a|s')) still comes from
+the current LLM, so that option costs one more forward (without gradient) per update.
+
 n-step returns: the transitions carry the n-step reward, the terminal flag of the window and
 ``steps_to_next_obs`` (k); TorchRL's TD(0) estimator inside ``DiscreteSACLoss`` bootstraps with
 gamma ** k.
@@ -31,6 +39,7 @@ from dataclasses import dataclass
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictParams
 from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
@@ -51,6 +60,8 @@ class SACGLAMLoss(TrainableState, LossModule):
         critic_width: units of the heads' two hidden layers (1024 in App. C).
         gamma, alpha_init, target_entropy: SAC's discount and entropy settings (Tables 2-3).
         catalogue: the goal grammar, to render prompts.
+        target_llm: the target heads read the next observation through a Polyak-averaged copy of
+            the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
 
     Reads the compact state (``STATE_KEYS``), "action", ("next", "agent_on" / "held" / "grown",
     "reward", "done", "terminated"), and when present "steps_to_next_obs" (n-step transitions),
@@ -83,6 +94,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         alpha_init: float = 0.005,
         target_entropy: float = 0.0,
         catalogue: GoalCatalogue | None = None,
+        target_llm: bool = False,
     ) -> None:
         super().__init__()
         self.scorer = scorer
@@ -107,6 +119,8 @@ class SACGLAMLoss(TrainableState, LossModule):
         )
         self.sac.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
         self.warmup = False  # the critic warm-up: only the heads learn (see the module docstring)
+        # buffers, not parameters: in the state dict (checkpoints), never in an optimiser
+        self.target_llm = TensorDictParams(self.llm_weights().data.clone(), no_convert=True) if target_llm else None
 
     @property
     def in_keys(self) -> list[NestedKey]:
@@ -152,9 +166,15 @@ class SACGLAMLoss(TrainableState, LossModule):
                 values.append(network(hidden.clone(False))["action_value"])
         return torch.stack(values)
 
-    def make_target_updater(self, tau: float) -> SoftUpdate:
-        """Soft update of the target heads (only the heads: the LLM is not in the loss)."""
-        return SoftUpdate(self.sac, tau=tau)
+    def llm_weights(self) -> TensorDict:
+        """The LLM's trainable weights, by name, as a TensorDict (``to_module`` swaps them in)."""
+        weights = TensorDict.from_module(self.scorer)
+        return weights.select(*(key for key, value in weights.items(True, True)
+                                if isinstance(value, nn.Parameter) and value.requires_grad))
+
+    def make_target_updater(self, tau: float) -> "TargetUpdate":
+        """Soft update of the target heads, and of the target LLM when there is one."""
+        return TargetUpdate(self, tau)
 
     # ------------------------------------------------------------------ forward
     def score(self, batch: TensorDictBase, next_obs: bool = False):
@@ -173,6 +193,9 @@ class SACGLAMLoss(TrainableState, LossModule):
         obs = self.score(batch)
         with torch.no_grad():
             nxt = self.score(batch, next_obs=True)
+            if self.target_llm is not None:
+                with self.target_llm.to_module(self.scorer):
+                    nxt[self.hidden_key] = self.score(batch, next_obs=True)[self.hidden_key]
         detach_critic = warmup or not self.critic_backprop
         td = TensorDict(
             {
@@ -215,3 +238,19 @@ class SACGLAMLoss(TrainableState, LossModule):
             },
             batch_size=[],
         )
+
+
+class TargetUpdate:
+    """``step()``: TorchRL's ``SoftUpdate`` of a :class:`SACGLAMLoss`'s target heads, and the same
+    Polyak average (``tau``) of its target LLM when it has one (``SoftUpdate`` only knows the
+    target parameters that ``DiscreteSACLoss`` declares: the heads)."""
+
+    def __init__(self, loss: SACGLAMLoss, tau: float) -> None:
+        self.loss, self.tau = loss, tau
+        self.heads = SoftUpdate(loss.sac, tau=tau)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.heads.step()
+        if self.loss.target_llm is not None:
+            self.loss.target_llm.data.lerp_(self.loss.llm_weights().data, self.tau)

@@ -28,6 +28,7 @@ def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
         gamma=cfg.gamma,
         alpha_init=cfg.alpha_init,
         target_entropy=cfg.target_entropy,
+        target_llm=cfg.target_llm,
     ).to(cfg.device)
 
 

@@ -45,6 +45,9 @@ class SACGLAMConfig(GLAMConfig):
     target_entropy: float = 0.0
     alpha_lr: float = 2e-3
     tau: float = 0.005  # soft update of the target heads (not given in the paper: TorchRL's default)
+    # the target heads read the next observation through a tau-averaged copy of the LLM's trainable
+    # weights (objectives/sac_glam.py; not in the paper, where they read the LLM itself)
+    target_llm: bool = False
     n_step: int = 3
     # False: a time limit ends the n-step return like a terminal (data/nstep.py); True: bootstrap
     # there (the prompts do not show the time left, so this is the exact target)
