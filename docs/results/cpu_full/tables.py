@@ -7,7 +7,8 @@
 2. per goal type at the end, greedy / sampled (the ``train`` and ``train_sampled`` sets);
 3. the issue's "ahead by more than the seeds' spread": at each evaluation, SAC-GLAM+HER's mean
    minus its std against each baseline's mean plus its std (``margin.csv``; one block per
-   SAC-GLAM+HER variant, the grid's and the one with the LLM's learning rate at 3e-5). PPO-GLAM evaluates at
+   SAC-GLAM+HER variant, the grid's and the one with the LLM's learning rate at 3e-5, each against
+   SAC-GLAM at its own learning rate, in the column ``sac_glam_variant``, when those runs exist). PPO-GLAM evaluates at
    the end of its rollouts (5,024 steps and so on), so evaluations are paired by their rank.
 """
 from __future__ import annotations
@@ -22,8 +23,9 @@ HERE = Path(__file__).parent
 SETS = ["train", "train_distribution", "held_out", "train_sampled"]
 TYPES = ["grasp", "grow", "grow-then-grasp", "grow-then-grow"]
 VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": "PPO-GLAM",
-            "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5"}
-HER_VARIANTS = ("sac_glam_her", "sac_glam_her_actorlr3e-5")
+            "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5", "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5"}
+# each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rate, once run)
+HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 
 
@@ -43,7 +45,7 @@ def cell(values: list[float]) -> str:
 
 
 def main() -> None:
-    data = {v: load(v) for v in VARIANTS}
+    data = {v: runs for v in VARIANTS if (runs := load(v))}
     print("| variant | seeds | " + " | ".join(SETS) + " |")
     print("|---|---|" + "---|" * len(SETS))
     for v, runs in data.items():
@@ -63,18 +65,19 @@ def main() -> None:
     print()
 
     rows = []
-    for her_variant in HER_VARIANTS:
+    for her_variant, sac_baseline in HER_VARIANTS.items():
+        sac_baseline = sac_baseline if sac_baseline in data else "sac_glam"
         for s in ("train", "train_distribution", "train_sampled"):
             curves = {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
             steps = [e["env_steps"] for e in next(iter(data[her_variant].values()))[s]]
             her = curves[her_variant]
             for i, step in enumerate(steps):
-                row = {"her_variant": her_variant, "set": s, "env_steps": step,
+                row = {"her_variant": her_variant, "sac_glam_variant": sac_baseline, "set": s, "env_steps": step,
                        "her_mean": her[:, i].mean(), "her_std": her[:, i].std()}
                 ahead = True
-                for v in ("sac_glam", "ppo_glam"):
+                for name, v in (("sac_glam", sac_baseline), ("ppo_glam", "ppo_glam")):
                     base = curves[v][:, i]
-                    row[f"{v}_mean"], row[f"{v}_std"] = base.mean(), base.std()
+                    row[f"{name}_mean"], row[f"{name}_std"] = base.mean(), base.std()
                     ahead &= her[:, i].mean() - her[:, i].std() > base.mean() + base.std()
                 row["ahead_by_more_than_spread"] = bool(ahead)
                 rows.append(row)
@@ -82,7 +85,7 @@ def main() -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows)
-    for her_variant in HER_VARIANTS:
+    for her_variant, sac_baseline in HER_VARIANTS.items():
         for s in ("train", "train_distribution", "train_sampled"):
             behind = [r["env_steps"] for r in rows
                       if r["her_variant"] == her_variant and r["set"] == s and not r["ahead_by_more_than_spread"]]
