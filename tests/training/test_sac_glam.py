@@ -45,13 +45,13 @@ def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
                            targets.flatten_keys()[list(targets.flatten_keys().keys())[0]])
 
 
-@pytest.mark.slow
 def test_bootstrap_time_limit_reaches_the_n_step_returns():
     for value in (True, False):
         _, nstep = make_episode_processing(make_config("smoke", {"bootstrap_time_limit": value}))
         assert nstep.bootstrap_time_limit is value
 
 
+@pytest.mark.slow
 def test_smoke_run_of_the_example(tmp_path):
     run = tmp_path / "run"
     sets = ["train", "held_out", "train_distribution", "train_sampled"]
