@@ -8,8 +8,9 @@
 3. the issue's "ahead by more than the seeds' spread": at each evaluation, SAC-GLAM+HER's mean
    minus its std against each baseline's mean plus its std (``margin.csv``; one block per
    SAC-GLAM+HER variant, the grid's and the one with the LLM's learning rate at 3e-5, each against
-   SAC-GLAM at its own learning rate, in the column ``sac_glam_variant``, when those runs exist). PPO-GLAM evaluates at
-   the end of its rollouts (5,024 steps and so on), so evaluations are paired by their rank.
+   SAC-GLAM at its own learning rate, in the column ``sac_glam_variant``, when those runs exist).
+   PPO-GLAM evaluates at the end of its rollouts (5,024 steps and so on), so evaluations are
+   paired by their rank.
 """
 from __future__ import annotations
 
@@ -65,18 +66,19 @@ def main() -> None:
     print()
 
     rows = []
+    curves = {s: {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
+              for s in ("train", "train_distribution", "train_sampled")}
     for her_variant, sac_baseline in HER_VARIANTS.items():
         sac_baseline = sac_baseline if sac_baseline in data else "sac_glam"
-        for s in ("train", "train_distribution", "train_sampled"):
-            curves = {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
+        for s, curve in curves.items():
             steps = [e["env_steps"] for e in next(iter(data[her_variant].values()))[s]]
-            her = curves[her_variant]
+            her = curve[her_variant]
             for i, step in enumerate(steps):
                 row = {"her_variant": her_variant, "sac_glam_variant": sac_baseline, "set": s, "env_steps": step,
                        "her_mean": her[:, i].mean(), "her_std": her[:, i].std()}
                 ahead = True
                 for name, v in (("sac_glam", sac_baseline), ("ppo_glam", "ppo_glam")):
-                    base = curves[v][:, i]
+                    base = curve[v][:, i]
                     row[f"{name}_mean"], row[f"{name}_std"] = base.mean(), base.std()
                     ahead &= her[:, i].mean() - her[:, i].std() > base.mean() + base.std()
                 row["ahead_by_more_than_spread"] = bool(ahead)
