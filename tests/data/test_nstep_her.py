@@ -4,9 +4,9 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.data.her import HindsightRelabel, relabel_episodes, relabel_negatives
+from torchrl_glam.data.her import HindsightRelabel, relabel_episodes, relabel_negatives, scene_goals
 from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
-from torchrl_glam.envs import OBJECT_NAMES, PlaygroundTextEnv
+from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv
 
 K = 4  # report slots in the hand-made episodes
 
@@ -196,12 +196,19 @@ def test_negatives_relabel_with_goals_reported_elsewhere_in_the_batch_and_never_
         HindsightRelabel(negatives_per_episode=-1)
 
 
-def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environment():
+@pytest.mark.parametrize("source", ["reported", "scene"])
+def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environment(source):
     """Each negative, replayed with its actions in its scene and its goal as the episode's goal,
     gives reward 0 at every step and never terminates: the copy is the episode the agent would
     have lived."""
     env, episodes = random_play_episodes("train", steps=40)
-    negatives = relabel_negatives(episodes, per_episode=3, generator=torch.Generator().manual_seed(1))
+    if source == "reported":
+        negatives = relabel_negatives(episodes, per_episode=3, generator=torch.Generator().manual_seed(1))
+    else:
+        transform = HindsightRelabel(negatives_per_episode=3, seed=1, negatives_from="scene",
+                                     goal_ids=env.catalogue.goal_set("train"))
+        out = transform(episodes)
+        negatives = out[len(episodes):][out[len(episodes):]["next", "reward"].sum(-1) == 0]
     assert len(negatives) > 16
     replay_env = PlaygroundTextEnv(num_envs=len(negatives), goals="train", text=False)
     td = replay_env.reset(TensorDict(
@@ -215,3 +222,44 @@ def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environmen
         active = t < length
         assert (td["reward"].squeeze(-1)[active] == 0).all() and not td["terminated"].squeeze(-1)[active].any()
         td = td.exclude("reward", "done", "terminated", "truncated")
+
+
+def test_scene_goals_are_the_goals_naming_only_the_scenes_objects():
+    env, episodes = random_play_episodes("train", steps=12)
+    catalogue, train = env.catalogue, torch.from_numpy(env.catalogue.goal_set("train"))
+    objects = episodes["objects"][:4, 0]
+    in_scene = scene_goals(objects, train)
+    for scene, row in zip(objects.tolist(), in_scene):
+        names = {OBJECT_NAMES[o] for o in scene}
+
+        def names_an_object(single):
+            verb, description = catalogue.single_part_descriptions[single]
+            return bool(names & set(catalogue.matching_objects(description, growable_only=verb == "Grow")))
+
+        expected = [all(names_an_object(p) for p in catalogue.parts[g] if p >= 0) for g in train.tolist()]
+        assert row.tolist() == expected and 0 < sum(expected) < len(expected)
+
+
+def test_scene_negatives_name_the_episodes_objects_and_draw_goal_types_equally_often():
+    env, episodes = random_play_episodes("train", steps=40)
+    train = env.catalogue.goal_set("train")
+    transform = HindsightRelabel(negatives_per_episode=1, seed=0, negatives_from="scene", goal_ids=train)
+    drawn = []
+    for _ in range(20):
+        out = transform(episodes)
+        negatives = out[len(episodes):][out[len(episodes):]["next", "reward"].sum(-1) == 0]
+        assert len(negatives) == len(episodes)  # one per episode: every scene has candidates
+        goals = negatives["goal_id"][:, 0]
+        assert scene_goals(negatives["objects"][:, 0], goals).diagonal().all()
+        assert set(goals.tolist()) <= set(train.tolist())
+        ids, reported = episodes["next", "achieved_goal_ids"], episodes["next", "achieved_goal_count"]
+        for e, g in enumerate(goals.tolist()):  # never a goal the episode achieved, nor its own
+            slots = torch.arange(ids.shape[-1]) < reported[e].unsqueeze(-1)
+            assert g not in ids[e][slots & episodes["mask"][e].unsqueeze(-1)].tolist()
+            assert g != int(episodes["goal_id"][e, 0])
+        drawn += goals.tolist()
+    types = torch.bincount(torch.as_tensor(env.catalogue.goal_type[drawn]), minlength=len(GOAL_TYPES))
+    # 97.85% of the training goals are sequential: uniform draws would give singles ~2%
+    assert (types / types.sum() - 0.25).abs().max() < 0.06, types
+    with pytest.raises(ValueError, match="negatives_from='scenes'"):
+        HindsightRelabel(negatives_per_episode=1, negatives_from="scenes", goal_ids=train)

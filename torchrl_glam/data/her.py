@@ -18,7 +18,9 @@ goal: reward 0 at every step, and no terminal. Relabeling gives the critic succe
 goal the environment seldom commands (single grasp goals are 1.6% of the full task set's episodes)
 it then sees almost no failure, and over-values it (docs/results/cpu_full/README.md, item 5).
 :func:`relabel_negatives` adds such failures, with goals the social partner has reported before
-(in any episode), the "random" goals of HER (Andrychowicz et al. 2017, §4.5).
+(in any episode), the "random" goals of HER (Andrychowicz et al. 2017, §4.5), or with goals that
+name only the episode's own objects (:func:`scene_goals`): the failures that tell apart the actions
+of one scene, each goal type drawn equally often.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from torchrl.envs.transforms import Transform
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.goal_memory import GoalMemory
 from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.envs.vocabulary import CATEGORIES, OBJECT_NAMES
 
 
 def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,23 +95,53 @@ def relabel_episodes(
     return relabeled
 
 
+def scene_goals(objects: torch.Tensor, goal_ids: torch.Tensor, catalogue: GoalCatalogue | None = None) -> torch.Tensor:
+    """bool [E, G]: which of the goals ``goal_ids`` [G] name only objects of each scene.
+
+    ``objects`` [E, N] are a scene's object ids (``OBJECT_NAMES``). A single goal names an object
+    of the scene when the social partner would report it for an event on that object (a grasp, or
+    a grow of a living thing); a sequential goal when both its parts do.
+    """
+    catalogue = catalogue or GoalCatalogue.default()
+    # singles[o, s]: single goal s is reported for an event on object o
+    singles = torch.zeros(len(OBJECT_NAMES), catalogue.num_single, dtype=torch.bool)
+    for o, name in enumerate(OBJECT_NAMES):
+        descriptions = catalogue.object_descriptions[o]
+        singles[o, catalogue.grasp_goal_of[descriptions]] = True
+        if name.split(" ")[1] in CATEGORIES["living_thing"]:
+            grown = catalogue.grow_goal_of[descriptions]
+            singles[o, grown[grown >= 0]] = True
+    in_scene = singles[objects].any(dim=1)  # [E, num_single]
+    parts = torch.from_numpy(catalogue.parts)[goal_ids]  # [G, 2], -1: no second part
+    return in_scene[:, parts[:, 0]] & ((parts[:, 1] < 0) | in_scene[:, parts[:, 1].clamp(min=0)])
+
+
 def relabel_negatives(
     episodes: TensorDictBase, per_episode: int, generator: torch.Generator | None = None,
-    pool: torch.Tensor | None = None,
+    pool: torch.Tensor | None = None, allowed: torch.Tensor | None = None,
+    goal_type: torch.Tensor | None = None,
 ) -> TensorDictBase:
     """Copies of a padded episode batch [E, T] relabeled with goals they did not achieve: up to
     ``per_episode`` distinct goals per episode, drawn among ``pool`` (goal ids; ``None``: the goals
     reported anywhere in the batch), never one reported in that episode nor its own goal. Reward 0
     and no terminal at every step; the copy ends with a truncation at the episode's last step (the
     episode with that goal would have gone on), so its n-step returns bootstrap there. Marked
-    ``relabeled``."""
+    ``relabeled``.
+
+    ``allowed`` (bool [E, P], over the columns of a sorted, distinct ``pool`` of P goals) limits
+    each episode's draw (e.g. :func:`scene_goals`). With ``goal_type`` ([P], each pool goal's type)
+    every type among an episode's candidates is drawn equally often; without it, every goal is.
+    """
     E, T = episodes.shape
     ids, reported = reported_goals(episodes)
     pool = torch.unique(ids[reported] if pool is None else pool)  # sorted
+    if allowed is not None and allowed.shape != (E, len(pool)):
+        raise ValueError(f"allowed must be [episodes, pool goals] = {[E, len(pool)]}, got {list(allowed.shape)} "
+                         "(its columns follow the sorted, distinct pool)")
     if per_episode < 1 or not len(pool):
         return episodes[:0].clone()
-    # excluded[e, j]: pool goal j was reported in episode e, or is its goal
-    excluded = torch.zeros(E, len(pool), dtype=torch.bool)
+    # excluded[e, j]: pool goal j was reported in episode e, or is its goal, or is not allowed
+    excluded = torch.zeros(E, len(pool), dtype=torch.bool) if allowed is None else ~allowed
 
     def in_pool(goals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         at = torch.searchsorted(pool, goals.contiguous()).clamp(max=len(pool) - 1)
@@ -118,10 +151,17 @@ def relabel_negatives(
     excluded[torch.arange(E).view(E, 1, 1).expand_as(ids)[reported][found], at[found]] = True
     at, found = in_pool(episodes["goal_id"][:, 0])
     excluded[torch.arange(E)[found], at[found]] = True
-    # distinct goals per episode: the top random keys among the allowed ones
-    keys = torch.rand(E, len(pool), generator=generator).masked_fill(excluded, -1.0)
+    # distinct goals per episode: the top random keys among the allowed ones. With goal types,
+    # weighted draws without replacement (key log(u) / w, Efraimidis & Spirakis 2006), each goal
+    # weighted by 1 / (the episode's candidates of its type)
+    keys = torch.rand(E, len(pool), generator=generator).log()
+    if goal_type is not None:
+        one_hot = torch.nn.functional.one_hot(goal_type.long()).bool()  # [P, types]
+        per_type = ((~excluded).unsqueeze(-1) & one_hot).sum(1)  # [E, types]
+        keys = keys * per_type[:, goal_type.long()].clamp(min=1)
+    keys = keys.masked_fill(excluded, -torch.inf)
     top, index = keys.topk(min(per_episode, len(pool)), dim=1)
-    chosen = top >= 0
+    chosen = top > -torch.inf
     e = torch.arange(E).unsqueeze(-1).expand_as(index)[chosen]
     negatives = episodes[e].clone()
     negatives["goal_id"] = pool[index[chosen]].unsqueeze(-1).expand(len(e), T).clone()
@@ -144,30 +184,46 @@ class HindsightRelabel(Transform):
         max_per_episode: at most this many relabeled goals per episode (``None``: all, the paper).
         seed: seed of the random draws (the subset above, the negatives' goals).
         negatives_per_episode: also this many copies per episode relabeled with goals it did not
-            achieve (:func:`relabel_negatives`; 0, the paper: none), drawn among every goal reported
+            achieve (:func:`relabel_negatives`; 0, the paper: none).
+        negatives_from: where the negatives' goals come from: ``"reported"``, every goal reported
             so far (``memory``, a :class:`~torchrl_glam.data.goal_memory.GoalMemory`: part of the
-            state to checkpoint).
+            state to checkpoint); ``"scene"``, the goals of ``goal_ids`` that name only the
+            episode's objects (:func:`scene_goals`), each goal type equally often.
         num_goals: the size of that memory (default: the goal catalogue's).
+        goal_ids: the task set (the goals the social partner reports), for ``"scene"``.
     """
 
     def __init__(self, max_per_episode: int | None = None, seed: int | None = None,
-                 negatives_per_episode: int = 0, num_goals: int | None = None) -> None:
+                 negatives_per_episode: int = 0, num_goals: int | None = None,
+                 negatives_from: str = "reported", goal_ids=None) -> None:
         super().__init__(in_keys=[("next", "achieved_goal_ids")], out_keys=["goal_id", "relabeled"])
         if max_per_episode is not None and max_per_episode < 1:
             raise ValueError(f"max_per_episode={max_per_episode} must be at least 1 (or None for all)")
         if negatives_per_episode < 0:
             raise ValueError(f"negatives_per_episode={negatives_per_episode} must be at least 0 (0: none)")
+        if negatives_from not in ("reported", "scene") or (negatives_from == "scene" and goal_ids is None):
+            raise ValueError(f"negatives_from={negatives_from!r}: choose 'reported', or 'scene' with the "
+                             "task set's goal_ids")
         self.max_per_episode, self.negatives_per_episode = max_per_episode, negatives_per_episode
-        if negatives_per_episode:
+        self.negatives_from = negatives_from
+        if negatives_per_episode and negatives_from == "reported":
             num_goals = len(GoalCatalogue.default()) if num_goals is None else num_goals
             self.memory = GoalMemory(num_goals)
+        if negatives_from == "scene":
+            self.task_goals = torch.unique(torch.as_tensor(goal_ids, dtype=torch.int64))
+            self.task_goal_type = torch.from_numpy(GoalCatalogue.default().goal_type)[self.task_goals]
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
 
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
         relabeled = relabel_episodes(episodes, self.max_per_episode, self.generator)
-        if self.negatives_per_episode:
+        if self.negatives_per_episode and self.negatives_from == "scene":
+            allowed = scene_goals(episodes["objects"][:, 0], self.task_goals)
+            negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator,
+                                          self.task_goals, allowed, self.task_goal_type)
+            relabeled = torch.cat([relabeled, negatives])
+        elif self.negatives_per_episode:
             ids = episodes["next", "achieved_goal_ids"]
             count = episodes["next", "achieved_goal_count"] * episodes["mask"]  # no reports past the end
             self.memory.add(ids.reshape(-1, ids.shape[-1]), count.reshape(-1), episodes["collected_at"].reshape(-1))

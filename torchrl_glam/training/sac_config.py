@@ -69,6 +69,9 @@ class SACGLAMConfig(GLAMConfig):
     # also relabel each episode with this many goals it did not achieve (reward 0): failures for
     # the goals the environment seldom commands (data/her.py, relabel_negatives). 0: the paper.
     her_negatives: int = 0
+    # their goals: "reported" (any goal reported so far) or "scene" (goals naming only the episode's
+    # objects, goal types equally often: failures that tell one scene's actions apart)
+    her_negatives_from: str = "reported"
     batch_strategy: str = "ratio"  # "ratio", "prior" or "uniform"
     prioritized: bool = True
     per_alpha: float = 0.6
@@ -105,6 +108,7 @@ class SACGLAMConfig(GLAMConfig):
             "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
             "her_max_per_episode": self.her_max_per_episode is None or self.her_max_per_episode >= 1,
             "her_negatives": self.her_negatives >= 0 and (self.her or self.her_negatives == 0),
+            "her_negatives_from": self.her_negatives_from in ("reported", "scene"),
             "per_alpha": self.per_alpha >= 0,
             "per_beta": self.per_beta >= 0,
             "autotelic": self.autotelic in ("off", "uniform", "lp"),
@@ -122,6 +126,7 @@ class SACGLAMConfig(GLAMConfig):
             "max_grad_norm": "a positive number, or none for no clipping",
             "her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
                              "copies; 0: none, the paper)",
+            "her_negatives_from": "'reported' or 'scene'",
             "autotelic": "'off', 'uniform' or 'lp'",
             "lp_epsilon": "a probability in [0, 1]",
             "lp_groups": "'goal', or comma-separated names among type, category, colour",
