@@ -24,6 +24,7 @@ of one scene, each goal type drawn equally often.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -95,6 +96,20 @@ def relabel_episodes(
     return relabeled
 
 
+@functools.cache
+def _singles_of_objects(catalogue: GoalCatalogue) -> torch.Tensor:
+    """bool [objects, single goals]: the single goals the social partner reports for an event on
+    each object (a grasp; a grow too for a living thing)."""
+    singles = torch.zeros(len(OBJECT_NAMES), catalogue.num_single, dtype=torch.bool)
+    for o, name in enumerate(OBJECT_NAMES):
+        descriptions = catalogue.object_descriptions[o]
+        singles[o, catalogue.grasp_goal_of[descriptions]] = True
+        if name.split(" ")[1] in CATEGORIES["living_thing"]:
+            grown = catalogue.grow_goal_of[descriptions]
+            singles[o, grown[grown >= 0]] = True
+    return singles
+
+
 def scene_goals(objects: torch.Tensor, goal_ids: torch.Tensor, catalogue: GoalCatalogue | None = None) -> torch.Tensor:
     """bool [E, G]: which of the goals ``goal_ids`` [G] name only objects of each scene.
 
@@ -103,15 +118,7 @@ def scene_goals(objects: torch.Tensor, goal_ids: torch.Tensor, catalogue: GoalCa
     a grow of a living thing); a sequential goal when both its parts do.
     """
     catalogue = catalogue or GoalCatalogue.default()
-    # singles[o, s]: single goal s is reported for an event on object o
-    singles = torch.zeros(len(OBJECT_NAMES), catalogue.num_single, dtype=torch.bool)
-    for o, name in enumerate(OBJECT_NAMES):
-        descriptions = catalogue.object_descriptions[o]
-        singles[o, catalogue.grasp_goal_of[descriptions]] = True
-        if name.split(" ")[1] in CATEGORIES["living_thing"]:
-            grown = catalogue.grow_goal_of[descriptions]
-            singles[o, grown[grown >= 0]] = True
-    in_scene = singles[objects].any(dim=1)  # [E, num_single]
+    in_scene = _singles_of_objects(catalogue)[objects].any(dim=1)  # [E, num_single]
     parts = torch.from_numpy(catalogue.parts)[goal_ids]  # [G, 2], -1: no second part
     return in_scene[:, parts[:, 0]] & ((parts[:, 1] < 0) | in_scene[:, parts[:, 1].clamp(min=0)])
 
