@@ -73,6 +73,9 @@ def test_q_values_and_alpha_through_public_api(batch):
     assert q.shape == (2, 16, 5)
     chosen = q.min(0)[0].gather(-1, batch["action"].unsqueeze(-1)).mean()
     assert out["q_value"].item() == pytest.approx(chosen.item(), rel=1e-5)
+    # the analyses' shortcut: the smaller head's values of the states, straight from the batch
+    states = loss.min_q_values(batch.clone())
+    assert not states.requires_grad and torch.allclose(states, q.min(0)[0], atol=1e-6)
 
 
 def test_a_target_llm_gives_the_targets_and_follows_the_llm_by_polyak_averaging(batch):

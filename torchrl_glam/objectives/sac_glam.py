@@ -166,6 +166,13 @@ class SACGLAMLoss(TrainableState, LossModule):
                 values.append(network(hidden.clone(False))["action_value"])
         return torch.stack(values)
 
+    @torch.no_grad()
+    def min_q_values(self, states: TensorDictBase) -> torch.Tensor:
+        """The smaller head's Q-values [*B, A] of compact states (their prompts rendered and scored):
+        what SAC's targets take, for analyses of a trained critic."""
+        hidden = TensorDict({self.hidden_key: self.score(states)[self.hidden_key]}, batch_size=states.batch_size)
+        return self.q_values(hidden).min(0).values
+
     def llm_weights(self) -> TensorDict:
         """The LLM's trainable weights, by name, as a TensorDict (``to_module`` swaps them in)."""
         weights = TensorDict.from_module(self.scorer)

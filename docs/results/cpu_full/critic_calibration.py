@@ -15,7 +15,6 @@ lower.
 import sys
 
 import torch
-from tensordict import TensorDict
 
 from torchrl_glam.envs import GOAL_TYPES, STATE_KEYS
 from torchrl_glam.training.factories import act, make_eval_envs
@@ -23,12 +22,6 @@ from torchrl_glam.training.sac import load_trained_agent
 
 HORIZON, COMPARED_STEPS, REPEATS = 40, 10, 4
 torch.set_num_threads(1)
-
-
-def min_q(agent, td):
-    """The smaller head's Q-values [B, A] of compact states (the prompts rendered from them)."""
-    hidden = TensorDict({agent.hidden_key: agent.score(td)[agent.hidden_key]}, batch_size=td.batch_size)
-    return agent.q_values(hidden).min(0).values
 
 
 @torch.no_grad()
@@ -40,9 +33,9 @@ def rollout(agent, env, greedy: bool):
     q_taken, rewards, ended = [], [], []
     done = torch.zeros(env.num_envs, dtype=torch.bool)
     for _ in range(HORIZON):
-        q = min_q(agent, td.select(*STATE_KEYS))
+        q = agent.min_q_values(td.select(*STATE_KEYS))
         shuffled = td.select(*STATE_KEYS).set("goal_id", td["goal_id"].roll(1, 0))
-        q_shuffled = min_q(agent, shuffled)
+        q_shuffled = agent.min_q_values(shuffled)
         act(agent, td, greedy=greedy)
         taken = td["action"].view(1, -1, 1).expand(2, -1, 1)
         q_taken.append(torch.stack([q, q_shuffled]).gather(-1, taken).squeeze(-1))

@@ -8,7 +8,6 @@ candidates of the smaller of the two Q-heads).
 import sys
 
 import torch
-from tensordict import TensorDict
 
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
@@ -19,10 +18,8 @@ torch.set_num_threads(1)
 
 @torch.no_grad()
 def critic_greedy(agent, td, greedy=True):
-    states = agent.score(td)
-    hidden = TensorDict({agent.hidden_key: states[agent.hidden_key]}, batch_size=td.batch_size)
-    q = agent.q_values(hidden).min(0).values
-    td.set("action", q.masked_fill(~states["action_mask"], float("-inf")).argmax(-1))
+    q = agent.min_q_values(td)
+    td.set("action", q.masked_fill(~td["action_mask"], float("-inf")).argmax(-1))
     return td
 
 
