@@ -5,7 +5,7 @@ import torch
 
 from torchrl_glam.envs import GOAL_TYPES
 from torchrl_glam.training.evaluation import evaluate
-from torchrl_glam.training.factories import make_eval_envs
+from torchrl_glam.training.factories import make_env, make_eval_envs
 from torchrl_glam.training.sac_config import make_config
 
 ALL_SETS = ["train", "held_out", "train_distribution", "train_sampled"]
@@ -31,6 +31,20 @@ def test_train_weighs_goal_types_equally_and_train_distribution_samples_as_train
     assert as_training[list(sequential)].sum() > 0.95  # 97.85% of the training goals
     # "train_sampled" runs exactly "train"'s episodes, so greedy and sampled compare pair by pair
     assert torch.equal(evaluation_goals(envs["train"]), evaluation_goals(envs["train_sampled"]))
+
+
+def test_training_can_draw_goal_types_equally_often_and_the_evaluation_sets_keep_their_draws():
+    cfg = make_config("cpu", {"goals": "train", "eval_sets": ALL_SETS, "eval_episodes": 512, "num_envs": 512,
+                              "goal_sampling": "by_type"})
+    train_env = make_env(cfg)
+    train_env.set_seed(0)
+    types = torch.bincount(torch.as_tensor(train_env.catalogue.goal_type[train_env.reset()["goal_id"].numpy()]),
+                           minlength=len(GOAL_TYPES)) / 512
+    assert types.min() > 0.18 and types.max() < 0.32
+    as_training = goal_type_shares(make_eval_envs(cfg)["train_distribution"])  # the paper's measure still
+    assert as_training[[GOAL_TYPES.index("grow-then-grasp"), GOAL_TYPES.index("grow-then-grow")]].sum() > 0.95
+    with pytest.raises(ValueError, match="bad config value goal_sampling='types'"):
+        make_config("cpu", {"goal_sampling": "types"})
 
 
 def random_legal_policy(td, greedy: bool):

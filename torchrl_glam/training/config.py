@@ -40,6 +40,9 @@ class GLAMConfig:
 
     # environment (App. A)
     goals: str = "train"
+    # how training draws each episode's goal: "uniform" over the task set (the paper: the full set is
+    # then 97.85% sequential) or "by_type" (a goal type uniformly, then a goal of it)
+    goal_sampling: str = "uniform"
     num_objects: int | None = None  # None: 6, or 3 for "simplified"
     max_steps: int = 10
     num_envs: int = 32
@@ -76,6 +79,7 @@ class GLAMConfig:
         """Field name -> whether its value is acceptable (checked in this order)."""
         return {
             "goals": self.goals in GOAL_SETS,
+            "goal_sampling": self.goal_sampling in ("uniform", "by_type"),
             "normalization": self.normalization in ("sum", "mean"),
             "tokenization": self.tokenization in ("exact", "separate"),
             "quantization": self.quantization in (None, "4bit", "8bit"),
@@ -103,6 +107,7 @@ class GLAMConfig:
         """Field name -> what a good value is, for the error message (default: see the class)."""
         return {
             "goals": f"one of {GOAL_SETS}",
+            "goal_sampling": "'uniform' (over the task set) or 'by_type' (goal types equally often)",
             "normalization": "'sum' or 'mean'",
             "tokenization": "'exact' or 'separate'",
             "quantization": "none, '4bit' or '8bit'",

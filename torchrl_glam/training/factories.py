@@ -36,7 +36,7 @@ class NonFiniteLossError(RuntimeError):
 
 
 def make_env(cfg: GLAMConfig, num_envs: int | None = None, goals: str | None = None,
-             seed: int | None = None, **kwargs) -> PlaygroundTextEnv:
+             seed: int | None = None, goal_sampling: str | None = None, **kwargs) -> PlaygroundTextEnv:
     """The training environment (tensors only: prompts are rendered for the LLM from the state)."""
     return PlaygroundTextEnv(
         num_envs=num_envs or cfg.num_envs,
@@ -45,6 +45,7 @@ def make_env(cfg: GLAMConfig, num_envs: int | None = None, goals: str | None = N
         max_steps=cfg.max_steps,
         seed=cfg.seed if seed is None else seed,
         text=False,
+        goal_sampling=goal_sampling or cfg.goal_sampling,
         **kwargs,
     )
 
