@@ -11,7 +11,8 @@ run's own evaluation draws its 128), at two kinds of states:
 The first step of a Grow goal is left out: "Go to water" starts a shortest solution of almost
 every Grow goal, so a policy that ignores D gets it right. Each row gives the share of those states
 where the choice is useful for the actor's greedy action, for the critic's (argmax over the legal
-candidates of the smaller Q-head) and for a uniformly random legal action (expected share).
+candidates of the smaller Q-head) and for a uniformly random legal action (expected share), and
+the share where the actor goes to a supply (water or food) instead of choosing by the goal.
 
     python docs/results/cpu_full/object_choice.py RUN_DIR [RUN_DIR ...]
 """
@@ -42,7 +43,7 @@ def useful_actions(catalogue, goal_id: int, scene: list[int], held: int) -> set[
 
 @torch.no_grad()
 def choices(agent, env):
-    """{state kind: [(actor useful, critic useful, random's expected share), ...]} over the episodes."""
+    """{state kind: [(actor useful, critic useful, random's expected share, actor to a supply), ...]}."""
     env.set_seed(env.seed_value)
     td = env.reset()
     is_grasp = torch.as_tensor(env.catalogue.goal_type[td["goal_id"].numpy()] == GOAL_TYPES.index("grasp"))
@@ -60,8 +61,10 @@ def choices(agent, env):
         actor = act(agent, td, greedy=True)["action"]
         for i in kind.nonzero().squeeze(-1).tolist():
             useful = useful_actions(env.catalogue, int(td["goal_id"][i]), td["objects"][i].tolist(), int(held[i]))
+            to_supply = int(actor[i]) < supply.shape[1] and bool(supply[i, int(actor[i])])
             rows["grasp_first_step" if is_grasp[i] else "grow_holding_supply"].append(
-                (int(actor[i]) in useful, int(critic[i]) in useful, len(useful) / int(td["action_mask"][i].sum())))
+                (int(actor[i]) in useful, int(critic[i]) in useful, len(useful) / int(td["action_mask"][i].sum()),
+                 to_supply))
         measured |= kind
         out = env.step(td)["next"]
         done |= out["done"].squeeze(-1)
@@ -69,10 +72,10 @@ def choices(agent, env):
     return rows
 
 
-print("run,env_steps,state,states,actor_greedy,critic_greedy,random")
+print("run,env_steps,state,states,actor_greedy,critic_greedy,random,actor_to_supply")
 for run_dir in sys.argv[1:]:
     cfg, agent, steps = load_trained_agent(run_dir)
     env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
     for kind, values in choices(agent, env).items():
-        a, c, r = (np.mean(x) for x in zip(*values)) if values else (float("nan"),) * 3
-        print(f"{run_dir},{steps},{kind},{len(values)},{a:.3f},{c:.3f},{r:.3f}", flush=True)
+        shares = (np.mean(x) for x in zip(*values)) if values else (float("nan"),) * 4
+        print(f"{run_dir},{steps},{kind},{len(values)}," + ",".join(f"{x:.3f}" for x in shares), flush=True)
