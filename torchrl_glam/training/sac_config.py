@@ -213,7 +213,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 # Later probes of the collapses (seed 0, README "Five probes on the collapses"): time limits as
 # terminals, gamma 0.8 and a target LLM all collapsed by 30k; critic_input "observation" did not
 # but learnt less (0.20 at 30k); actor_lr 3e-5 held on three seeds' 100k runs without beating the
-# plateau (README "Result"), so the grid's value, 1e-4, stays.
+# plateau (README "Result"), so the grid's value, 1e-4, stays. Session 8 (README "Session 8"):
+# hindsight negatives from the episode's own scene and goal types drawn uniformly in training
+# (goal_sampling "by_type", which changes the task) left the plateau and the first step of grasp
+# goals (at chance) where they were, so neither is in the preset.
 # What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
 # sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
 # paper's measure), held-out goals, and "train"'s episodes with the sampled policy.

@@ -15,8 +15,14 @@ candidates of the smaller Q-head) and for a uniformly random legal action (expec
 the share where the actor goes to a supply (water or food) instead of choosing by the goal.
 
     python docs/results/cpu_full/object_choice.py RUN_DIR [RUN_DIR ...]
+
+A pretrained model before any training, first step only (``grasp_first_step``; no critic), on the
+first ``--episodes`` of the same episodes (a CPU scores SmolLM2's 32 prompts in ~9 s); also the
+best-scored "Go to" alone (``grasp_first_step_go_to_only``: does the prior copy the goal's object?)::
+
+    python docs/results/cpu_full/object_choice.py --zero-shot MODEL [--normalization mean] [--chat-template] [--episodes 256]
 """
-import sys
+import argparse
 
 import numpy as np
 import torch
@@ -72,10 +78,59 @@ def choices(agent, env):
     return rows
 
 
+def print_row(run: str, steps: int, kind: str, values: list) -> None:
+    shares = (np.mean(x) for x in zip(*values)) if values else (float("nan"),) * 4
+    print(f"{run},{steps},{kind},{len(values)}," + ",".join(f"{x:.3f}" for x in shares), flush=True)
+
+
+@torch.no_grad()
+def zero_shot_first_step(model: str, normalization: str, chat_template: bool, episodes: int) -> list:
+    """``grasp_first_step`` for a model's greedy choice before any training (critic: nan)."""
+    from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
+    from torchrl_glam.objectives.common import render_observations
+    from torchrl_glam.training.sac_config import make_config
+    from torchrl_glam.training.zero_shot import ZeroShotPolicy
+
+    env = make_eval_envs(make_config("cpu_full").replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
+    env.set_seed(env.seed_value)
+    td = env.reset()[:episodes]
+    grasp = (env.catalogue.goal_type[td["goal_id"].numpy()] == GOAL_TYPES.index("grasp")).nonzero()[0]
+    td = td[torch.as_tensor(grasp)]
+    llm = load_llm(LLMConfig(model))
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization)
+    policy = ZeroShotPolicy(scorer, chat_template=chat_template)
+    prompts, actions, mask = render_observations(*(td[k] for k in ("goal_id", "objects", "agent_on", "held", "grown")))
+    chunks = range(0, len(prompts), 32)  # scoring all at once takes ~13 GB with SmolLM2
+    scores = torch.cat([scorer(policy.prompts(prompts[i:i + 32]), actions[i:i + 32], mask[i:i + 32])[0].float()
+                        for i in chunks]).masked_fill(~mask, float("-inf"))
+    num_objects = td["objects"].shape[1]
+    # the greedy choice, and the best "Go to" alone: does the model's prior copy the goal's object?
+    rows = {"grasp_first_step": [], "grasp_first_step_go_to_only": []}
+    for kind, choice, legal in (("grasp_first_step", scores.argmax(-1), mask.sum(-1)),
+                                ("grasp_first_step_go_to_only", scores[:, :num_objects].argmax(-1), mask[:, :num_objects].sum(-1))):
+        for i in range(len(td)):
+            scene, k = td["objects"][i].tolist(), int(choice[i])
+            useful = useful_actions(env.catalogue, int(td["goal_id"][i]), scene, -1)
+            to_supply = k < len(scene) and OBJECT_NAMES[scene[k]].split(" ")[1] in ("water", "food")
+            rows[kind].append((k in useful, float("nan"), len(useful) / int(legal[i]), to_supply))
+    return rows
+
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints)")
+parser.add_argument("--zero-shot", metavar="MODEL", help="a pretrained model before training instead")
+parser.add_argument("--normalization", default="mean", choices=("sum", "mean"))
+parser.add_argument("--chat-template", action="store_true")
+parser.add_argument("--episodes", type=int, default=256)
+args = parser.parse_args()
 print("run,env_steps,state,states,actor_greedy,critic_greedy,random,actor_to_supply")
-for run_dir in sys.argv[1:]:
+if args.zero_shot:
+    label = f"zero_shot:{args.zero_shot}:{args.normalization}" + (":chat" if args.chat_template else "")
+    for kind, values in zero_shot_first_step(args.zero_shot, args.normalization, args.chat_template,
+                                             args.episodes).items():
+        print_row(label, 0, kind, values)
+for run_dir in args.runs:
     cfg, agent, steps = load_trained_agent(run_dir)
     env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
     for kind, values in choices(agent, env).items():
-        shares = (np.mean(x) for x in zip(*values)) if values else (float("nan"),) * 4
-        print(f"{run_dir},{steps},{kind},{len(values)}," + ",".join(f"{x:.3f}" for x in shares), flush=True)
+        print_row(run_dir, steps, kind, values)
