@@ -25,7 +25,7 @@ of one scene, each goal type drawn equally often.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -202,7 +202,7 @@ class HindsightRelabel(Transform):
 
     def __init__(self, max_per_episode: int | None = None, seed: int | None = None,
                  negatives_per_episode: int = 0, num_goals: int | None = None,
-                 negatives_from: str = "reported", goal_ids=None) -> None:
+                 negatives_from: str = "reported", goal_ids: Sequence[int] | torch.Tensor | None = None) -> None:
         super().__init__(in_keys=[("next", "achieved_goal_ids")], out_keys=["goal_id", "relabeled"])
         if max_per_episode is not None and max_per_episode < 1:
             raise ValueError(f"max_per_episode={max_per_episode} must be at least 1 (or None for all)")
