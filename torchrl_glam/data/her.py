@@ -194,8 +194,9 @@ class HindsightRelabel(Transform):
             achieve (:func:`relabel_negatives`; 0, the paper: none).
         negatives_from: where the negatives' goals come from: ``"reported"``, every goal reported
             so far (``memory``, a :class:`~torchrl_glam.data.goal_memory.GoalMemory`: part of the
-            state to checkpoint); ``"scene"``, the goals of ``goal_ids`` that name only the
-            episode's objects (:func:`scene_goals`), each goal type equally often.
+            state to checkpoint; ``None`` when there is no such pool); ``"scene"``, the goals of
+            ``goal_ids`` that name only the episode's objects (:func:`scene_goals`), each goal
+            type equally often.
         num_goals: the size of that memory (default: the goal catalogue's).
         goal_ids: the task set (the goals the social partner reports), for ``"scene"``.
     """
@@ -213,6 +214,7 @@ class HindsightRelabel(Transform):
                              "task set's goal_ids")
         self.max_per_episode, self.negatives_per_episode = max_per_episode, negatives_per_episode
         self.negatives_from = negatives_from
+        self.memory = None
         if negatives_per_episode and negatives_from == "reported":
             num_goals = len(GoalCatalogue.default()) if num_goals is None else num_goals
             self.memory = GoalMemory(num_goals)
@@ -230,7 +232,7 @@ class HindsightRelabel(Transform):
             negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator,
                                           self.task_goals, allowed, self.task_goal_type)
             relabeled = torch.cat([relabeled, negatives])
-        elif self.negatives_per_episode:
+        elif self.memory is not None:
             ids = episodes["next", "achieved_goal_ids"]
             count = episodes["next", "achieved_goal_count"] * episodes["mask"]  # no reports past the end
             self.memory.add(ids.reshape(-1, ids.shape[-1]), count.reshape(-1), episodes["collected_at"].reshape(-1))

@@ -29,11 +29,16 @@ import torch
 
 from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES
 from torchrl_glam.envs.rules import feeds
+from torchrl_glam.envs.vocabulary import SUPPLIES
 from torchrl_glam.training.factories import act, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent
 
 EPISODES = 1024  # the run's own evaluation episodes are 128 (32 per goal type): more, for a tighter share
 torch.set_num_threads(1)
+
+
+def is_supply(object_id: int) -> bool:
+    return OBJECT_NAMES[object_id].split(" ")[1] in SUPPLIES
 
 
 def useful_actions(catalogue, goal_id: int, scene: list[int], held: int) -> set[int]:
@@ -53,8 +58,7 @@ def choices(agent, env):
     env.set_seed(env.seed_value)
     td = env.reset()
     is_grasp = torch.as_tensor(env.catalogue.goal_type[td["goal_id"].numpy()] == GOAL_TYPES.index("grasp"))
-    supply = torch.as_tensor([[OBJECT_NAMES[o].split(" ")[1] in ("water", "food") for o in scene]
-                              for scene in td["objects"].tolist()])
+    supply = torch.as_tensor([[is_supply(o) for o in scene] for scene in td["objects"].tolist()])
     measured = torch.zeros(env.num_envs, dtype=torch.bool)
     done = torch.zeros(env.num_envs, dtype=torch.bool)
     rows = {"grasp_first_step": [], "grow_holding_supply": []}
@@ -111,7 +115,7 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
         for i in range(len(td)):
             scene, k = td["objects"][i].tolist(), int(choice[i])
             useful = useful_actions(env.catalogue, int(td["goal_id"][i]), scene, -1)
-            to_supply = k < len(scene) and OBJECT_NAMES[scene[k]].split(" ")[1] in ("water", "food")
+            to_supply = k < len(scene) and is_supply(scene[k])
             rows[kind].append((k in useful, float("nan"), len(useful) / int(legal[i]), to_supply))
     return rows
 

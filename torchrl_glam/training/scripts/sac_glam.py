@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
               "updater": updater, "replay": replay}
     if her is not None:
         pieces["her_generator"] = StateOf(her.generator.get_state, her.generator.set_state)
-        if cfg.her_negatives and cfg.her_negatives_from == "reported":  # the negatives' pool
+        if her.memory is not None:  # the goals reported so far, the negatives' pool
             pieces["her_goal_memory"] = her.memory
     goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
     if goal_choice is not None:
