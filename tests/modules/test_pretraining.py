@@ -8,7 +8,8 @@ from torchrl_glam.envs.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import offline_model_path, resolve_model_path
 from torchrl_glam.modules.offline import tiny_model_recipe
-from torchrl_glam.modules.pretraining import RandomPlayTranscripts, _lm_batch, pretrain
+from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.modules.pretraining import HindsightTranscripts, RandomPlayTranscripts, _lm_batch, pretrain, pretraining_recipe
 from torchrl_glam.modules.shipped import recipe_version
 
 
@@ -75,3 +76,50 @@ def test_pretraining_is_deterministic(tmp_path, tiny_paths):
                                                       batch_size=8, seed=4)))).model.state_dict()
                      for name in ("a", "b"))
     assert all(torch.equal(first[name], second[name]) for name in first)
+
+
+def _go_to_matching_share(prompts, targets, catalogue):
+    """Under a single grasp goal "Grasp D", with an empty hand and not on an object matching D: the
+    share of moves that go to an object matching D, and the share a uniformly random legal action
+    would have."""
+    hits = chance = count = 0
+    for prompt, target in zip(prompts, targets):
+        goal = _prompt_field(prompt, "Goal")
+        if catalogue.type_of(goal) != "grasp" or _prompt_field(prompt, "You are holding") != "nothing":
+            continue
+        matching = set(catalogue.matching_objects(goal.removeprefix("Grasp ")))
+        on = _prompt_field(prompt, "You are on")
+        if on in matching:
+            continue
+        scene = _prompt_field(prompt, "You see").split(", ")
+        action = target.split(" : ")[0]
+        hits += action.startswith("Go to") and action.removeprefix("Go to ") in matching
+        # every candidate is legal but "Go to" the object the agent is on
+        chance += sum(name in matching for name in scene) / (len(scene) + 2 - (on != "nothing"))
+        count += 1
+    return hits / count, chance / count, count
+
+
+def test_hindsight_goals_name_what_the_random_actions_went_on_to_do():
+    """The link random transcripts lack (docs/results/cpu_full, Session 9): under a hindsight goal
+    "Grasp D" the moves go to an object matching D far more often than chance; the goals
+    are the task sets' own (never held out); the other half of the stream is random play as before."""
+    catalogue = GoalCatalogue.default()
+    data = HindsightTranscripts(num_envs=32, seed=5, hindsight_share=1.0)
+    prompts, targets = data.batch(3000)
+    allowed = {catalogue.goals[g] for g in catalogue.train_ids}
+    assert {_prompt_field(p, "Goal") for p in prompts} <= allowed
+    share, _, count = _go_to_matching_share(prompts, targets, catalogue)
+    plain, chance, _ = _go_to_matching_share(*RandomPlayTranscripts(num_envs=32, seed=5).batch(3000), catalogue)
+    assert plain < 1.15 * chance  # random play's own goals say nothing of its actions
+    assert count > 500 and share > 1.5 * plain  # measured 1.8-2.2x on seeds 5-7
+    mixed = HindsightTranscripts(num_envs=32, seed=5, hindsight_share=0.5)
+    assert mixed.batch(64) != RandomPlayTranscripts(num_envs=32, seed=5).batch(64)
+
+
+def test_hindsight_pretraining_is_its_own_recipe_and_offline_name():
+    assert pretraining_recipe("t5") != pretraining_recipe("t5", data="hindsight")
+    assert recipe_version(pretraining_recipe("t5")) != recipe_version(pretraining_recipe("t5", data="hindsight"))
+    with pytest.raises(ValueError, match="unknown pretraining data 'oracle'.*hindsight"):
+        pretraining_recipe("t5", data="oracle")
+    assert resolve_model_path("offline:tiny-t5-hindsight").endswith("tiny-t5-hindsight")

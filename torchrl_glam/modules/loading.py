@@ -121,9 +121,11 @@ def _not_found(name: str, reason: str) -> ModelNotFoundError:
 
 OFFLINE_PREFIX = "offline:"
 #: The models built on this machine, by name: random-init, or pretrained on random-play transcripts
-#: (:mod:`torchrl_glam.modules.pretraining`). The presets' ones ship with the package
+#: (``-pretrained``) or on random-play transcripts half of them with hindsight goals (``-hindsight``;
+#: :mod:`torchrl_glam.modules.pretraining`). The T5 ones ship with the package
 #: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache on first use.
-OFFLINE_MODELS = ("tiny-t5", "tiny-llama", "tiny-t5-pretrained", "tiny-llama-pretrained")
+OFFLINE_MODELS = ("tiny-t5", "tiny-llama", "tiny-t5-pretrained", "tiny-llama-pretrained", "tiny-t5-hindsight",
+                  "tiny-llama-hindsight")
 
 
 def offline_model_path(name: str):
@@ -133,10 +135,10 @@ def offline_model_path(name: str):
         raise ValueError(f"unknown offline model {name!r}; choose one of "
                          f"{[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}")
     kind = key.split("-")[1]
-    if key.endswith("-pretrained"):
+    if key.endswith(("-pretrained", "-hindsight")):
         from torchrl_glam.modules.pretraining import default_pretrained_model_path
 
-        return default_pretrained_model_path(kind)
+        return default_pretrained_model_path(kind, "hindsight" if key.endswith("-hindsight") else "random")
     from torchrl_glam.modules.offline import default_tiny_model_path
 
     return default_tiny_model_path(kind)

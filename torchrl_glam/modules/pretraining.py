@@ -8,6 +8,10 @@ prior, learned from the environment's own language and nothing else:
 * **data**: transcripts of a *uniformly random* policy in Playground-Text (simplified and full
   scenes, half each), generated on the fly. The goal line of each prompt is the episode's sampled
   goal, which the random actions ignore. No successful, relabeled or oracle behaviour is used.
+  The ``hindsight`` data (``offline:tiny-t5-hindsight``) replaces half of them by transcripts whose
+  goal line is a goal the social partner reported later in the same random episode (HER applied to
+  random play, :class:`HindsightTranscripts`): still no behaviour but the random policy's, and no
+  goal outside the task sets, but the goal now says where the random actions went.
 * **objective**: given the prompt, predict the transcript's continuation: the random action that
   was taken, then what followed it, in the prompt's own words::
 
@@ -47,6 +51,7 @@ import time
 from pathlib import Path
 
 import torch
+from tensordict import TensorDictBase
 
 from torchrl_glam.modules.offline import (
     ModelKind,
@@ -72,17 +77,37 @@ SECONDS_PER_STEP = 1.0
 TRANSCRIPT_LOSS_SEED = 12_345
 
 
+#: The transcript streams, by name: "random" (:class:`RandomPlayTranscripts`, the ``cpu`` presets'
+#: model) and "hindsight" (:class:`HindsightTranscripts`, half of them with hindsight goals).
+DATA = ("random", "hindsight")
+HINDSIGHT_SHARE = 0.5
+
+
 def pretraining_recipe(kind: ModelKind = "t5", steps: int = DEFAULT_STEPS, batch_size: int = DEFAULT_BATCH_SIZE,
-                       lr: float = DEFAULT_LR, seed: int = DEFAULT_SEED) -> dict:
+                       lr: float = DEFAULT_LR, seed: int = DEFAULT_SEED, data: str = "random") -> dict:
     """Everything the pretrained model's weights depend on, its starting point included; its hash
     is the version name of the cache directory and of the shipped weights."""
-    return {
+    recipe = {
         "start_from": tiny_model_recipe(kind, seed=0),
         "pretraining_version": PRETRAINING_VERSION,
         "data": "random-play transcripts (simplified + train, 64 environments, 10 steps)",
         "steps": steps, "batch_size": batch_size, "lr": lr, "seed": seed,
         "warmup_steps": 100, "grad_clip": 1.0, "optimizer": "Adam",
     }
+    if data == "hindsight":  # the "random" recipe stays as it was, so its version name does too
+        recipe["data"] += f", {HINDSIGHT_SHARE:g} of them with hindsight goals (reported later in the episode)"
+    elif data != "random":
+        raise ValueError(f"unknown pretraining data {data!r}; choose one of {DATA}")
+    return recipe
+
+
+def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED) -> "RandomPlayTranscripts":
+    """The pretraining data of a name of :data:`DATA`."""
+    if data == "hindsight":
+        return HindsightTranscripts(seed=seed, hindsight_share=HINDSIGHT_SHARE)
+    if data != "random":
+        raise ValueError(f"unknown pretraining data {data!r}; choose one of {DATA}")
+    return RandomPlayTranscripts(seed=seed)
 
 
 class RandomPlayTranscripts:
@@ -105,32 +130,10 @@ class RandomPlayTranscripts:
         self.generator = torch.Generator().manual_seed(seed)
 
     def _step(self, index: int) -> tuple[list[str], list[str]]:
-        from torchrl_glam.envs import render_batch
-        from torchrl_glam.envs.vocabulary import OBJECT_NAMES
-
         env, td = self.envs[index], self.tds[index]
-        mask = td["action_mask"]
-        action = torch.multinomial(mask.float(), 1, generator=self.generator).squeeze(-1)
-        td["action"] = action
-        prompts, actions = render_batch(td["goal_id"], td["objects"], td["agent_on"], td["held"], td["grown"],
-                                        self.catalogue)
+        td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=self.generator).squeeze(-1)
         step, self.tds[index] = env.step_and_maybe_reset(td)
-        nxt = step["next"]
-        goals = self.catalogue.goals
-        targets = []
-        for b, prompt in enumerate(prompts):
-            names = [OBJECT_NAMES[i] for i in td["objects"][b].tolist()]
-            on, held = int(nxt["agent_on"][b]), int(nxt["held"][b])
-            grown = [n for n, g in zip(names, nxt["grown"][b].tolist()) if g]
-            reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
-            chosen = actions[b][int(action[b])]
-            targets.append(
-                f"{chosen} : You are on: {names[on] if on >= 0 else 'nothing'} , "
-                f"You are holding: {names[held] if held >= 0 else 'nothing'} , "
-                f"You have grown: {', '.join(grown) if grown else 'nothing'} : "
-                f"{', '.join(reports) if reports else 'nothing'}"
-            )
-        return prompts, targets
+        return transcript_pairs(step, self.catalogue)
 
     def batch(self, size: int) -> tuple[list[str], list[str]]:
         prompts, targets = [], []
@@ -140,6 +143,97 @@ class RandomPlayTranscripts:
                 prompts += p
                 targets += t
         order = torch.randperm(len(prompts), generator=self.generator)[:size].tolist()
+        return [prompts[i] for i in order], [targets[i] for i in order]
+
+
+def transcript_pairs(steps: TensorDictBase, catalogue) -> tuple[list[str], list[str]]:
+    """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
+    "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
+    candidate followed by what it did, in the prompt's words (see the module docstring)."""
+    from torchrl_glam.envs import render_batch
+    from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+
+    prompts, actions = render_batch(steps["goal_id"], steps["objects"], steps["agent_on"], steps["held"],
+                                    steps["grown"], catalogue)
+    nxt, goals = steps["next"], catalogue.goals
+    targets = []
+    for b, (objects, chosen) in enumerate(zip(steps["objects"].tolist(), steps["action"].tolist())):
+        names = [OBJECT_NAMES[i] for i in objects]
+        on, held = int(nxt["agent_on"][b]), int(nxt["held"][b])
+        grown = [n for n, g in zip(names, nxt["grown"][b].tolist()) if g]
+        reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
+        targets.append(
+            f"{actions[b][chosen]} : You are on: {names[on] if on >= 0 else 'nothing'} , "
+            f"You are holding: {names[held] if held >= 0 else 'nothing'} , "
+            f"You have grown: {', '.join(grown) if grown else 'nothing'} : "
+            f"{', '.join(reports) if reports else 'nothing'}"
+        )
+    return prompts, targets
+
+
+class HindsightTranscripts(RandomPlayTranscripts):
+    """Random-play transcripts, a share of them with a *hindsight* goal line: the goal the social
+    partner reported later in the same episode (HER's "future" relabeling, :mod:`torchrl_glam.data.her`,
+    applied to the random policy's episodes), so that the goal names what the random actions went on
+    to do. The actions are still the random policy's, unchanged: what the model can learn is which
+    actions come before a goal is reached ("Go to red cat" before "Grasp any animal"), the link
+    between a goal's words and the objects it names that random transcripts cannot teach
+    (docs/results/cpu_full/README.md, "Session 9").
+
+    The other ``1 - hindsight_share`` of each batch is :class:`RandomPlayTranscripts`' stream,
+    unchanged. Only goals of the environments' own task sets are reported, so held-out goals are
+    never shown. ``window``: keep only the last ``window`` steps before each report (``None``: the
+    whole section, HER's "future"; the shipped model's choice).
+    """
+
+    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int = 10, hindsight_share: float = 0.5,
+                 window: int | None = None) -> None:
+        if not 0.0 < hindsight_share <= 1.0:
+            raise ValueError(f"hindsight_share={hindsight_share} must be in (0, 1]")
+        super().__init__(num_envs, seed, max_steps)
+        self.hindsight_share = hindsight_share
+        self.window = window
+        self.max_steps = max_steps
+        # their own environments, so the plain stream above is exactly RandomPlayTranscripts'
+        self.hindsight = RandomPlayTranscripts(num_envs, seed + 1_000, max_steps)
+        self.pool: tuple[list[str], list[str]] = ([], [])
+
+    def _refill(self) -> None:
+        from torchrl_glam.data.episodes import rollout_episodes
+        from torchrl_glam.data.her import relabel_episodes
+
+        source = self.hindsight
+        prompts, targets = [], []
+        for index, env in enumerate(source.envs):
+            steps = []
+            for _ in range(self.max_steps):
+                td = source.tds[index]
+                td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=source.generator).squeeze(-1)
+                step, source.tds[index] = env.step_and_maybe_reset(td)
+                steps.append(step)
+            episodes = rollout_episodes(torch.stack(steps, dim=1), self.max_steps)
+            relabeled = relabel_episodes(episodes, generator=source.generator)
+            if len(relabeled):
+                keep = relabeled["mask"]
+                if self.window is not None:  # only the last `window` steps before the report
+                    end = keep.sum(1, keepdim=True) - 1
+                    keep = keep & (end - torch.arange(keep.shape[1]) < self.window)
+                p, t = transcript_pairs(relabeled[keep], self.catalogue)
+                prompts += p
+                targets += t
+        order = torch.randperm(len(prompts), generator=self.generator).tolist()
+        self.pool = ([prompts[i] for i in order], [targets[i] for i in order])
+
+    def batch(self, size: int) -> tuple[list[str], list[str]]:
+        hindsight = round(size * self.hindsight_share)
+        prompts, targets = super().batch(size - hindsight) if hindsight < size else ([], [])
+        while len(self.pool[0]) < hindsight:
+            pool = self.pool
+            self._refill()
+            self.pool = (pool[0] + self.pool[0], pool[1] + self.pool[1])
+        prompts, targets = prompts + self.pool[0][:hindsight], targets + self.pool[1][:hindsight]
+        self.pool = (self.pool[0][hindsight:], self.pool[1][hindsight:])
+        order = torch.randperm(size, generator=self.generator).tolist()
         return [prompts[i] for i in order], [targets[i] for i in order]
 
 
@@ -165,10 +259,11 @@ def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_deco
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
 
-def _progress_message(what: str, steps: int, batch_size: int, out, why: str | None) -> str:
+def _progress_message(what: str, steps: int, batch_size: int, out, why: str | None, data: str = "random") -> str:
     minutes = steps * batch_size / 128 * SECONDS_PER_STEP / 60
     usually = f"about {minutes:.0f} min" if minutes >= 1 else f"about {minutes * 60:.0f} s"
-    return (f"pretraining {what} on random-play transcripts into {out}"
+    transcripts = "random-play transcripts" + (" with hindsight goals" if data == "hindsight" else "")
+    return (f"pretraining {what} on {transcripts} into {out}"
             + (f" ({why})" if why else "")
             + f": {steps} steps of {batch_size} transcripts, usually {usually} on one CPU core")
 
@@ -183,27 +278,30 @@ def pretrain(
     seed: int = DEFAULT_SEED,
     log_every: int = 50,
     why: str | None = None,
+    data: str = "random",
 ) -> Path:
     """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
-    random-play transcripts and write the result to ``out``; returns ``out``. See the module
-    docstring. ``why`` goes into the one-line message printed before it starts.
+    random-play transcripts (``data``: a name of :data:`DATA`) and write the result to ``out``;
+    returns ``out``. See the module docstring. ``why`` goes into the one-line message printed before
+    it starts.
 
     Progress: a tqdm bar (steps, loss, time left) on a terminal; in a log file (stderr not a
     terminal) one line every ``log_every`` steps; nothing off the main process (rank 0).
     """
-    return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why)[0]
+    return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data)[0]
 
 
-def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why) -> tuple[Path, dict]:
+def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random") -> tuple[Path, dict]:
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"steps={steps}, batch_size={batch_size} and lr={lr} must be positive")
+    pretraining_recipe(kind, data=data)  # an unknown data name fails here, before any work
     main = is_main_process()
     what = f"the tiny {kind} model" if start_from is None else str(start_from)
     if main:
-        print(_progress_message(what, steps, batch_size, out, why), file=sys.stderr, flush=True)
+        print(_progress_message(what, steps, batch_size, out, why, data), file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         # from scratch: the random-init model of the recipe, never a cached or shipped copy
         source = Path(start_from) if start_from is not None else build_tiny_model(Path(scratch) / "init", kind, seed=0)
@@ -218,7 +316,7 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
             model.train()
             optimizer = torch.optim.Adam(model.parameters(), lr=lr)
             schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 100))
-            data = RandomPlayTranscripts(seed=seed)
+            stream = transcript_stream(data, seed)
             start, running = time.perf_counter(), None
             # tqdm's disable=None: off when stderr is not a terminal (log files get the lines below)
             bar = tqdm(total=steps, desc="pretraining", unit="step", disable=None if main else True,
@@ -226,7 +324,7 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
             log_lines = main and bar.disable
             with bar:
                 for step in range(1, steps + 1):
-                    loss = model(**_lm_batch(tokenizer, *data.batch(batch_size), is_encoder_decoder)).loss
+                    loss = model(**_lm_batch(tokenizer, *stream.batch(batch_size), is_encoder_decoder)).loss
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -243,7 +341,8 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
     out = save_model_and_tokenizer(model, tokenizer, out)
     origin = "the random-init tiny model (seed 0)" if start_from is None else str(start_from)
     (out / "pretraining.txt").write_text(
-        f"random-play transcripts, version {PRETRAINING_VERSION}: {steps} steps x {batch_size}, "
+        f"random-play transcripts{' with hindsight goals' if data == 'hindsight' else ''}, "
+        f"version {PRETRAINING_VERSION}: {steps} steps x {batch_size}, "
         f"lr {lr}, seed {seed}, from {origin}\n"
     )
     return out, {"running_loss": running, "seconds": seconds}
@@ -268,29 +367,35 @@ def transcript_loss(path: str | os.PathLike, batches: int = 8, batch_size: int =
     return sum(losses) / len(losses)
 
 
-def transcripts_fingerprint(batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED) -> str:
+def transcripts_fingerprint(batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random") -> str:
     """sha256 of the first batch of the pretraining stream: it changes when anything that makes the
     data changes (environment dynamics, rendering, the target format), which the recipe's values
     alone cannot see. The manifest records it; a test compares it with the code's."""
     with torch.random.fork_rng(devices=[]):
-        prompts, targets = RandomPlayTranscripts(seed=seed).batch(batch_size)
+        prompts, targets = transcript_stream(data, seed).batch(batch_size)
     return hashlib.sha256("\n\0".join(prompts + targets).encode()).hexdigest()
 
 
-def default_pretrained_model_path(kind: ModelKind = "t5") -> Path:
-    """The pretrained offline model of the default recipe: the copy shipped in the package
-    (instant, checked against its manifest), else built once into the cache (about ten minutes on
-    a CPU; concurrent callers wait for one build, see ``build_into_cache``)."""
-    recipe = pretraining_recipe(kind)
+def offline_name(kind: ModelKind = "t5", data: str = "random") -> str:
+    """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``."""
+    return f"tiny-{kind}-" + ("pretrained" if data == "random" else data)
+
+
+def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random") -> Path:
+    """The pretrained offline model of the default recipe (on the transcripts ``data``): the copy
+    shipped in the package (instant, checked against its manifest), else built once into the cache
+    (about ten minutes on a CPU; concurrent callers wait for one build, see ``build_into_cache``)."""
+    recipe = pretraining_recipe(kind, data=data)
     version = recipe_version(recipe)
-    shipped = shipped_model_path(f"tiny-{kind}-pretrained", version)
+    name = offline_name(kind, data)
+    shipped = shipped_model_path(name, version)
     if shipped is not None:
         return shipped
     why = ("the package ships no weights for this recipe; once, then cached"
            if shipped_enabled() else f"{SHIPPED_ENV}=0; once, then cached")
-    final = cache_root() / f"tiny-{kind}-pretrained-{version}"
+    final = cache_root() / f"{name}-{version}"
     return build_into_cache(final, lambda directory: pretrain(
-        directory, kind=kind, why=f"offline:tiny-{kind}-pretrained {version}: {why}"))
+        directory, kind=kind, why=f"offline:{name} {version}: {why}", data=data))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -303,6 +408,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--lr", type=float, default=DEFAULT_LR)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--data", choices=DATA, default="random",
+                        help="the transcripts: random play, or half of it with hindsight goals "
+                             "(offline:tiny-<kind>-hindsight)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--ship", action="store_true",
                         help="build the default recipe into the package folder with its manifest entry "
@@ -310,36 +418,39 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    recipe = pretraining_recipe(args.kind, args.steps, args.batch_size, args.lr, args.seed)
+    recipe = pretraining_recipe(args.kind, args.steps, args.batch_size, args.lr, args.seed, args.data)
     version = recipe_version(recipe)
+    name = offline_name(args.kind, args.data)
     if args.ship:
-        if args.out or args.start_from or recipe != pretraining_recipe(args.kind):
+        if args.out or args.start_from or recipe != pretraining_recipe(args.kind, data=args.data):
             parser.error("--ship builds the default recipe into the package: no --out, --start-from, "
                          "--steps, --batch-size, --lr or --seed")
         with tempfile.TemporaryDirectory() as directory:
             built, stats = _pretrain(Path(directory) / "model", None, args.kind, args.steps, args.batch_size,
-                                     args.lr, args.seed, 50, "the copy shipped in the package")
-            path = ship(f"tiny-{args.kind}-pretrained", built, {
+                                     args.lr, args.seed, 50, "the copy shipped in the package", args.data)
+            path = ship(name, built, {
                 "recipe": recipe, "recipe_version": version, "seed": args.seed,
                 "command": " ".join(["python -m torchrl_glam.modules.pretraining --ship"]
-                                    + (["--kind", args.kind] if args.kind != "t5" else [])),
+                                    + (["--kind", args.kind] if args.kind != "t5" else [])
+                                    + (["--data", args.data] if args.data != "random" else [])),
                 "torch_threads": torch.get_num_threads(),
                 "build_seconds": round(stats["seconds"]),
                 "final_running_loss": round(stats["running_loss"], 4),
                 "transcript_loss": round(transcript_loss(built), 4),
-                "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed),
+                "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed, args.data),
             })
         print(f"shipped the pretrained model in {path} (commit torchrl_glam/modules/weights/)")
         return
     if args.out is None:
         if args.start_from is not None:
             parser.error("--start-from needs --out")
-        out = cache_root() / f"tiny-{args.kind}-pretrained-{version}"
+        out = cache_root() / f"{name}-{version}"
         path = build_into_cache(out, lambda directory: pretrain(
             directory, kind=args.kind, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-            why="rebuilding the cache's copy"), rebuild=True)
+            why="rebuilding the cache's copy", data=args.data), rebuild=True)
     else:
-        path = pretrain(args.out, args.start_from, args.kind, args.steps, args.batch_size, args.lr, args.seed)
+        path = pretrain(args.out, args.start_from, args.kind, args.steps, args.batch_size, args.lr, args.seed,
+                        data=args.data)
     print(f"wrote the pretrained model to {path} (recipe {version}); load it with "
           f"LLMConfig(name_or_path={str(path)!r})")
 

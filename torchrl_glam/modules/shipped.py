@@ -42,6 +42,7 @@ SHIPPED_ENV = "TORCHRL_GLAM_SHIPPED_WEIGHTS"
 SHIPPED_MODELS = {
     "tiny-t5": "python -m torchrl_glam.modules.offline --ship",
     "tiny-t5-pretrained": "python -m torchrl_glam.modules.pretraining --ship",
+    "tiny-t5-hindsight": "python -m torchrl_glam.modules.pretraining --ship --data hindsight",
 }
 
 
