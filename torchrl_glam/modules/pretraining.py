@@ -129,11 +129,15 @@ class RandomPlayTranscripts:
         self.tds = [env.reset() for env in self.envs]
         self.generator = torch.Generator().manual_seed(seed)
 
-    def _step(self, index: int) -> tuple[list[str], list[str]]:
+    def random_step(self, index: int) -> TensorDictBase:
+        """One uniformly random legal action in every environment of half ``index``: the step."""
         env, td = self.envs[index], self.tds[index]
         td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=self.generator).squeeze(-1)
         step, self.tds[index] = env.step_and_maybe_reset(td)
-        return transcript_pairs(step, self.catalogue)
+        return step
+
+    def _step(self, index: int) -> tuple[list[str], list[str]]:
+        return transcript_pairs(self.random_step(index), self.catalogue)
 
     def batch(self, size: int) -> tuple[list[str], list[str]]:
         prompts, targets = [], []
@@ -204,14 +208,9 @@ class HindsightTranscripts(RandomPlayTranscripts):
 
         source = self.hindsight
         prompts, targets = [], []
-        for index, env in enumerate(source.envs):
-            steps = []
-            for _ in range(self.max_steps):
-                td = source.tds[index]
-                td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=source.generator).squeeze(-1)
-                step, source.tds[index] = env.step_and_maybe_reset(td)
-                steps.append(step)
-            episodes = rollout_episodes(torch.stack(steps, dim=1), self.max_steps)
+        for index in range(len(source.envs)):
+            steps = torch.stack([source.random_step(index) for _ in range(self.max_steps)], dim=1)
+            episodes = rollout_episodes(steps, self.max_steps)
             relabeled = relabel_episodes(episodes, generator=source.generator)
             if len(relabeled):
                 keep = relabeled["mask"]
