@@ -123,3 +123,11 @@ def test_hindsight_pretraining_is_its_own_recipe_and_offline_name():
     with pytest.raises(ValueError, match="unknown pretraining data 'oracle'.*hindsight"):
         pretraining_recipe("t5", data="oracle")
     assert resolve_model_path("offline:tiny-t5-hindsight").endswith("tiny-t5-hindsight")
+
+
+def test_pretraining_takes_a_stream_and_says_which(tmp_path, tiny_paths):
+    out = pretrain(tmp_path / "pre", start_from=tiny_paths["t5"], steps=2, batch_size=4,
+                   data=HindsightTranscripts(num_envs=8, seed=1, hindsight_share=1.0, window=2))
+    assert "1 of them with hindsight goals, the last 2 steps before each report" in (out / "pretraining.txt").read_text()
+    with pytest.raises(ValueError, match="unknown pretraining data 'oracle'"):
+        pretrain(tmp_path / "bad", start_from=tiny_paths["t5"], steps=2, data="oracle")

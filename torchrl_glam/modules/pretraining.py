@@ -258,10 +258,20 @@ def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_deco
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
 
-def _progress_message(what: str, steps: int, batch_size: int, out, why: str | None, data: str = "random") -> str:
+def _describe(stream: str | RandomPlayTranscripts) -> str:
+    """What a pretraining stream (or its name) is, in words."""
+    if stream == "hindsight":
+        return f"random-play transcripts, {HINDSIGHT_SHARE:g} of them with hindsight goals"
+    if isinstance(stream, HindsightTranscripts):
+        window = "" if stream.window is None else f", the last {stream.window} steps before each report"
+        return f"random-play transcripts, {stream.hindsight_share:g} of them with hindsight goals{window}"
+    return "random-play transcripts"
+
+
+def _progress_message(what: str, steps: int, batch_size: int, out, why: str | None,
+                      transcripts: str = "random-play transcripts") -> str:
     minutes = steps * batch_size / 128 * SECONDS_PER_STEP / 60
     usually = f"about {minutes:.0f} min" if minutes >= 1 else f"about {minutes * 60:.0f} s"
-    transcripts = "random-play transcripts" + (" with hindsight goals" if data == "hindsight" else "")
     return (f"pretraining {what} on {transcripts} into {out}"
             + (f" ({why})" if why else "")
             + f": {steps} steps of {batch_size} transcripts, usually {usually} on one CPU core")
@@ -277,10 +287,11 @@ def pretrain(
     seed: int = DEFAULT_SEED,
     log_every: int = 50,
     why: str | None = None,
-    data: str = "random",
+    data: str | RandomPlayTranscripts = "random",
 ) -> Path:
     """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
-    random-play transcripts (``data``: a name of :data:`DATA`) and write the result to ``out``;
+    random-play transcripts (``data``: a name of :data:`DATA`, or a stream such as
+    ``HindsightTranscripts(seed=1, hindsight_share=1.0)`` for a probe) and write the result to ``out``;
     returns ``out``. See the module docstring. ``why`` goes into the one-line message printed before
     it starts.
 
@@ -296,11 +307,12 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
 
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"steps={steps}, batch_size={batch_size} and lr={lr} must be positive")
-    pretraining_recipe(kind, data=data)  # an unknown data name fails here, before any work
+    if isinstance(data, str):
+        pretraining_recipe(kind, data=data)  # an unknown data name fails here, before any work
     main = is_main_process()
     what = f"the tiny {kind} model" if start_from is None else str(start_from)
     if main:
-        print(_progress_message(what, steps, batch_size, out, why, data), file=sys.stderr, flush=True)
+        print(_progress_message(what, steps, batch_size, out, why, _describe(data)), file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         # from scratch: the random-init model of the recipe, never a cached or shipped copy
         source = Path(start_from) if start_from is not None else build_tiny_model(Path(scratch) / "init", kind, seed=0)
@@ -312,10 +324,10 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
             except ValueError:
                 model = AutoModelForCausalLM.from_pretrained(source)
             is_encoder_decoder = bool(model.config.is_encoder_decoder)
+            stream = transcript_stream(data, seed) if isinstance(data, str) else data
             model.train()
             optimizer = torch.optim.Adam(model.parameters(), lr=lr)
             schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 100))
-            stream = transcript_stream(data, seed)
             start, running = time.perf_counter(), None
             # tqdm's disable=None: off when stderr is not a terminal (log files get the lines below)
             bar = tqdm(total=steps, desc="pretraining", unit="step", disable=None if main else True,
@@ -340,8 +352,7 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
     out = save_model_and_tokenizer(model, tokenizer, out)
     origin = "the random-init tiny model (seed 0)" if start_from is None else str(start_from)
     (out / "pretraining.txt").write_text(
-        f"random-play transcripts{' with hindsight goals' if data == 'hindsight' else ''}, "
-        f"version {PRETRAINING_VERSION}: {steps} steps x {batch_size}, "
+        f"{_describe(stream)}, version {PRETRAINING_VERSION}: {steps} steps x {batch_size}, "
         f"lr {lr}, seed {seed}, from {origin}\n"
     )
     return out, {"running_loss": running, "seconds": seconds}
