@@ -120,21 +120,22 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     return rows
 
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints)")
-parser.add_argument("--zero-shot", metavar="MODEL", help="a pretrained model before training instead")
-parser.add_argument("--normalization", default="mean", choices=("sum", "mean"))
-parser.add_argument("--chat-template", action="store_true")
-parser.add_argument("--episodes", type=int, default=256)
-args = parser.parse_args()
-print("run,env_steps,state,states,actor_greedy,critic_greedy,random,actor_to_supply")
-if args.zero_shot:
-    label = f"zero_shot:{args.zero_shot}:{args.normalization}" + (":chat" if args.chat_template else "")
-    for kind, values in zero_shot_first_step(args.zero_shot, args.normalization, args.chat_template,
-                                             args.episodes).items():
-        print_row(label, 0, kind, values)
-for run_dir in args.runs:
-    cfg, agent, steps = load_trained_agent(run_dir)
-    env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
-    for kind, values in choices(agent, env).items():
-        print_row(run_dir, steps, kind, values)
+if __name__ == "__main__":  # relabeled_first_steps.py imports the definitions above
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints)")
+    parser.add_argument("--zero-shot", metavar="MODEL", help="a pretrained model before training instead")
+    parser.add_argument("--normalization", default="mean", choices=("sum", "mean"))
+    parser.add_argument("--chat-template", action="store_true")
+    parser.add_argument("--episodes", type=int, default=256)
+    args = parser.parse_args()
+    print("run,env_steps,state,states,actor_greedy,critic_greedy,random,actor_to_supply")
+    if args.zero_shot:
+        label = f"zero_shot:{args.zero_shot}:{args.normalization}" + (":chat" if args.chat_template else "")
+        for kind, values in zero_shot_first_step(args.zero_shot, args.normalization, args.chat_template,
+                                                 args.episodes).items():
+            print_row(label, 0, kind, values)
+    for run_dir in args.runs:
+        cfg, agent, steps = load_trained_agent(run_dir)
+        env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
+        for kind, values in choices(agent, env).items():
+            print_row(run_dir, steps, kind, values)
