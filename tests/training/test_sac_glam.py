@@ -33,6 +33,23 @@ def test_critic_warmup_leaves_the_actor_untouched(filled_replay):
     assert any(not torch.equal(a, b) for a, b in zip(llm, agent.llm_parameters()))
 
 
+def test_critic_llm_lr_moves_the_llm_by_the_critics_gradient_at_its_own_rate(filled_replay):
+    # Adam's first step moves every weight with a gradient by ~lr: with the actor's rate ~0, the
+    # LLM moves by critic_llm_lr only when the critic's gradient gets its own optimiser
+    def largest_llm_change(**overrides):
+        torch.manual_seed(0)
+        cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "actor_lr": 1e-9, **overrides})
+        agent = make_agent(cfg, num_actions=5)
+        before = [p.detach().clone() for p in agent.llm_parameters()]
+        SACGLAMUpdater(agent, filled_replay, cfg).step()
+        return max(float((p.detach() - b).abs().max()) for p, b in zip(agent.llm_parameters(), before))
+
+    assert largest_llm_change() < 1e-8
+    assert largest_llm_change(critic_llm_lr=1e-3) == pytest.approx(1e-3, rel=0.05)
+    with pytest.raises(ValueError, match="critic_llm_lr.*critic_backprop=true"):
+        make_config("smoke", {"critic_llm_lr": 1e-3, "critic_backprop": False})
+
+
 def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
     cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0})
     agent = make_agent(cfg, num_actions=5)
@@ -151,6 +168,15 @@ def test_lora_checkpoints_hold_the_adapters_not_the_frozen_base_model():
     assert torch.equal(other.state_dict()[lora], state[lora] + 1)
     with pytest.raises(ValueError, match="does not fit this agent"):
         make_agent(make_config("smoke"), num_actions=5).load_trainable_state_dict(state)
+
+
+@pytest.mark.slow
+def test_resume_with_a_critic_llm_lr_restores_its_optimiser(tmp_path):
+    straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["critic_llm_lr=3e-4"])
+    final = [torch.load(run / "checkpoint.pt", weights_only=False) for run in (straight, resumed)]
+    assert final[0]["updater"]["critic_llm_optimizer"]["state"]
+    for key, value in final[0]["agent"].items():
+        assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
 
 
 @pytest.mark.slow

@@ -84,8 +84,10 @@ class SACGLAMUpdater:
     """One gradient step of SAC-GLAM: losses, optimisers, soft target update, priorities.
 
     Adam on the LLM (``actor_lr``: it receives the actor loss and, with ``critic_backprop``, the
-    critic loss), on the heads (``critic_lr``) and on log-alpha (``alpha_lr``). During the first
-    ``warmup_updates`` only the heads learn (see ``objectives/sac_glam.py``).
+    critic loss), on the heads (``critic_lr``) and on log-alpha (``alpha_lr``). With
+    ``critic_llm_lr`` the critic's gradient into the LLM gets a second Adam on the same weights, at
+    that rate, and the first keeps the actor's alone. During the first ``warmup_updates`` only the
+    heads learn (see ``objectives/sac_glam.py``).
     """
 
     def __init__(self, agent: SACGLAMLoss, replay: GoalReplay, cfg: SACGLAMConfig) -> None:
@@ -94,6 +96,11 @@ class SACGLAMUpdater:
         self.llm_optimizer = torch.optim.Adam(groups["llm"], lr=cfg.actor_lr)
         self.critic_optimizer = torch.optim.Adam(groups["heads"], lr=cfg.critic_lr)
         self.alpha_optimizer = torch.optim.Adam(groups["alpha"], lr=cfg.alpha_lr)
+        # two Adams on one set of weights: each keeps its own moments, so each loss moves the LLM at
+        # its own rate (one Adam normalises the summed gradient: a scale on a loss cannot do it)
+        self.critic_llm_optimizer = (torch.optim.Adam(groups["llm"], lr=cfg.critic_llm_lr)
+                                     if cfg.critic_llm_lr is not None else None)
+        self.llm_parameters = groups["llm"]
         self.target_updater = agent.make_target_updater(cfg.tau)
         self.parameters = groups["llm"] + groups["heads"] + groups["alpha"]  # gradients averaged across ranks
         self.clipped = groups["llm"] + groups["heads"]  # gradient-norm clipping: not alpha
@@ -116,12 +123,19 @@ class SACGLAMUpdater:
         optimizers = [self.critic_optimizer] if warmup else [self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer]
         for optimizer in (self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer):
             optimizer.zero_grad(set_to_none=True)
+        if self.critic_llm_optimizer is not None and not warmup:
+            # the critic's gradient first, kept aside; then the actor's (and alpha's) alone
+            out["loss_qvalue"].backward(retain_graph=True)
+            critic_grads = [p.grad for p in self.llm_parameters]
+            for p in self.llm_parameters:
+                p.grad = None
+            loss = out["loss_actor"] + out["loss_alpha"]
         loss.backward()
-        average_gradients(self.parameters)  # data parallel: the same step on every rank
-        if self.cfg.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(self.clipped, self.cfg.max_grad_norm)
-        for optimizer in optimizers:
-            optimizer.step()
+        self._apply(optimizers)
+        if self.critic_llm_optimizer is not None and not warmup:
+            for p, grad in zip(self.llm_parameters, critic_grads):
+                p.grad = grad
+            self._apply([self.critic_llm_optimizer], self.llm_parameters)
         self.target_updater.step()
         self.replay.update_priority(batch, out["td_error"])
         self.updates += 1
@@ -131,8 +145,19 @@ class SACGLAMUpdater:
         metrics["batch_collected_at"] = float(batch["collected_at"].float().mean())
         return metrics
 
+    def _apply(self, optimizers: list[torch.optim.Optimizer], parameters: list | None = None) -> None:
+        """Averages the gradients over ranks (data parallel: the same step on every rank), clips
+        them, and steps ``optimizers``."""
+        average_gradients(parameters or self.parameters)
+        if self.cfg.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(parameters or self.clipped, self.cfg.max_grad_norm)
+        for optimizer in optimizers:
+            optimizer.step()
+
     def state_dict(self) -> dict:
         return {
+            **({"critic_llm_optimizer": self.critic_llm_optimizer.state_dict()}
+               if self.critic_llm_optimizer is not None else {}),
             "llm_optimizer": self.llm_optimizer.state_dict(),
             "critic_optimizer": self.critic_optimizer.state_dict(),
             "alpha_optimizer": self.alpha_optimizer.state_dict(),
@@ -143,4 +168,6 @@ class SACGLAMUpdater:
         self.llm_optimizer.load_state_dict(state["llm_optimizer"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        if self.critic_llm_optimizer is not None:
+            self.critic_llm_optimizer.load_state_dict(state["critic_llm_optimizer"])
         self.updates = state["updates"]

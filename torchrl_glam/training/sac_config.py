@@ -41,6 +41,12 @@ class SACGLAMConfig(GLAMConfig):
     gamma: float = 0.99
     actor_lr: float = 1e-4
     critic_lr: float = 1e-4
+    # None: the LLM takes one Adam step on the sum of the actor's and the critic's gradients, at
+    # actor_lr (the paper). A value: the critic's gradient into the LLM gets its own Adam at this
+    # rate, the actor's keeps actor_lr. Not in the paper; a probe (docs/results/cpu_full/critic/)
+    # found the critic's "Grasp on the goal's object" needs an LLM step ~10x larger than the actor
+    # tolerates. Costs a second backward pass through the LLM.
+    critic_llm_lr: float | None = None
     alpha_init: float = 0.005
     target_entropy: float = 0.0
     alpha_lr: float = 2e-3
@@ -100,6 +106,7 @@ class SACGLAMConfig(GLAMConfig):
             "alpha_init": self.alpha_init > 0,
             "actor_lr": self.actor_lr > 0,
             "critic_lr": self.critic_lr > 0,
+            "critic_llm_lr": self.critic_llm_lr is None or (self.critic_llm_lr > 0 and self.critic_backprop),
             "alpha_lr": self.alpha_lr >= 0,
             "tau": 0.0 < self.tau <= 1.0,
             "warmup_updates": self.warmup_updates >= 0,
@@ -124,6 +131,9 @@ class SACGLAMConfig(GLAMConfig):
             "batch_strategy": "'ratio', 'prior' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
             "max_grad_norm": "a positive number, or none for no clipping",
+            "critic_llm_lr": "none (the LLM's one Adam at actor_lr takes both losses, the paper) or a "
+                             "positive number with critic_backprop=true (without it no critic "
+                             "gradient reaches the LLM)",
             "her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
                              "copies; 0: none, the paper)",
             "her_negatives_from": "'reported' or 'scene'",
