@@ -9,7 +9,9 @@ The critic is trained as SAC-GLAM trains it (the LLM by ``--llm-lr``, Adam; the 
 preset's ``critic_lr``), by regression of both heads' Q(s, Grasp) on the label, on scenes of a seed
 the evaluations do not use. Printed on 2,048 fresh states: the mean Q where the object matches and
 where it does not, split by whether the object is a supply (water, food: what HER's successes
-mostly name), and the share of states the smaller head puts on the right side of 0.5.
+mostly name), and the share of states the smaller head puts on the right side of the labels'
+midpoint. ``--negative-label`` sets the label of a mismatch (0 by default): SAC's own target
+there is the discounted value of putting it right (grasp, release, go to, grasp): 0.73 at gamma 0.9.
 
 With ``--action go_to`` the same states with the agent on nothing label Q(s, "Go to <that object>")
 instead: the same fact, with the object named in the action's text rather than in the prompt.
@@ -35,6 +37,9 @@ parser.add_argument("--batch-size", type=int, default=128)
 parser.add_argument("--llm-lr", type=float, default=3e-5, help="the preset's actor_lr variant (session 7)")
 parser.add_argument("--frozen-llm", action="store_true", help="train the heads alone")
 parser.add_argument("--model", default=None, help="another starting model than the preset's")
+parser.add_argument("--negative-label", type=float, default=0.0,
+                    help="the label where the object does not match: 0.73 (gamma^3) is its value at gamma 0.9 "
+                         "for an agent that then releases it, goes to the right object and grasps it")
 parser.add_argument("--action", default="grasp", choices=("grasp", "go_to"),
                     help='go_to: the agent on nothing, the label on Q(s, "Go to" the object) instead')
 args = parser.parse_args()
@@ -99,7 +104,7 @@ def q_labelled(td):
 test, test_labels, test_supply = states(test_env, 2048)
 for step in range(1, args.steps + 1):
     td, labels, _ = states(train_env, args.batch_size)
-    loss = (q_labelled(td) - labels).pow(2).mean()
+    loss = (q_labelled(td) - (labels + (1 - labels) * args.negative_label)).pow(2).mean()
     for optimizer in optimizers:
         optimizer.zero_grad()
     loss.backward()
@@ -114,5 +119,6 @@ match, supply = test_labels.bool(), test_supply
 cells = {"match": match, "match_supply": match & supply, "nonmatch": ~match,
          "nonmatch_supply": ~match & supply, "nonmatch_other": ~match & ~supply}
 print("probe,steps,llm_lr," + ",".join(f"q_{k}" for k in cells) + ",accuracy")
-print(f"critic_{args.action}{'_frozen_llm' if args.frozen_llm else ''},{args.steps},{0 if args.frozen_llm else args.llm_lr},"
-      + ",".join(f"{q[m].mean():.3f}" for m in cells.values()) + f",{((q > 0.5) == match).float().mean():.3f}")
+threshold = (1 + args.negative_label) / 2
+print(f"critic_{args.action}{'_frozen_llm' if args.frozen_llm else ''}_negative{args.negative_label},{args.steps},{0 if args.frozen_llm else args.llm_lr},"
+      + ",".join(f"{q[m].mean():.3f}" for m in cells.values()) + f",{((q > threshold) == match).float().mean():.3f}")

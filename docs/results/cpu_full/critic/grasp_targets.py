@@ -1,0 +1,79 @@
+"""Which "Grasp" steps does SAC-GLAM+HER's critic learn from, and how often do they succeed? On a
+trained run, its own policy (sampled, as in training) plays 512 training episodes (goals as
+training samples them); every episode is relabeled as HER does it (``relabel_episodes``). Among the
+steps that grasp an object (the agent on it, its hand empty), this counts, for the original
+episodes and for HER's relabeled sections apart:
+
+- ``grasps``: how many there are, and ``per_step``: their share of that part's steps;
+- ``success``: the share that complete the step's goal (reward 1; a relabeled section ends with
+  the grasp that reached its goal), and ``on_supply``: the share made on a supply (water, food);
+- ``success_on_supply`` / ``success_elsewhere``: the success share of grasps on a supply and on
+  any other object.
+
+The ``batch`` row weighs the two parts as a batch at ``her_ratio`` draws them (uniformly within
+each part; prioritized replay moves this): among the batch's grasps, the share that succeed. A
+critic that does not read whether the object matches the goal can fit most of those targets by
+the action alone.
+
+    python docs/results/cpu_full/critic/grasp_targets.py RUN_DIR [RUN_DIR ...]
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+from torchrl_glam.data.episodes import rollout_episodes
+from torchrl_glam.data.her import relabel_episodes
+from torchrl_glam.training.factories import act, make_env
+from torchrl_glam.training.sac import load_trained_agent
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from object_choice import is_supply  # noqa: E402  (the same definition)
+
+torch.set_num_threads(1)
+
+
+def grasp_steps(steps, num_objects: int):
+    """(grasps [N] bool, success [N] bool, on a supply [N] bool, steps N) of a padded batch [E, T]."""
+    valid = steps["mask"]
+    on, held = steps["agent_on"].squeeze(-1), steps["held"].squeeze(-1)
+    grasp = valid & (steps["action"] == num_objects) & (on >= 0) & (held < 0)
+    success = steps["next", "reward"].squeeze(-1) > 0
+    objects = steps["objects"]
+    supply = torch.zeros_like(grasp)
+    for e, t in grasp.nonzero().tolist():
+        supply[e, t] = is_supply(int(objects[e, t, int(on[e, t])]))
+    return grasp[valid], success[valid], supply[valid], int(valid.sum())
+
+
+def shares(grasp, success, supply, total):
+    g = max(int(grasp.sum()), 1)
+    s, o = max(int((grasp & supply).sum()), 1), max(int((grasp & ~supply).sum()), 1)
+    return (int(grasp.sum()), grasp.sum() / total, (grasp & success).sum() / g, (grasp & supply).sum() / g,
+            (grasp & supply & success).sum() / s, (grasp & ~supply & success).sum() / o)
+
+
+if __name__ == "__main__":
+    print("run,env_steps,part,grasps,per_step,success,on_supply,success_on_supply,success_elsewhere")
+    for run_dir in sys.argv[1:]:
+        cfg, agent, steps = load_trained_agent(run_dir)
+        torch.manual_seed(0)  # the sampled policy's draws
+        env = make_env(cfg, num_envs=512, goals="train", seed=4_242)  # not an evaluation seed
+        td = env.reset()
+        rollout = []
+        with torch.no_grad():
+            for _ in range(env.max_steps):  # one episode per sub-environment (they end by max_steps)
+                act(agent, td, greedy=False)
+                step, td = env.step_and_maybe_reset(td)
+                rollout.append(step)
+        episodes = rollout_episodes(torch.stack(rollout, dim=1), env.max_steps)
+        parts = {"original": grasp_steps(episodes, env.num_objects),
+                 "relabeled": grasp_steps(relabel_episodes(episodes), env.num_objects)}
+        rows = {name: shares(*part) for name, part in parts.items()}
+        for name, row in rows.items():
+            print(f"{run_dir},{steps},{name},{row[0]}," + ",".join(f"{float(x):.3f}" for x in row[1:]), flush=True)
+        # a batch: her_ratio of it relabeled steps, the rest original steps, each drawn uniformly
+        weight = {"relabeled": cfg.her_ratio, "original": 1 - cfg.her_ratio}
+        grasps = sum(weight[n] * float(rows[n][1]) for n in rows)
+        success = sum(weight[n] * float(rows[n][1]) * float(rows[n][2]) for n in rows)
+        print(f"{run_dir},{steps},batch,,{grasps:.3f},{success / max(grasps, 1e-9):.3f},,,", flush=True)
