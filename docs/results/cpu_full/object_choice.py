@@ -30,7 +30,7 @@ import torch
 from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES
 from torchrl_glam.envs.rules import feeds
 from torchrl_glam.envs.vocabulary import SUPPLIES
-from torchrl_glam.training.factories import act, make_eval_envs
+from torchrl_glam.training.factories import act, make_env, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent
 
 EPISODES = 1024  # the run's own evaluation episodes are 128 (32 per goal type): more, for a tighter share
@@ -39,6 +39,35 @@ torch.set_num_threads(1)
 
 def is_supply(object_id: int) -> bool:
     return OBJECT_NAMES[object_id].split(" ")[1] in SUPPLIES
+
+
+def training_grasp_goal(catalogue, objects: list[int], rng) -> tuple[str, list[int]]:
+    """A training grasp goal "Grasp D" that an object of the scene matches, drawn with ``rng`` (a
+    ``random.Random``), and the scene positions of the objects it matches (the capacity probes)."""
+    grasp_goals = {catalogue.goals[g] for g in catalogue.train_ids if catalogue.type_of(int(g)) == "grasp"}
+    goals = sorted({f"Grasp {catalogue.descriptions[d]}" for o in objects
+                    for d in catalogue.object_descriptions[o]} & grasp_goals)
+    goal = rng.choice(goals)
+    names = catalogue.matching_objects(goal.removeprefix("Grasp "))
+    return goal, [i for i, o in enumerate(objects) if OBJECT_NAMES[o] in names]
+
+
+@torch.no_grad()
+def sampled_training_episodes(agent, cfg, num_envs: int = 512):
+    """One episode per sub-environment of the agent's sampled policy (as in training) on training
+    goals as training samples them, as a padded batch [E, T] (``rollout_episodes``), on a seed no
+    evaluation uses: what the run's replay receives, for the HER analyses."""
+    from torchrl_glam.data.episodes import rollout_episodes
+
+    torch.manual_seed(0)  # the sampled policy's draws
+    env = make_env(cfg, num_envs=num_envs, goals="train", seed=4_242)
+    td = env.reset()
+    rollout = []
+    for _ in range(env.max_steps):  # every episode ends by max_steps at the latest
+        act(agent, td, greedy=False)
+        step, td = env.step_and_maybe_reset(td)
+        rollout.append(step)
+    return rollout_episodes(torch.stack(rollout, dim=1), env.max_steps), env
 
 
 def useful_actions(catalogue, goal_id: int, scene: list[int], held: int) -> set[int]:
@@ -120,7 +149,7 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     return rows
 
 
-if __name__ == "__main__":  # relabeled_first_steps.py imports the definitions above
+if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the definitions above
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints)")
     parser.add_argument("--zero-shot", metavar="MODEL", help="a pretrained model before training instead")

@@ -21,15 +21,18 @@ instead: the same fact, with the object named in the action's text rather than i
 import argparse
 import random
 import sys
+from pathlib import Path
 
 import torch
 from tensordict import TensorDict
 
 from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES, SUPPLIES
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.training.sac import make_agent
 from torchrl_glam.training.sac_config import make_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from object_choice import is_supply, training_grasp_goal  # noqa: E402  (the actor's probe draws the same goals)
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=600)
@@ -47,7 +50,6 @@ torch.set_num_threads(1)
 torch.manual_seed(0)
 rng = random.Random(0)
 catalogue = GoalCatalogue.default()
-grasp_goals = {catalogue.goals[g] for g in catalogue.train_ids if catalogue.type_of(int(g)) == "grasp"}
 
 
 def states(env, size):
@@ -55,17 +57,13 @@ def states(env, size):
     rows, labels, supply = [], [], []
     while len(rows) < size:
         for objects in env.reset()["objects"].tolist():
-            goals = sorted({f"Grasp {catalogue.descriptions[d]}" for o in objects
-                            for d in catalogue.object_descriptions[o]} & grasp_goals)
-            goal = rng.choice(goals)
-            names = catalogue.matching_objects(goal.removeprefix("Grasp "))
-            match = [i for i, o in enumerate(objects) if OBJECT_NAMES[o] in names]
+            goal, match = training_grasp_goal(catalogue, objects, rng)
             other = [i for i in range(len(objects)) if i not in match]
             positive = not other or (len(rows) % 2 == 0)
             on = rng.choice(match if positive else other)
             rows.append((catalogue.id_of(goal), objects, on))
             labels.append(float(positive))
-            supply.append(OBJECT_NAMES[objects[on]].split(" ")[1] in SUPPLIES)
+            supply.append(is_supply(objects[on]))
     rows = rows[:size]
     td = TensorDict({
         "goal_id": torch.tensor([r[0] for r in rows]),
@@ -120,5 +118,7 @@ cells = {"match": match, "match_supply": match & supply, "nonmatch": ~match,
          "nonmatch_supply": ~match & supply, "nonmatch_other": ~match & ~supply}
 print("probe,steps,llm_lr," + ",".join(f"q_{k}" for k in cells) + ",accuracy")
 threshold = (1 + args.negative_label) / 2
-print(f"critic_{args.action}{'_frozen_llm' if args.frozen_llm else ''}_negative{args.negative_label},{args.steps},{0 if args.frozen_llm else args.llm_lr},"
+label = f"critic_{args.action}" + ("_frozen_llm" if args.frozen_llm else "") + (
+    f"_negative{args.negative_label}" if args.negative_label else "")
+print(f"{label},{args.steps},{0 if args.frozen_llm else args.llm_lr},"
       + ",".join(f"{q[m].mean():.3f}" for m in cells.values()) + f",{((q > threshold) == match).float().mean():.3f}")

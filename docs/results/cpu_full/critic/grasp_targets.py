@@ -22,13 +22,11 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.her import relabel_episodes
-from torchrl_glam.training.factories import act, make_env
 from torchrl_glam.training.sac import load_trained_agent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import is_supply  # noqa: E402  (the same definition)
+from object_choice import is_supply, sampled_training_episodes  # noqa: E402  (the same definitions)
 
 torch.set_num_threads(1)
 
@@ -57,16 +55,7 @@ if __name__ == "__main__":
     print("run,env_steps,part,grasps,per_step,success,on_supply,success_on_supply,success_elsewhere")
     for run_dir in sys.argv[1:]:
         cfg, agent, steps = load_trained_agent(run_dir)
-        torch.manual_seed(0)  # the sampled policy's draws
-        env = make_env(cfg, num_envs=512, goals="train", seed=4_242)  # not an evaluation seed
-        td = env.reset()
-        rollout = []
-        with torch.no_grad():
-            for _ in range(env.max_steps):  # one episode per sub-environment (they end by max_steps)
-                act(agent, td, greedy=False)
-                step, td = env.step_and_maybe_reset(td)
-                rollout.append(step)
-        episodes = rollout_episodes(torch.stack(rollout, dim=1), env.max_steps)
+        episodes, env = sampled_training_episodes(agent, cfg)
         parts = {"original": grasp_steps(episodes, env.num_objects),
                  "relabeled": grasp_steps(relabel_episodes(episodes), env.num_objects)}
         rows = {name: shares(*part) for name, part in parts.items()}

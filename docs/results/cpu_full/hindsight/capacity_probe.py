@@ -21,6 +21,9 @@ from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.offline import save_model_and_tokenizer
 from torchrl_glam.modules.pretraining import _lm_batch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from object_choice import training_grasp_goal  # noqa: E402  (the critic's probe draws the same goals)
+
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--start", default="offline:tiny-t5-pretrained")
 parser.add_argument("--steps", type=int, default=300)
@@ -32,7 +35,6 @@ torch.set_num_threads(1)
 torch.manual_seed(0)
 rng = random.Random(0)
 catalogue = GoalCatalogue.default()
-train_goals = {catalogue.goals[g] for g in catalogue.train_ids if catalogue.type_of(int(g)) == "grasp"}
 env = PlaygroundTextEnv(num_envs=256, goals="train", seed=777, text=False)  # not the evaluation's seeds
 
 
@@ -41,11 +43,8 @@ def batch(size):
     while len(prompts) < size:
         td = env.reset()
         for objects in td["objects"].tolist():
-            names = [OBJECT_NAMES[o] for o in objects]
-            goals = sorted({f"Grasp {catalogue.descriptions[d]}" for o in objects
-                            for d in catalogue.object_descriptions[o]} & train_goals)
-            goal = rng.choice(goals)
-            matching = [n for n in names if n in catalogue.matching_objects(goal.removeprefix("Grasp "))]
+            goal, positions = training_grasp_goal(catalogue, objects, rng)
+            matching = [OBJECT_NAMES[objects[i]] for i in positions]
             prompt = render_batch([catalogue.id_of(goal)], [objects], [-1], [-1], [[False] * len(objects)],
                                   catalogue)[0][0]
             prompts.append(prompt)

@@ -11,29 +11,19 @@ import sys
 
 import torch
 
-from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.envs import GOAL_TYPES
-from torchrl_glam.training.factories import act, make_env
 from torchrl_glam.training.sac import load_trained_agent
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]))
-from object_choice import is_supply, useful_actions  # noqa: E402  (the same definitions)
+from object_choice import is_supply, sampled_training_episodes, useful_actions  # noqa: E402
 
 torch.set_num_threads(1)
 print("run,env_steps,grasp_sections,first_step_goal_object,first_step_goal_object_a_supply,first_step_other")
 for run_dir in sys.argv[1:]:
     cfg, agent, steps = load_trained_agent(run_dir)
-    torch.manual_seed(0)  # the sampled policy's draws
-    env = make_env(cfg, num_envs=512, goals="train", seed=4_242)  # not an evaluation seed
-    td = env.reset()
-    rollout = []
-    with torch.no_grad():
-        for _ in range(env.max_steps):  # one episode per sub-environment (they end by max_steps)
-            act(agent, td, greedy=False)
-            step, td = env.step_and_maybe_reset(td)
-            rollout.append(step)
-    sections = relabel_episodes(rollout_episodes(torch.stack(rollout, dim=1), env.max_steps))
+    episodes, env = sampled_training_episodes(agent, cfg)
+    sections = relabel_episodes(episodes)
     first = sections[:, 0]
     grasp = torch.as_tensor(env.catalogue.goal_type[first["goal_id"].numpy()] == GOAL_TYPES.index("grasp"))
     counts = [0, 0, 0]
