@@ -227,8 +227,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 # hindsight negatives from the episode's own scene and goal types drawn uniformly in training
 # (goal_sampling "by_type", which changes the task) left the plateau and the first step of grasp
 # goals (at chance) where they were, so neither is in the preset. Session 10 (README "Session 10"):
-# critic_llm_lr=3e-4 lifted the sequential goals on seed 0 (the paper's measure 0.22 against the
-# three reference seeds' 0.02); one seed, so it is a sweep variant, not yet the preset.
+# critic_llm_lr=3e-4 lifted the sequential goals on seeds 0 and 1 (the paper's measure 0.18 against
+# the three reference seeds' 0.02); seed 2 is not run, so it is a sweep variant, not yet the preset.
 # What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
 # sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
 # paper's measure), held-out goals, and "train"'s episodes with the sampled policy.
