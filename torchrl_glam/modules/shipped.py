@@ -2,8 +2,9 @@
 
 The presets' offline models (the random-init tiny T5 of the ``smoke`` preset, the pretrained one of
 the ``cpu`` preset; also the one pretrained with hindsight goals, ``offline:tiny-t5-hindsight``) are
-the same bytes for every user, CI run and Slurm node, so they ship with the package under ``torchrl_glam/modules/weights/<name>/`` (safetensors and JSON only: nothing loaded
-can run code) instead of being built on first use (the pretrained one takes ~10 CPU minutes).
+the same bytes for every user, CI run and Slurm node, so they ship with the package under
+``torchrl_glam/modules/weights/<name>/`` (safetensors and JSON only: nothing loaded can run code)
+instead of being built on first use (the pretrained one takes ~10 CPU minutes).
 ``weights/manifest.json`` records, per model, the recipe it was built with (and its version name),
 the command that built it, the torch/transformers versions, the seed, the final transcript loss
 and the sha256 of every file.

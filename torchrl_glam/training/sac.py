@@ -123,7 +123,8 @@ class SACGLAMUpdater:
         optimizers = [self.critic_optimizer] if warmup else [self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer]
         for optimizer in (self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer):
             optimizer.zero_grad(set_to_none=True)
-        if self.critic_llm_optimizer is not None and not warmup:
+        separate_critic_step = self.critic_llm_optimizer is not None and not warmup
+        if separate_critic_step:
             # the critic's gradient first, kept aside; then the actor's (and alpha's) alone
             out["loss_qvalue"].backward(retain_graph=True)
             critic_grads = [p.grad for p in self.llm_parameters]
@@ -132,7 +133,7 @@ class SACGLAMUpdater:
             loss = out["loss_actor"] + out["loss_alpha"]
         loss.backward()
         self._apply(optimizers)
-        if self.critic_llm_optimizer is not None and not warmup:
+        if separate_critic_step:
             for p, grad in zip(self.llm_parameters, critic_grads):
                 p.grad = grad
             self._apply([self.critic_llm_optimizer], self.llm_parameters)

@@ -23,6 +23,8 @@ best-scored "Go to" alone (``grasp_first_step_go_to_only``: does the prior copy 
     python docs/results/cpu_full/object_choice.py --zero-shot MODEL [--normalization mean] [--chat-template] [--episodes 256]
 """
 import argparse
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -39,6 +41,17 @@ torch.set_num_threads(1)
 
 def is_supply(object_id: int) -> bool:
     return OBJECT_NAMES[object_id].split(" ")[1] in SUPPLIES
+
+
+def load_run_or_checkpoint(path: str):
+    """(config, agent, env steps) of a run directory, or of one checkpoint file (e.g. a copy kept
+    while the run went on), read as its run directory's ``checkpoint.pt`` would be."""
+    path = Path(path)
+    if path.is_dir():
+        return load_trained_agent(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "checkpoint.pt").symlink_to(path.resolve())
+        return load_trained_agent(tmp)
 
 
 def training_grasp_goal(catalogue, objects: list[int], rng) -> tuple[str, list[int]]:

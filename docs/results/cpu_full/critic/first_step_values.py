@@ -25,7 +25,6 @@ A checkpoint file (e.g. a copy kept while the run went on) is read as its run di
 """
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -33,25 +32,14 @@ import torch
 from tensordict import TensorDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import EPISODES, is_supply, useful_actions  # noqa: E402
+from object_choice import EPISODES, is_supply, load_run_or_checkpoint, useful_actions  # noqa: E402
 
 from torchrl_glam.envs import GOAL_TYPES  # noqa: E402
 from torchrl_glam.objectives.common import score_states  # noqa: E402
 from torchrl_glam.training.factories import make_eval_envs  # noqa: E402
-from torchrl_glam.training.sac import load_trained_agent  # noqa: E402
 
 KINDS = ("goal_object", "supply", "other")
 torch.set_num_threads(1)
-
-
-def load(path: str):
-    """(config, agent, env steps) of a run directory or of one checkpoint file."""
-    path = Path(path)
-    if path.is_dir():
-        return load_trained_agent(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "checkpoint.pt").symlink_to(path.resolve())
-        return load_trained_agent(tmp)
 
 
 @torch.no_grad()
@@ -96,7 +84,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     print("run,env_steps,alpha,kind,candidates,q_first,expected_q,entropy_bonus,p_grasp,q_grasp")
     for run in args.runs:
-        cfg, agent, steps = load(run)
+        cfg, agent, steps = load_run_or_checkpoint(run)
         env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
         for kind, values in first_step_values(agent, env).items():
             means = np.mean(values, axis=0) if values else [float("nan")] * 5

@@ -15,7 +15,7 @@ each part; prioritized replay moves this): among the batch's grasps, the share t
 critic that does not read whether the object matches the goal can fit most of those targets by
 the action alone.
 
-    python docs/results/cpu_full/critic/grasp_targets.py RUN_DIR [RUN_DIR ...]
+    python docs/results/cpu_full/critic/grasp_targets.py RUN_DIR_OR_CHECKPOINT [...]
 """
 import sys
 from pathlib import Path
@@ -23,10 +23,9 @@ from pathlib import Path
 import torch
 
 from torchrl_glam.data.her import relabel_episodes
-from torchrl_glam.training.sac import load_trained_agent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import is_supply, sampled_training_episodes  # noqa: E402  (the same definitions)
+from object_choice import is_supply, load_run_or_checkpoint, sampled_training_episodes  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -53,8 +52,8 @@ def shares(grasp, success, supply, total):
 
 if __name__ == "__main__":
     print("run,env_steps,part,grasps,per_step,success,on_supply,success_on_supply,success_elsewhere")
-    for run_dir in sys.argv[1:]:
-        cfg, agent, steps = load_trained_agent(run_dir)
+    for run_dir in sys.argv[1:]:  # run directories or kept checkpoint files
+        cfg, agent, steps = load_run_or_checkpoint(run_dir)
         episodes, env = sampled_training_episodes(agent, cfg)
         parts = {"original": grasp_steps(episodes, env.num_objects),
                  "relabeled": grasp_steps(relabel_episodes(episodes), env.num_objects)}
