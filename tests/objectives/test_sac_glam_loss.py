@@ -97,3 +97,46 @@ def test_a_target_llm_gives_the_targets_and_follows_the_llm_by_polyak_averaging(
     loss.make_target_updater(tau=0.25).step()
     for key, weight in loss.llm_weights().items(True, True):
         assert torch.allclose(loss.target_llm[key], old[key] + 0.25 * (weight.detach() - old[key]))
+
+
+def test_success_head_labels_only_the_chosen_actions_own_success(filled_replay):
+    # the head's label is "this action ended the episode with a success": a success reached later
+    # in an n-step window (steps_to_next_obs > 1) is not the chosen action's
+    loss = make_loss(success_loss_coef=2.0)
+    batch = filled_replay.sample(32)
+    td = TensorDict({loss.hidden_key: loss.score(batch)[loss.hidden_key].detach(), "action": batch["action"],
+                     "next": {"terminated": torch.ones(32, 1, dtype=torch.bool)},
+                     "steps_to_next_obs": torch.full((32, 1), 3)}, batch_size=[32])
+    last = list(loss.success_head.parameters())
+    with torch.no_grad():  # a constant logit b: the loss is 2 * 0.5 * softplus(-b if success else b)
+        for p in last[:-1]:
+            p.zero_()
+        last[-1].fill_(1.5)
+    softplus = torch.nn.functional.softplus
+    assert loss.success_loss(td).item() == pytest.approx(softplus(torch.tensor(1.5)).item(), rel=1e-5)
+    td["steps_to_next_obs"][:] = 1
+    assert loss.success_loss(td).item() == pytest.approx(softplus(torch.tensor(-1.5)).item(), rel=1e-5)
+    td["steps_to_next_obs"][:16] = 3  # half each: successes and failures weigh half each
+    both = 2 * 0.5 * (softplus(torch.tensor(1.5)) + softplus(torch.tensor(-1.5)))
+    assert loss.success_loss(td).item() == pytest.approx(both.item(), rel=1e-5)
+
+
+def test_success_head_trains_the_llm_like_the_critic_and_is_off_by_default(filled_replay):
+    batch = filled_replay.sample(32)
+    plain = make_loss()
+    assert plain.success_head is None and plain(batch.clone())["loss_success"].item() == 0.0
+    loss = make_loss(success_loss_coef=1.0)
+    assert set(loss.out_keys) == set(loss(batch.clone()).keys())
+    head = list(loss.success_head.parameters())
+    assert {id(p) for p in head} <= {id(p) for p in loss.param_groups()["heads"]}
+    llm = loss.param_groups()["llm"]
+
+    def grad_norms():
+        grads = torch.autograd.grad(loss(batch.clone())["loss_success"], llm + head, allow_unused=True)
+        return [sum(g.abs().sum().item() for g in part if g is not None) for part in (grads[:len(llm)], grads[len(llm):])]
+
+    into_llm, into_head = grad_norms()
+    assert into_llm > 0 and into_head > 0
+    with loss.warming_up():  # the warm-up keeps it off the LLM, as it does the critic's loss
+        into_llm, into_head = grad_norms()
+        assert into_llm == 0 and into_head > 0

@@ -50,6 +50,18 @@ def test_critic_llm_lr_moves_the_llm_by_the_critics_gradient_at_its_own_rate(fil
         make_config("smoke", {"critic_llm_lr": 1e-3, "critic_backprop": False})
 
 
+def test_success_loss_coef_trains_its_head_with_the_critics_optimiser(filled_replay):
+    cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "success_loss_coef": 0.5,
+                                "critic_llm_lr": 1e-3})
+    agent = make_agent(cfg, num_actions=5)
+    head = [p.detach().clone() for p in agent.success_head.parameters()]
+    metrics = SACGLAMUpdater(agent, filled_replay, cfg).step()
+    assert metrics["loss_success"] > 0
+    assert all(not torch.equal(a, b) for a, b in zip(head, agent.success_head.parameters()))
+    with pytest.raises(ValueError, match="success_loss_coef"):
+        make_config("smoke", {"success_loss_coef": -1.0})
+
+
 def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
     cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0})
     agent = make_agent(cfg, num_actions=5)

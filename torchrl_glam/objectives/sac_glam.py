@@ -31,6 +31,14 @@ The loss is a TorchRL ``LossModule``: its ``in_keys`` / ``out_keys`` are declare
 reads can be changed with ``set_keys`` (e.g. ``loss.set_keys(reward="r")``), the critic warm-up is
 its state (``loss.warmup = True`` or ``with loss.warming_up(): ...``), and its parameters come in
 named groups, ``loss.param_groups()`` -> {"llm", "heads", "alpha"}, for optimisers and tests.
+
+Immediate-success head (``success_loss_coef > 0``; not in the paper): a third head, the Q-heads'
+design, reads the same hidden states and predicts whether the chosen action itself achieved the
+goal (terminated after one step; the label needs no model). Its class-balanced binary
+cross-entropy, "loss_success", trains the head and, like the critic's loss, the LLM: a clean
+contrast (a grasp of the goal's object against a grasp of another) where the critic's TD targets
+carry it only as the gap between 1 and bootstrapped values near 1 (docs/results/cpu_full/critic).
+Without the head "loss_success" is 0, so summing every "loss_*" output stays the full loss.
 """
 from __future__ import annotations
 
@@ -38,6 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictParams
 from tensordict.utils import NestedKey
@@ -47,6 +56,8 @@ from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEst
 from torchrl_glam.envs import STATE_KEYS, GoalCatalogue
 from torchrl_glam.modules import LLMScorer, make_actor, make_critic_heads
 from torchrl_glam.objectives.common import TrainableState, score_states
+
+SUCCESS_LOGIT_KEY = "success_logit"
 
 
 class SACGLAMLoss(TrainableState, LossModule):
@@ -62,6 +73,8 @@ class SACGLAMLoss(TrainableState, LossModule):
         catalogue: the goal grammar, to render prompts.
         target_llm: the target heads read the next observation through a Polyak-averaged copy of
             the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
+        success_loss_coef: weight of the immediate-success head's loss (see the module docstring);
+            0: no head (the paper).
 
     Reads the compact state (``STATE_KEYS``), "action", ("next", "agent_on" / "held" / "grown",
     "reward", "done", "terminated"), and when present "steps_to_next_obs" (n-step transitions),
@@ -81,7 +94,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         priority_weight: NestedKey = "priority_weight"
 
     default_keys = _AcceptedKeys
-    out_keys = ["loss_qvalue", "loss_actor", "loss_alpha", "td_error", "alpha", "entropy", "q_value"]
+    out_keys = ["loss_qvalue", "loss_actor", "loss_alpha", "loss_success", "td_error", "alpha", "entropy", "q_value"]
 
     def __init__(
         self,
@@ -95,6 +108,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         target_entropy: float = 0.0,
         catalogue: GoalCatalogue | None = None,
         target_llm: bool = False,
+        success_loss_coef: float = 0.0,
     ) -> None:
         super().__init__()
         self.scorer = scorer
@@ -118,6 +132,11 @@ class SACGLAMLoss(TrainableState, LossModule):
             delay_qvalue=True,
         )
         self.sac.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
+        self.success_loss_coef = success_loss_coef
+        self.success_head = make_critic_heads(
+            scorer.hidden_size, critic_input, num_actions, width=critic_width, critic_backprop=True,
+            out_key=SUCCESS_LOGIT_KEY,
+        ) if success_loss_coef > 0 else None
         self.warmup = False  # the critic warm-up: only the heads learn (see the module docstring)
         # buffers, not parameters: in the state dict (checkpoints), never in an optimiser
         self.target_llm = TensorDictParams(self.llm_weights().data.clone(), no_convert=True) if target_llm else None
@@ -145,7 +164,9 @@ class SACGLAMLoss(TrainableState, LossModule):
         return [p for p in self.scorer.parameters() if p.requires_grad]
 
     def head_parameters(self) -> list[nn.Parameter]:
-        return list(self.sac.qvalue_network_params.values(True, True))
+        """The twin Q-heads', and the immediate-success head's when there is one."""
+        success = list(self.success_head.parameters()) if self.success_head is not None else []
+        return list(self.sac.qvalue_network_params.values(True, True)) + success
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """The trainable parameters by name: "llm" (the scorer: LoRA adapters or all weights),
@@ -191,8 +212,9 @@ class SACGLAMLoss(TrainableState, LossModule):
     def forward(self, batch: TensorDictBase, warmup: bool | None = None) -> TensorDict:
         """Losses of a batch of compact n-step transitions (``warmup``: overrides the state).
 
-        Returns "loss_qvalue", "loss_actor", "loss_alpha" (scalars), "td_error" [B] (for the
-        priorities), and diagnostics "alpha", "entropy", "q_value".
+        Returns "loss_qvalue", "loss_actor", "loss_alpha", "loss_success" (scalars; the last 0
+        without the immediate-success head), "td_error" [B] (for the priorities), and diagnostics
+        "alpha", "entropy", "q_value".
         """
         keys = self.tensor_keys
         warmup = self.warmup if warmup is None else warmup
@@ -225,6 +247,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         if detach_critic:
             critic_td[self.hidden_key] = td[self.hidden_key].detach()
         loss_qvalue, q_meta = self.sac.qvalue_loss(critic_td)
+        loss_success = self.success_loss(critic_td) if self.success_head is not None else loss_qvalue.new_zeros(())
         # the actor's -min Q term must not push gradient into the LLM through the hidden states
         actor_td = td.clone(False)
         actor_td[self.hidden_key] = td[self.hidden_key].detach()
@@ -238,6 +261,7 @@ class SACGLAMLoss(TrainableState, LossModule):
                 "loss_qvalue": loss_qvalue,
                 "loss_actor": loss_actor,
                 "loss_alpha": loss_alpha,
+                "loss_success": loss_success,
                 "td_error": q_meta["td_error"],
                 "alpha": self.alpha(),
                 "entropy": -actor_meta["log_prob"].mean(),
@@ -245,6 +269,24 @@ class SACGLAMLoss(TrainableState, LossModule):
             },
             batch_size=[],
         )
+
+    def success_loss(self, td: TensorDictBase) -> torch.Tensor:
+        """The immediate-success head's weighted binary cross-entropy on ``td`` (hidden states,
+        "action", ("next", "terminated"), "steps_to_next_obs" when n-step). Successes and failures
+        each weigh half: successes are a few percent of a batch, and the probe that learnt the
+        match of a grasp with the goal (critic/capacity_probe.py) had them balanced."""
+        logits = self.success_head(td.select(self.hidden_key))[SUCCESS_LOGIT_KEY]
+        chosen = logits.gather(-1, td["action"].unsqueeze(-1)).squeeze(-1)
+        # terminated means success in Playground-Text (rules.py: terminated = reward > 0); after
+        # one step it is the chosen action's own success, not a later one's
+        label = td["next", "terminated"].reshape(chosen.shape)
+        if "steps_to_next_obs" in td.keys():
+            label = label & (td["steps_to_next_obs"].reshape(chosen.shape) == 1)
+        label = label.float()
+        positives = label.sum()
+        weights = torch.where(label > 0, 0.5 / positives.clamp(min=1), 0.5 / (label.numel() - positives).clamp(min=1))
+        bce = F.binary_cross_entropy_with_logits(chosen, label, reduction="none")
+        return self.success_loss_coef * (weights * bce).sum()
 
 
 class TargetUpdate:

@@ -29,6 +29,7 @@ def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
         alpha_init=cfg.alpha_init,
         target_entropy=cfg.target_entropy,
         target_llm=cfg.target_llm,
+        success_loss_coef=cfg.success_loss_coef,
     ).to(cfg.device)
 
 
@@ -86,7 +87,8 @@ class SACGLAMUpdater:
     Adam on the LLM (``actor_lr``: it receives the actor loss and, with ``critic_backprop``, the
     critic loss), on the heads (``critic_lr``) and on log-alpha (``alpha_lr``). With
     ``critic_llm_lr`` the critic's gradient into the LLM gets a second Adam on the same weights, at
-    that rate, and the first keeps the actor's alone. During the first ``warmup_updates`` only the
+    that rate, and the first keeps the actor's alone. The immediate-success head's loss
+    (``success_loss_coef``) goes with the critic's. During the first ``warmup_updates`` only the
     heads learn (see ``objectives/sac_glam.py``).
     """
 
@@ -114,11 +116,12 @@ class SACGLAMUpdater:
         warmup = self.updates < self.cfg.warmup_updates
         with self.agent.warming_up(warmup):
             out = self.agent(batch)
-        loss = out["loss_qvalue"] if warmup else out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]
+        critic_loss = out["loss_qvalue"] + out["loss_success"]
+        loss = critic_loss if warmup else critic_loss + out["loss_actor"] + out["loss_alpha"]
         if not all_true(torch.isfinite(loss).item()):  # every rank stops together
             raise NonFiniteLossError(
                 f"non-finite loss at update {self.updates}: "
-                + ", ".join(f"{k}={out[k].item():.4g}" for k in ("loss_qvalue", "loss_actor", "loss_alpha"))
+                + ", ".join(f"{k}={out[k].item():.4g}" for k in ("loss_qvalue", "loss_actor", "loss_alpha", "loss_success"))
             )
         optimizers = [self.critic_optimizer] if warmup else [self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer]
         for optimizer in (self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer):
@@ -126,7 +129,7 @@ class SACGLAMUpdater:
         separate_critic_step = self.critic_llm_optimizer is not None and not warmup
         if separate_critic_step:
             # the critic's gradient first, kept aside; then the actor's (and alpha's) alone
-            out["loss_qvalue"].backward(retain_graph=True)
+            critic_loss.backward(retain_graph=True)
             critic_grads = [p.grad for p in self.llm_parameters]
             for p in self.llm_parameters:
                 p.grad = None
@@ -141,6 +144,8 @@ class SACGLAMUpdater:
         self.replay.update_priority(batch, out["td_error"])
         self.updates += 1
         metrics = {k: out[k].item() for k in ("loss_qvalue", "loss_actor", "loss_alpha", "alpha", "entropy", "q_value")}
+        if self.agent.success_head is not None:
+            metrics["loss_success"] = out["loss_success"].item()
         metrics["warmup"] = float(warmup)
         metrics["batch_relabeled"] = float(batch["relabeled"].float().mean())
         metrics["batch_collected_at"] = float(batch["collected_at"].float().mean())

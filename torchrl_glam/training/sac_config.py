@@ -47,6 +47,10 @@ class SACGLAMConfig(GLAMConfig):
     # found the critic's "Grasp on the goal's object" needs an LLM step ~10x larger than the actor
     # tolerates. Costs a second backward pass through the LLM.
     critic_llm_lr: float | None = None
+    # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
+    # the critic's loss with this weight (objectives/sac_glam.py). Not in the paper; for the
+    # critic's missed "Grasp on the goal's object" (docs/results/cpu_full/critic/). 0: no head.
+    success_loss_coef: float = 0.0
     alpha_init: float = 0.005
     target_entropy: float = 0.0
     alpha_lr: float = 2e-3
@@ -108,6 +112,7 @@ class SACGLAMConfig(GLAMConfig):
             "critic_lr": self.critic_lr > 0,
             "critic_llm_lr": self.critic_llm_lr is None or (self.critic_llm_lr > 0 and self.critic_backprop),
             "alpha_lr": self.alpha_lr >= 0,
+            "success_loss_coef": self.success_loss_coef >= 0,
             "tau": 0.0 < self.tau <= 1.0,
             "warmup_updates": self.warmup_updates >= 0,
             "learning_starts": self.learning_starts >= 0,
@@ -137,6 +142,7 @@ class SACGLAMConfig(GLAMConfig):
             "her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
                              "copies; 0: none, the paper)",
             "her_negatives_from": "'reported' or 'scene'",
+            "success_loss_coef": "a number >= 0 (0: no immediate-success head, the paper)",
             "autotelic": "'off', 'uniform' or 'lp'",
             "lp_epsilon": "a probability in [0, 1]",
             "lp_groups": "'goal', or comma-separated names among type, category, colour",
