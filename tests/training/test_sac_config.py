@@ -49,3 +49,13 @@ def test_bad_values_fail_before_training_naming_the_field(changes, field):
     with pytest.raises(ValueError, match="unknown preset"):
         make_config("fast")
     assert SACGLAMConfig().validate().warmup_updates == 100
+
+
+def test_types_uniform_batches_draw_every_goal_type_equally():
+    from torchrl_glam.envs import GOAL_TYPES
+    from torchrl_glam.training.sac import make_replay
+
+    replay = make_replay(make_config("cpu_full", {"batch_strategy": "types_uniform"}))
+    assert replay.names == list(GOAL_TYPES) and replay.weights == [1.0] * 4
+    prior = make_replay(make_config("cpu_full", {"batch_strategy": "prior"}))
+    assert prior.weights[GOAL_TYPES.index("grasp")] < 0.02  # the full task set's 136 grasp goals of 8,470

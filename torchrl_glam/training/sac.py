@@ -9,7 +9,7 @@ from torchrl_glam.data.autotelic import AutotelicGoals
 from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
-from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
+from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.sac_config import SACGLAMConfig
@@ -58,8 +58,11 @@ def make_goal_choice(cfg: SACGLAMConfig, env: PlaygroundTextEnv) -> AutotelicGoa
 
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
     catalogue = GoalCatalogue.default()
-    weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.goals)) if cfg.batch_strategy == "prior" else None
-    strategy = cfg.batch_strategy if cfg.her or cfg.batch_strategy != "ratio" else "uniform"
+    weights, strategy = None, cfg.batch_strategy if cfg.her or cfg.batch_strategy != "ratio" else "uniform"
+    if cfg.batch_strategy == "prior":
+        weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.goals))
+    elif cfg.batch_strategy == "types_uniform":  # App. E's per-type buffers, every type equally often
+        weights, strategy = [1.0] * len(GOAL_TYPES), "prior"
     return GoalReplay(
         capacity=cfg.buffer_capacity,
         strategy=strategy,

@@ -82,7 +82,11 @@ class SACGLAMConfig(GLAMConfig):
     # their goals: "reported" (any goal reported so far) or "scene" (goals naming only the episode's
     # objects, goal types equally often: failures that tell one scene's actions apart)
     her_negatives_from: str = "reported"
-    batch_strategy: str = "ratio"  # "ratio", "prior" or "uniform"
+    # "ratio" (the paper: her_ratio of a batch relabeled), "prior" (App. E: goal types in the task
+    # set's proportions), "types_uniform" (the four goal types equally often; not in the paper: on
+    # the full task set, whose goals are 98% sequential, it puts a quarter of each batch on grasp
+    # goals, where the critic must tell the goal's object from the others) or "uniform"
+    batch_strategy: str = "ratio"
     prioritized: bool = True
     per_alpha: float = 0.6
     per_beta: float = 0.4
@@ -99,7 +103,7 @@ class SACGLAMConfig(GLAMConfig):
         return {
             **super()._checks(),
             "critic_input": self.critic_input in ("observation_action", "observation"),
-            "batch_strategy": self.batch_strategy in ("ratio", "prior", "uniform"),
+            "batch_strategy": self.batch_strategy in ("ratio", "prior", "types_uniform", "uniform"),
             "gamma": 0.0 <= self.gamma <= 1.0,
             "her_ratio": 0.0 <= self.her_ratio <= 1.0,
             "n_step": self.n_step >= 1,
@@ -133,7 +137,7 @@ class SACGLAMConfig(GLAMConfig):
         return {
             **super()._expected(),
             "critic_input": "'observation_action' or 'observation'",
-            "batch_strategy": "'ratio', 'prior' or 'uniform'",
+            "batch_strategy": "'ratio', 'prior', 'types_uniform' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
             "max_grad_norm": "a positive number, or none for no clipping",
             "critic_llm_lr": "none (the LLM's one Adam at actor_lr takes both losses, the paper) or a "

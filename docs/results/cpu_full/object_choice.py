@@ -66,6 +66,35 @@ def training_grasp_goal(catalogue, objects: list[int], rng) -> tuple[str, list[i
 
 
 @torch.no_grad()
+def grasp_states(env, size: int, rng, catalogue):
+    """``size`` compact states of ``env``'s scenes, each with a training grasp goal that one of its
+    objects matches and the agent on one object with an empty hand, half of them on a matching
+    object; with their labels (1: the object under the agent matches the goal) and whether that
+    object is a supply. The states of the critic's probes (critic/capacity_probe.py,
+    critic/success_head_readout.py)."""
+    from tensordict import TensorDict
+
+    rows, labels, supply = [], [], []
+    while len(rows) < size:
+        for objects in env.reset()["objects"].tolist():
+            goal, match = training_grasp_goal(catalogue, objects, rng)
+            other = [i for i in range(len(objects)) if i not in match]
+            positive = not other or (len(rows) % 2 == 0)
+            on = rng.choice(match if positive else other)
+            rows.append((catalogue.id_of(goal), objects, on))
+            labels.append(float(positive))
+            supply.append(is_supply(objects[on]))
+    rows = rows[:size]
+    td = TensorDict({
+        "goal_id": torch.tensor([r[0] for r in rows]),
+        "objects": torch.tensor([r[1] for r in rows]),
+        "agent_on": torch.tensor([r[2] for r in rows]),
+        "held": torch.full((size,), -1),
+        "grown": torch.zeros(size, len(rows[0][1]), dtype=torch.bool),
+    }, batch_size=[size])
+    return td, torch.tensor(labels[:size]), torch.tensor(supply[:size])
+
+
 def sampled_training_episodes(agent, cfg, num_envs: int = 512):
     """One episode per sub-environment of the agent's sampled policy (as in training) on training
     goals as training samples them, as a padded batch [E, T] (``rollout_episodes``), on a seed no

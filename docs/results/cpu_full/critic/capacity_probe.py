@@ -32,7 +32,7 @@ from torchrl_glam.training.sac import make_agent
 from torchrl_glam.training.sac_config import make_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import is_supply, training_grasp_goal  # noqa: E402  (the actor's probe draws the same goals)
+from object_choice import grasp_states  # noqa: E402  (the actor's probe draws the same goals)
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=600)
@@ -50,29 +50,6 @@ torch.set_num_threads(1)
 torch.manual_seed(0)
 rng = random.Random(0)
 catalogue = GoalCatalogue.default()
-
-
-def states(env, size):
-    """``size`` compact states and their labels (1: the object under the agent matches the goal)."""
-    rows, labels, supply = [], [], []
-    while len(rows) < size:
-        for objects in env.reset()["objects"].tolist():
-            goal, match = training_grasp_goal(catalogue, objects, rng)
-            other = [i for i in range(len(objects)) if i not in match]
-            positive = not other or (len(rows) % 2 == 0)
-            on = rng.choice(match if positive else other)
-            rows.append((catalogue.id_of(goal), objects, on))
-            labels.append(float(positive))
-            supply.append(is_supply(objects[on]))
-    rows = rows[:size]
-    td = TensorDict({
-        "goal_id": torch.tensor([r[0] for r in rows]),
-        "objects": torch.tensor([r[1] for r in rows]),
-        "agent_on": torch.tensor([r[2] for r in rows]),
-        "held": torch.full((size,), -1),
-        "grown": torch.zeros(size, len(rows[0][1]), dtype=torch.bool),
-    }, batch_size=[size])
-    return td, torch.tensor(labels[:size]), torch.tensor(supply[:size])
 
 
 cfg = make_config("cpu_full") if args.model is None else make_config("cpu_full").replace(model=args.model)
@@ -99,9 +76,9 @@ def q_labelled(td):
     return q[..., grasp]
 
 
-test, test_labels, test_supply = states(test_env, 2048)
+test, test_labels, test_supply = grasp_states(test_env, 2048, rng, catalogue)
 for step in range(1, args.steps + 1):
-    td, labels, _ = states(train_env, args.batch_size)
+    td, labels, _ = grasp_states(train_env, args.batch_size, rng, catalogue)
     loss = (q_labelled(td) - (labels + (1 - labels) * args.negative_label)).pow(2).mean()
     for optimizer in optimizers:
         optimizer.zero_grad()

@@ -10,6 +10,11 @@ episodes and for HER's relabeled sections apart:
 - ``success_on_supply`` / ``success_elsewhere``: the success share of grasps on a supply and on
   any other object.
 
+The ``*_grasp_goals`` rows count only the grasps made under a grasp goal ("Grasp D"): the contrast
+a critic needs there (a grasp of D succeeds, of anything else does not). HER's relabeled grasp
+goals are the goals those grasps achieved, so they are all successes; the failures come from the
+task set's few grasp goals (2% of training goals) and from hindsight negatives (``her_negatives``).
+
 The ``batch`` row weighs the two parts as a batch at ``her_ratio`` draws them (uniformly within
 each part; prioritized replay moves this): among the batch's grasps, the share that succeed. A
 critic that does not read whether the object matches the goal can fit most of those targets by
@@ -23,6 +28,7 @@ from pathlib import Path
 import torch
 
 from torchrl_glam.data.her import relabel_episodes
+from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import is_supply, load_run_or_checkpoint, sampled_training_episodes  # noqa: E402
@@ -30,11 +36,15 @@ from object_choice import is_supply, load_run_or_checkpoint, sampled_training_ep
 torch.set_num_threads(1)
 
 
-def grasp_steps(steps, num_objects: int):
-    """(grasps [N] bool, success [N] bool, on a supply [N] bool, steps N) of a padded batch [E, T]."""
+def grasp_steps(steps, num_objects: int, grasp_goals_only: bool = False):
+    """(grasps [N] bool, success [N] bool, on a supply [N] bool, steps N) of a padded batch [E, T]
+    (``grasp_goals_only``: grasps under a grasp goal only)."""
     valid = steps["mask"]
     on, held = steps["agent_on"].squeeze(-1), steps["held"].squeeze(-1)
     grasp = valid & (steps["action"] == num_objects) & (on >= 0) & (held < 0)
+    if grasp_goals_only:
+        goal_type = torch.as_tensor(GoalCatalogue.default().goal_type)[steps["goal_id"].squeeze(-1)]
+        grasp &= goal_type == GOAL_TYPES.index("grasp")
     success = steps["next", "reward"].squeeze(-1) > 0
     objects = steps["objects"]
     supply = torch.zeros_like(grasp)
@@ -55,9 +65,13 @@ if __name__ == "__main__":
     for run_dir in sys.argv[1:]:  # run directories or kept checkpoint files
         cfg, agent, steps = load_run_or_checkpoint(run_dir)
         episodes, env = sampled_training_episodes(agent, cfg)
+        relabeled = relabel_episodes(episodes)
         parts = {"original": grasp_steps(episodes, env.num_objects),
-                 "relabeled": grasp_steps(relabel_episodes(episodes), env.num_objects)}
+                 "relabeled": grasp_steps(relabeled, env.num_objects)}
         rows = {name: shares(*part) for name, part in parts.items()}
+        for name, part in (("original", episodes), ("relabeled", relabeled)):
+            row = shares(*grasp_steps(part, env.num_objects, grasp_goals_only=True))
+            print(f"{run_dir},{steps},{name}_grasp_goals,{row[0]}," + ",".join(f"{float(x):.3f}" for x in row[1:]), flush=True)
         for name, row in rows.items():
             print(f"{run_dir},{steps},{name},{row[0]}," + ",".join(f"{float(x):.3f}" for x in row[1:]), flush=True)
         # a batch: her_ratio of it relabeled steps, the rest original steps, each drawn uniformly
