@@ -97,19 +97,23 @@ def grasp_states(env, size: int, rng, catalogue):
 
 def sampled_training_episodes(agent, cfg, num_envs: int = 512):
     """One episode per sub-environment of the agent's sampled policy (as in training) on training
-    goals as training samples them, as a padded batch [E, T] (``rollout_episodes``), on a seed no
-    evaluation uses: what the run's replay receives, for the HER analyses."""
-    from torchrl_glam.data.episodes import rollout_episodes
+    goals as training samples them, as a padded batch [E, T] assembled as training assembles them
+    (``EpisodeAssembler``), on a seed no evaluation uses: what the run's replay receives, for the
+    HER analyses."""
+    from torchrl_glam.data.episodes import EpisodeAssembler
 
     torch.manual_seed(0)  # the sampled policy's draws
     env = make_env(cfg, num_envs=num_envs, goals="train", seed=4_242)
+    assembler = EpisodeAssembler(num_envs, env.max_steps)
     td = env.reset()
-    rollout = []
+    finished = []
     for _ in range(env.max_steps):  # every episode ends by max_steps at the latest
         act(agent, td, greedy=False)
         step, td = env.step_and_maybe_reset(td)
-        rollout.append(step)
-    return rollout_episodes(torch.stack(rollout, dim=1), env.max_steps), env
+        episodes = assembler.add(step)
+        if episodes is not None:
+            finished.append(episodes)
+    return torch.cat(finished), env
 
 
 def useful_actions(catalogue, goal_id: int, scene: list[int], held: int) -> set[int]:

@@ -1,6 +1,7 @@
 """Which "Grasp" steps does SAC-GLAM+HER's critic learn from, and how often do they succeed? On a
 trained run, its own policy (sampled, as in training) plays 512 training episodes (goals as
-training samples them); every episode is relabeled as HER does it (``relabel_episodes``). Among the
+training samples them); every episode is relabeled as the run's HER does it (hindsight negatives
+included when the run has them; ``--her-negatives N --her-negatives-from scene`` sets them). Among the
 steps that grasp an object (the agent on it, its hand empty), this counts, for the original
 episodes and for HER's relabeled sections apart:
 
@@ -20,14 +21,15 @@ each part; prioritized replay moves this): among the batch's grasps, the share t
 critic that does not read whether the object matches the goal can fit most of those targets by
 the action alone.
 
-    python docs/results/cpu_full/critic/grasp_targets.py RUN_DIR_OR_CHECKPOINT [...]
+    python docs/results/cpu_full/critic/grasp_targets.py RUN_DIR_OR_CHECKPOINT [...] [--her-negatives N]
 """
+import argparse
 import sys
 from pathlib import Path
 
 import torch
 
-from torchrl_glam.data.her import relabel_episodes
+from torchrl_glam.training.sac import make_episode_processing
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -61,11 +63,21 @@ def shares(grasp, success, supply, total):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="run directories or kept checkpoint files")
+    parser.add_argument("--her-negatives", type=int, default=None, help="instead of the run's her_negatives")
+    parser.add_argument("--her-negatives-from", default=None, help="instead of the run's her_negatives_from")
+    args = parser.parse_args()
     print("run,env_steps,part,grasps,per_step,success,on_supply,success_on_supply,success_elsewhere")
-    for run_dir in sys.argv[1:]:  # run directories or kept checkpoint files
+    for run_dir in args.runs:
         cfg, agent, steps = load_run_or_checkpoint(run_dir)
+        if args.her_negatives is not None:
+            cfg = cfg.replace(her_negatives=args.her_negatives)
+        if args.her_negatives_from is not None:
+            cfg = cfg.replace(her_negatives_from=args.her_negatives_from)
         episodes, env = sampled_training_episodes(agent, cfg)
-        relabeled = relabel_episodes(episodes)
+        her, _ = make_episode_processing(cfg)
+        relabeled = her(episodes)[len(episodes):]
         parts = {"original": grasp_steps(episodes, env.num_objects),
                  "relabeled": grasp_steps(relabeled, env.num_objects)}
         rows = {name: shares(*part) for name, part in parts.items()}
