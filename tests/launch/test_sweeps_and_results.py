@@ -79,8 +79,8 @@ def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
     critic_rate = configs["sac_glam_her_actorlr3e-5_criticllm3e-4"]  # session 10: that rate only
     assert {k for k in slower_llm if slower_llm[k] != critic_rate[k]} == {"critic_llm_lr"}
     assert critic_rate["critic_llm_lr"] == 3e-4 and slower_llm["critic_llm_lr"] is None
-    success_head = configs["sac_glam_her_actorlr3e-5_criticllm3e-4_success1"]  # session 11: that head only
-    assert {k for k in critic_rate if critic_rate[k] != success_head[k]} == {"success_loss_coef"}
+    critic_rate_no_her = configs["sac_glam_actorlr3e-5_criticllm3e-4"]  # session 11: its HER ablation
+    assert {k for k in critic_rate if critic_rate[k] != critic_rate_no_her[k]} == {"her"}
     shared = ["goals", "num_objects", "max_steps", "model", "gamma", "normalization", "total_steps",
               "eval_every", "eval_episodes", "eval_sets", "seed"]
     for ppo in ("ppo_glam", "ppo_glam_her"):
