@@ -58,7 +58,8 @@ def make_goal_choice(cfg: SACGLAMConfig, env: PlaygroundTextEnv) -> AutotelicGoa
 
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
     catalogue = GoalCatalogue.default()
-    weights, strategy = None, cfg.batch_strategy if cfg.her or cfg.batch_strategy != "ratio" else "uniform"
+    strategy = cfg.batch_strategy if cfg.her or cfg.batch_strategy != "ratio" else "uniform"
+    weights = None
     if cfg.batch_strategy == "prior":
         weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.goals))
     elif cfg.batch_strategy == "types_uniform":  # App. E's per-type buffers, every type equally often
