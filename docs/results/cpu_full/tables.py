@@ -1,4 +1,5 @@
-"""The README's tables, from the committed runs (``runs/<variant>/seed<k>/evaluations.jsonl``).
+"""The README's tables, from the committed runs (``runs/<variant>/seed<k>/evaluations.jsonl``, or
+``critic/runs/...`` for the variants of sessions 10-11).
 
     python docs/results/cpu_full/tables.py            # markdown on stdout; margin.csv beside it
 
@@ -7,7 +8,7 @@
 2. per goal type at the end, greedy / sampled (the ``train`` and ``train_sampled`` sets);
 3. the issue's "ahead by more than the seeds' spread": at each evaluation, SAC-GLAM+HER's mean
    minus its std against each baseline's mean plus its std (``margin.csv``; one block per
-   SAC-GLAM+HER variant, the grid's and the one with the LLM's learning rate at 3e-5, each against
+   SAC-GLAM+HER variant (the grid's, actor_lr 3e-5, and that with critic_llm_lr 3e-4), each against
    SAC-GLAM at its own learning rate, in the column ``sac_glam_variant``, when those runs exist).
    PPO-GLAM evaluates at the end of its rollouts (5,024 steps and so on), so evaluations are
    paired by their rank.
@@ -24,16 +25,20 @@ HERE = Path(__file__).parent
 SETS = ["train", "train_distribution", "held_out", "train_sampled"]
 TYPES = ["grasp", "grow", "grow-then-grasp", "grow-then-grow"]
 VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": "PPO-GLAM",
-            "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5", "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5"}
-# each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rate, once run)
-HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5"}
+            "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5", "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5",
+            "sac_glam_her_actorlr3e-5_criticllm3e-4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4",
+            "sac_glam_actorlr3e-5_criticllm3e-4": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4"}
+# each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
+HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
+                "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 
 
 def load(variant: str) -> dict[str, dict[str, list[dict]]]:
     """{seed name: {set: [evaluation rows in step order]}}."""
     runs = {}
-    for run in sorted((HERE / "runs" / variant).glob("seed*")):
+    folder = HERE / "runs" / variant
+    for run in sorted((folder if folder.exists() else HERE / "critic" / "runs" / variant).glob("seed*")):
         rows = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
         runs[run.name] = {s: sorted((r for r in rows if r["set"] == s), key=lambda r: r["env_steps"]) for s in SETS}
     return runs
