@@ -24,6 +24,8 @@ best-scored "Go to" alone (``grasp_first_step_go_to_only``: does the prior copy 
 """
 import argparse
 import tempfile
+from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -43,23 +45,37 @@ def is_supply(object_id: int) -> bool:
     return OBJECT_NAMES[object_id].split(" ")[1] in SUPPLIES
 
 
-def load_run_or_checkpoint(path: str):
-    """(config, agent, env steps) of a run directory, or of one checkpoint file (e.g. a copy kept
-    while the run went on), read as its run directory's ``checkpoint.pt`` would be."""
+@contextmanager
+def as_run_dir(path: str):
+    """A run directory, or one checkpoint file (e.g. a copy kept while the run went on) seen as the
+    ``checkpoint.pt`` of a temporary run directory: what ``load_checkpoint`` and
+    ``load_trained_agent`` read."""
     path = Path(path)
     if path.is_dir():
-        return load_trained_agent(path)
+        yield path
+        return
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "checkpoint.pt").symlink_to(path.resolve())
-        return load_trained_agent(tmp)
+        yield Path(tmp)
+
+
+def load_run_or_checkpoint(path: str):
+    """(config, agent, env steps) of a run directory or of one checkpoint file (``as_run_dir``)."""
+    with as_run_dir(path) as run_dir:
+        return load_trained_agent(run_dir)
+
+
+@cache
+def _training_grasp_goals(catalogue) -> frozenset[str]:
+    """The training goals of type grasp (once per catalogue: the probes draw one per scene)."""
+    return frozenset(catalogue.goals[g] for g in catalogue.train_ids if catalogue.type_of(int(g)) == "grasp")
 
 
 def training_grasp_goal(catalogue, objects: list[int], rng) -> tuple[str, list[int]]:
     """A training grasp goal "Grasp D" that an object of the scene matches, drawn with ``rng`` (a
     ``random.Random``), and the scene positions of the objects it matches (the capacity probes)."""
-    grasp_goals = {catalogue.goals[g] for g in catalogue.train_ids if catalogue.type_of(int(g)) == "grasp"}
     goals = sorted({f"Grasp {catalogue.descriptions[d]}" for o in objects
-                    for d in catalogue.object_descriptions[o]} & grasp_goals)
+                    for d in catalogue.object_descriptions[o]} & _training_grasp_goals(catalogue))
     goal = rng.choice(goals)
     names = catalogue.matching_objects(goal.removeprefix("Grasp "))
     return goal, [i for i, o in enumerate(objects) if OBJECT_NAMES[o] in names]

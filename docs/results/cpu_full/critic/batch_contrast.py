@@ -12,7 +12,6 @@ SAC-GLAM batch holds: from a checkpoint's own replay, 100 batches drawn as its u
     python docs/results/cpu_full/critic/batch_contrast.py RUN_DIR_OR_CHECKPOINT [...]
 """
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
@@ -22,15 +21,10 @@ from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.sac import make_replay
 from torchrl_glam.training.sac_config import SACGLAMConfig
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from object_choice import as_run_dir  # noqa: E402
+
 BATCHES = 100
-
-
-def load_state(path: Path) -> dict:
-    if path.is_dir():
-        return load_checkpoint(path)
-    with tempfile.TemporaryDirectory() as tmp:  # a kept copy of a checkpoint, read as its run's
-        (Path(tmp) / "checkpoint.pt").symlink_to(path.resolve())
-        return load_checkpoint(tmp)
 
 
 torch.set_num_threads(1)
@@ -40,7 +34,8 @@ columns = ["grasps", "grasp_goal_grasps", "grasp_goal_grasps_success", "grasp_go
            "immediate_successes"]
 print("run,env_steps,batch_strategy,her_negatives,batch_size," + ",".join(columns))
 for run in sys.argv[1:]:
-    state = load_state(Path(run))
+    with as_run_dir(run) as run_dir:
+        state = load_checkpoint(run_dir)
     cfg = SACGLAMConfig.from_dict(state["config"])
     replay = make_replay(cfg)
     replay.load_state_dict(state["replay"])
