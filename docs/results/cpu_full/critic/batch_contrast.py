@@ -14,6 +14,7 @@ SAC-GLAM batch holds: from a checkpoint's own replay, 100 batches drawn as its u
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
@@ -28,7 +29,6 @@ BATCHES = 100
 
 
 torch.set_num_threads(1)
-torch.manual_seed(0)
 goal_type = torch.as_tensor(GoalCatalogue.default().goal_type)
 columns = ["grasps", "grasp_goal_grasps", "grasp_goal_grasps_success", "grasp_goal_grasps_failure",
            "immediate_successes"]
@@ -40,6 +40,9 @@ for run in sys.argv[1:]:
     replay = make_replay(cfg)
     replay.load_state_dict(state["replay"])
     totals = torch.zeros(len(columns))
+    # each run's draws from seed 0: TorchRL's PrioritizedSampler draws with np.random, the rest torch
+    torch.manual_seed(0)
+    np.random.seed(0)
     for _ in range(BATCHES):
         batch = replay.sample(cfg.batch_size)
         num_objects = batch["objects"].shape[-1]  # the candidates: "Go to" each object, "Grasp", "Release"
