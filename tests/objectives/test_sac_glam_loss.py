@@ -140,3 +140,20 @@ def test_success_head_trains_the_llm_like_the_critic_and_is_off_by_default(fille
     with loss.warming_up():  # the warm-up keeps it off the LLM, as it does the critic's loss
         into_llm, into_head = grad_norms()
         assert into_llm == 0 and into_head > 0
+
+
+def test_a_dueling_critic_trains_the_llm_through_both_hidden_states(batch):
+    loss = make_loss(critic_dueling=True)
+    assert loss.hidden_keys == ["action_hidden", "prompt_hidden"]
+    out = loss(batch.clone())
+    assert set(loss.out_keys) == set(out.keys())
+    obs = loss.score(batch.clone())
+    q = loss.q_values(TensorDict({k: obs[k].detach() for k in loss.head_keys}, batch_size=[16]))
+    chosen = q.min(0)[0].gather(-1, batch["action"].unsqueeze(-1)).mean()
+    assert out["q_value"].item() == pytest.approx(chosen.item(), rel=1e-5)
+    llm = loss.param_groups()["llm"]
+    grads = torch.autograd.grad(loss(batch.clone())["loss_qvalue"], llm, allow_unused=True)
+    assert sum(g.abs().sum().item() for g in grads if g is not None) > 0
+    with loss.warming_up():  # the warm-up detaches both hidden states
+        grads = torch.autograd.grad(loss(batch.clone())["loss_qvalue"], llm, allow_unused=True)
+        assert sum(g.abs().sum().item() for g in grads if g is not None) == 0

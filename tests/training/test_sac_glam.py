@@ -2,6 +2,7 @@
 example script (smoke run, exact resume, a NaN stop), LoRA checkpoints. The loss's own tests are in
 tests/objectives/."""
 import json
+import math
 
 import pytest
 import torch
@@ -60,6 +61,17 @@ def test_success_loss_coef_trains_its_head_with_the_critics_optimiser(filled_rep
     assert all(not torch.equal(a, b) for a, b in zip(head, agent.success_head.parameters()))
     with pytest.raises(ValueError, match="success_loss_coef"):
         make_config("smoke", {"success_loss_coef": -1.0})
+
+
+def test_critic_dueling_reaches_the_agent_and_is_checked(filled_replay):
+    cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "critic_dueling": True})
+    agent = make_agent(cfg, num_actions=5)
+    assert "prompt_hidden" in agent.head_keys
+    value = [p.detach().clone() for p in agent.sac.qvalue_network_params.values(True, True)]
+    assert math.isfinite(SACGLAMUpdater(agent, filled_replay, cfg).step()["loss_qvalue"])
+    assert any(not torch.equal(a, b) for a, b in zip(value, agent.sac.qvalue_network_params.values(True, True)))
+    with pytest.raises(ValueError, match="critic_dueling"):
+        make_config("smoke", {"critic_dueling": True, "critic_input": "observation"})
 
 
 def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):

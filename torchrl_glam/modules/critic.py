@@ -10,6 +10,14 @@ The four designs of App. B are two independent choices:
 
 The paper found observation-action input with backpropagation best; it is the default.
 
+``dueling=True`` (not in the paper) splits the observation-action head as a dueling network
+(Wang et al., 2016): Q(s, a) = V(s) + A(s, a) - mean of A(s, .) over the legal candidates, V read
+from ``"prompt_hidden"`` and A from each candidate's ``"action_hidden"``. The state's value and the
+candidates' differences are then two outputs: the TD error's share that is about the state goes to
+V, and the LLM's candidate states only get gradient for what tells one candidate from another. On
+the full task set the plain head values a candidate that wins at once no higher than one that
+changes nothing, in the same state (docs/results/cpu_full/critic, ``one_step_from_goal.py``).
+
 The head is deliberately only the MLP: TorchRL's ``DiscreteSACLoss`` makes ``num_qvalue_nets``
 copies of the parameters of the network it is given (re-initialising them) plus target copies, so
 the LLM must stay outside it (the scorer runs before the loss and writes the hidden states).
@@ -21,7 +29,7 @@ from typing import Literal
 
 from torch import Tensor, nn
 
-from torchrl_glam.modules.scoring import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY
+from torchrl_glam.modules.scoring import ACTION_HIDDEN_KEY, ACTION_MASK_KEY, PROMPT_HIDDEN_KEY
 
 CriticInput = Literal["observation_action", "observation"]
 ACTION_VALUE_KEY = "action_value"
@@ -63,20 +71,61 @@ class CriticHead(nn.Module):
         return values.squeeze(-1) if self.critic_input == "observation_action" else values
 
 
+class DuelingCriticHead(nn.Module):
+    """Q(s, a) = V(s) + A(s, a) - mean of A(s, .) over the legal candidates; see the module docstring.
+
+    TorchRL's ``DuelingMlpDQNet`` reads one input and averages A over a fixed action set; here V and
+    A read different hidden states (the prompt's, each candidate's) and the mean must skip the
+    masked candidates, whose values no policy ever takes.
+
+    Args:
+        hidden_size: the LLM's hidden size H.
+        width, depth: each of the two MLPs (value and advantage), as :class:`CriticHead`'s.
+        critic_backprop: let the critic's gradient reach the LLM through both hidden states.
+    """
+
+    def __init__(self, hidden_size: int, width: int = 1024, depth: int = 2, critic_backprop: bool = True):
+        super().__init__()
+        from torchrl.modules import MLP
+
+        self.critic_backprop = critic_backprop
+        self.value = MLP(in_features=hidden_size, out_features=1, num_cells=[width] * depth, activation_class=nn.ReLU)
+        self.advantage = MLP(in_features=hidden_size, out_features=1, num_cells=[width] * depth,
+                             activation_class=nn.ReLU)
+
+    def forward(self, action_hidden: Tensor, prompt_hidden: Tensor, action_mask: Tensor) -> Tensor:
+        if not self.critic_backprop:
+            action_hidden, prompt_hidden = action_hidden.detach(), prompt_hidden.detach()
+        advantage = self.advantage(action_hidden).squeeze(-1)  # [*B, A]
+        legal = action_mask.to(advantage.dtype)
+        mean = (advantage * legal).sum(-1, keepdim=True) / legal.sum(-1, keepdim=True).clamp(min=1)
+        return self.value(prompt_hidden) + advantage - mean
+
+
 def make_critic_heads(hidden_size: int, critic_input: CriticInput = "observation_action",
                       num_actions: int | None = None, width: int = 1024, depth: int = 2,
                       critic_backprop: bool = True, in_key: str | None = None,
-                      out_key: str = ACTION_VALUE_KEY, *, backprop_into_llm: bool | None = None):
+                      out_key: str = ACTION_VALUE_KEY, *, dueling: bool = False,
+                      backprop_into_llm: bool | None = None):
     """The Q-value head as a ``TensorDictModule``, ready for ``DiscreteSACLoss``.
 
     Reads ``"action_hidden"`` (observation-action) or ``"prompt_hidden"`` (observation) and writes
     ``"action_value"`` [*B, A]. Give it to the loss with ``num_qvalue_nets=2``: the loss makes the
-    twin heads and their target copies from it (only these small MLPs are ever copied).
+    twin heads and their target copies from it (only these small MLPs are ever copied). With
+    ``dueling`` (observation-action only) it reads ``"action_hidden"``, ``"prompt_hidden"`` and
+    ``"action_mask"`` (:class:`DuelingCriticHead`).
     """
     from tensordict.nn import TensorDictModule
 
-    head = CriticHead(hidden_size, critic_input, num_actions, width, depth,
-                      _renamed_argument(critic_backprop, backprop_into_llm))
+    critic_backprop = _renamed_argument(critic_backprop, backprop_into_llm)
+    if dueling:
+        if critic_input != "observation_action":
+            raise ValueError("a dueling critic splits the observation-action head: use "
+                             f"critic_input='observation_action', got {critic_input!r}")
+        return TensorDictModule(DuelingCriticHead(hidden_size, width, depth, critic_backprop),
+                                in_keys=[in_key or ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, ACTION_MASK_KEY],
+                                out_keys=[out_key])
+    head = CriticHead(hidden_size, critic_input, num_actions, width, depth, critic_backprop)
     if in_key is None:
         in_key = ACTION_HIDDEN_KEY if critic_input == "observation_action" else PROMPT_HIDDEN_KEY
     return TensorDictModule(head, in_keys=[in_key], out_keys=[out_key])

@@ -54,7 +54,7 @@ from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
 from torchrl_glam.envs import STATE_KEYS, GoalCatalogue
-from torchrl_glam.modules import LLMScorer, make_actor, make_critic_heads
+from torchrl_glam.modules import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, LLMScorer, make_actor, make_critic_heads
 from torchrl_glam.objectives.common import TrainableState, score_states
 
 SUCCESS_LOGIT_KEY = "success_logit"
@@ -75,6 +75,8 @@ class SACGLAMLoss(TrainableState, LossModule):
             the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
         success_loss_coef: weight of the immediate-success head's loss (see the module docstring);
             0: no head (the paper).
+        critic_dueling: the heads are dueling networks, V from the prompt's hidden state and A from
+            each candidate's (:class:`~torchrl_glam.modules.DuelingCriticHead`; not in the paper).
 
     Reads the compact state (``STATE_KEYS``), "action", ("next", "agent_on" / "held" / "grown",
     "reward", "done", "terminated"), and when present "steps_to_next_obs" (n-step transitions),
@@ -109,6 +111,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         catalogue: GoalCatalogue | None = None,
         target_llm: bool = False,
         success_loss_coef: float = 0.0,
+        critic_dueling: bool = False,
     ) -> None:
         super().__init__()
         self.scorer = scorer
@@ -118,9 +121,14 @@ class SACGLAMLoss(TrainableState, LossModule):
         self.actor = make_actor()
         # the heads detach nothing themselves: this module decides what reaches the LLM
         heads = make_critic_heads(
-            scorer.hidden_size, critic_input, num_actions, width=critic_width, critic_backprop=True
+            scorer.hidden_size, critic_input, num_actions, width=critic_width, critic_backprop=True,
+            dueling=critic_dueling,
         )
         self.hidden_key = heads.in_keys[0]
+        # what the heads read (a dueling head also the prompt's hidden state and the mask), and of
+        # those the hidden states, which carry the critic's gradient into the LLM
+        self.head_keys = list(heads.in_keys)
+        self.hidden_keys = [k for k in self.head_keys if k in (ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY)]
         self.sac = DiscreteSACLoss(
             self.actor,
             heads,
@@ -178,9 +186,9 @@ class SACGLAMLoss(TrainableState, LossModule):
         return self.sac.log_alpha.detach().exp()
 
     def q_values(self, td: TensorDictBase) -> torch.Tensor:
-        """Q-values [num_heads, *B, A] of the heads on ``td``'s hidden states (no gradient is
-        taken here: a diagnostic), each head run with its parameters through ``to_module``."""
-        network, hidden = self.sac.qvalue_network, td.select(self.hidden_key)
+        """Q-values [num_heads, *B, A] of the heads on ``td``'s hidden states (``head_keys``; no
+        gradient is taken here: a diagnostic), each head run with its parameters through ``to_module``."""
+        network, hidden = self.sac.qvalue_network, td.select(*self.head_keys)
         values = []
         for params in self.sac.qvalue_network_params.unbind(0):
             with params.to_module(network):
@@ -191,7 +199,8 @@ class SACGLAMLoss(TrainableState, LossModule):
     def min_q_values(self, states: TensorDictBase) -> torch.Tensor:
         """The smaller head's Q-values [*B, A] of compact states (their prompts rendered and scored):
         what SAC's targets take, for analyses of a trained critic."""
-        hidden = TensorDict({self.hidden_key: self.score(states)[self.hidden_key]}, batch_size=states.batch_size)
+        scored = self.score(states)
+        hidden = TensorDict({k: scored[k] for k in self.head_keys}, batch_size=states.batch_size)
         return self.q_values(hidden).min(0).values
 
     def llm_weights(self) -> TensorDict:
@@ -224,7 +233,8 @@ class SACGLAMLoss(TrainableState, LossModule):
             nxt = self.score(batch, next_obs=True)
             if self.target_llm is not None:
                 with self.target_llm.to_module(self.scorer):
-                    nxt[self.hidden_key] = self.score(batch, next_obs=True)[self.hidden_key]
+                    target = self.score(batch, next_obs=True)
+                nxt.update({k: target[k] for k in self.hidden_keys})
         detach_critic = warmup or not self.critic_backprop
         td = TensorDict(
             {
@@ -245,12 +255,14 @@ class SACGLAMLoss(TrainableState, LossModule):
             td["priority_weight"] = batch[keys.priority_weight]
         critic_td = td.clone(False)
         if detach_critic:
-            critic_td[self.hidden_key] = td[self.hidden_key].detach()
+            for key in self.hidden_keys:
+                critic_td[key] = td[key].detach()
         loss_qvalue, q_meta = self.sac.qvalue_loss(critic_td)
         loss_success = self.success_loss(critic_td) if self.success_head is not None else loss_qvalue.new_zeros(())
         # the actor's -min Q term must not push gradient into the LLM through the hidden states
         actor_td = td.clone(False)
-        actor_td[self.hidden_key] = td[self.hidden_key].detach()
+        for key in self.hidden_keys:
+            actor_td[key] = td[key].detach()
         loss_actor, actor_meta = self.sac.actor_loss(actor_td)
         loss_alpha = self.sac.alpha_loss(actor_meta["log_prob"]).mean()
         with torch.no_grad():
@@ -275,7 +287,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         "action", ("next", "terminated"), "steps_to_next_obs" when n-step). Successes and failures
         each weigh half: successes are a few percent of a batch, and the probe that learnt the
         match of a grasp with the goal (critic/capacity_probe.py) had them balanced."""
-        logits = self.success_head(td.select(self.hidden_key))[SUCCESS_LOGIT_KEY]
+        logits = self.success_head(td.select(*self.success_head.in_keys))[SUCCESS_LOGIT_KEY]
         chosen = logits.gather(-1, td["action"].unsqueeze(-1)).squeeze(-1)
         # terminated means success in Playground-Text (rules.py: terminated = reward > 0); after
         # one step it is the chosen action's own success, not a later one's

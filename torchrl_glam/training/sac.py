@@ -30,6 +30,7 @@ def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
         target_entropy=cfg.target_entropy,
         target_llm=cfg.target_llm,
         success_loss_coef=cfg.success_loss_coef,
+        critic_dueling=cfg.critic_dueling,
     ).to(cfg.device)
 
 

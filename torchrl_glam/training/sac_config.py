@@ -37,6 +37,10 @@ class SACGLAMConfig(GLAMConfig):
     critic_input: str = "observation_action"  # App. B: or "observation"
     critic_backprop: bool = True  # App. B: the critic loss trains the shared LLM weights
     critic_width: int = 1024  # App. C: two hidden layers of 1024
+    # True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal
+    # candidates (modules/critic.py). Not in the paper: on the full task set the plain head values a
+    # step that wins at once no higher than one that changes nothing (docs/results/cpu_full/critic/)
+    critic_dueling: bool = False
     # SAC (Table 2)
     gamma: float = 0.99
     actor_lr: float = 1e-4
@@ -103,6 +107,7 @@ class SACGLAMConfig(GLAMConfig):
         return {
             **super()._checks(),
             "critic_input": self.critic_input in ("observation_action", "observation"),
+            "critic_dueling": not self.critic_dueling or self.critic_input == "observation_action",
             "batch_strategy": self.batch_strategy in ("ratio", "prior", "types_uniform", "uniform"),
             "gamma": 0.0 <= self.gamma <= 1.0,
             "her_ratio": 0.0 <= self.her_ratio <= 1.0,
@@ -137,6 +142,8 @@ class SACGLAMConfig(GLAMConfig):
         return {
             **super()._expected(),
             "critic_input": "'observation_action' or 'observation'",
+            "critic_dueling": "false with critic_input='observation' (a dueling head splits the "
+                              "observation-action head: V from the prompt, A from each candidate)",
             "batch_strategy": "'ratio', 'prior', 'types_uniform' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
             "max_grad_norm": "a positive number, or none for no clipping",

@@ -10,18 +10,17 @@ import torch
 
 from torchrl_glam.envs import GOAL_TYPES
 from torchrl_glam.envs.transforms import STEP_STATE_KEYS
-from torchrl_glam.training.factories import act, make_eval_envs
+from torchrl_glam.training.factories import act
 from torchrl_glam.training.sac import load_trained_agent
+
+from object_choice import train_evaluation_episodes
 
 torch.set_num_threads(1)
 print("run,env_steps,goal_type,episodes,success,failed_in_a_cycle,cycle_from_step")
 for run_dir in sys.argv[1:]:
     cfg, agent, steps = load_trained_agent(run_dir)
-    env = make_eval_envs(cfg.replace(eval_sets=["train"]))["train"]
-    env.set_seed(env.seed_value)
-    td = env.reset()
+    env, td, goal_type = train_evaluation_episodes(cfg)
     num = env.num_envs
-    goal_type = torch.as_tensor(env.catalogue.goal_type[td["goal_id"].numpy()])
     seen = [set() for _ in range(num)]
     success, ended, cycle = (torch.zeros(num, dtype=torch.bool) for _ in range(3))
     cycle_step = torch.zeros(num)  # the step (from 1) whose state was a revisit

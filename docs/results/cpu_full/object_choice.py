@@ -65,6 +65,15 @@ def load_run_or_checkpoint(path: str):
         return load_trained_agent(run_dir)
 
 
+def train_evaluation_episodes(cfg):
+    """The run's own "train" evaluation environment reset to its fixed episodes (goal types
+    uniform), the first observation, and each episode's goal type [num_envs]."""
+    env = make_eval_envs(cfg.replace(eval_sets=["train"]))["train"]
+    env.set_seed(env.seed_value)
+    td = env.reset()
+    return env, td, torch.as_tensor(env.catalogue.goal_type[td["goal_id"].numpy()])
+
+
 @cache
 def _training_grasp_goals(catalogue) -> frozenset[str]:
     """The training goals of type grasp (once per catalogue: the probes draw one per scene)."""

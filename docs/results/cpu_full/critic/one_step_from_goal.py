@@ -31,10 +31,10 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from torchrl_glam.envs import GOAL_TYPES, STATE_KEYS
 from torchrl_glam.envs.transforms import STEP_STATE_KEYS
 from torchrl_glam.modules import SCORES_KEY
-from torchrl_glam.training.factories import agent_policy, make_eval_envs
+from torchrl_glam.training.factories import agent_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import load_run_or_checkpoint  # noqa: E402
+from object_choice import load_run_or_checkpoint, train_evaluation_episodes  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -67,11 +67,8 @@ COLUMNS = ["states", "greedy_wins", "critic_wins", "p_win", "q_win", "q_greedy_e
 print("run,env_steps,goal_type," + ",".join(COLUMNS))
 for run in sys.argv[1:]:
     cfg, agent, steps = load_run_or_checkpoint(run)
-    env = make_eval_envs(cfg.replace(eval_sets=["train"]))["train"]
-    env.set_seed(env.seed_value)
-    td = env.reset()
+    env, td, goal_type = train_evaluation_episodes(cfg)
     num = env.num_envs
-    goal_type = torch.as_tensor(env.catalogue.goal_type[td["goal_id"].numpy()])
     policy = agent_policy(agent, return_log_prob=True)
     rows = []  # one per (live env, step) one step from the goal
     ended, success, reached = (torch.zeros(num, dtype=torch.bool) for _ in range(3))
