@@ -246,6 +246,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 # goals (at chance) where they were, so neither is in the preset. Session 10 (README "Session 10"):
 # critic_llm_lr=3e-4 lifted the sequential goals on seeds 0 and 1 (the paper's measure 0.18 against
 # the three reference seeds' 0.02); seed 2 is not run, so it is a sweep variant, not yet the preset.
+# Session 12: num_updates=4 (twice the updates per environment step) with critic_llm_lr=3e-4 ended
+# where num_updates=2 does (0.29 +- 0.04 against 0.30 +- 0.06 greedy at 100k, 3 seeds) at twice
+# the CPU time, so the preset keeps 2.
 # What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
 # sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
 # paper's measure), held-out goals, and "train"'s episodes with the sampled policy.
