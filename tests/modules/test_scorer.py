@@ -163,3 +163,17 @@ def test_bfloat16_model_gives_float32_outputs_close_to_naive(tiny_paths, make_sc
         shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
     assert all(tensor.dtype == torch.float32 for tensor in shared)
     torch.testing.assert_close(shared[0], naive[0], atol=0.1, rtol=0.02)
+
+
+def test_scoring_uses_no_deprecated_transformers_argument(kind, tiny_paths, make_scorer_for, playground_batch):
+    """transformers renamed ``past_key_values`` to ``cache`` and warns that the old name goes in a
+    later release: the scorer's shared-prefix path must not use a name that is on its way out."""
+    import warnings
+
+    scorer = make_scorer_for(tiny_paths[kind])
+    prompts, actions, mask = uneven_inputs(playground_batch)
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        warnings.simplefilter("always")
+        scorer(prompts, actions, mask)
+    deprecations = [str(w.message) for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))]
+    assert not [m for m in deprecations if "deprecated" in m], deprecations
