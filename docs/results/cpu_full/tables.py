@@ -1,5 +1,5 @@
 """The README's tables, from the committed runs (``runs/<variant>/seed<k>/evaluations.jsonl``, or
-``critic/runs/...`` for the variants of sessions 10-12).
+``critic/runs/...`` for the variants of sessions 10-13).
 
     python docs/results/cpu_full/tables.py            # markdown on stdout; margin.csv beside it
 
@@ -28,7 +28,8 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
             "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5", "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5",
             "sac_glam_her_actorlr3e-5_criticllm3e-4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4",
             "sac_glam_actorlr3e-5_criticllm3e-4": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_updates4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, num_updates 4"}
+            "sac_glam_her_actorlr3e-5_criticllm3e-4_updates4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, num_updates 4",
+            "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, dueling critic"}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
 HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4"}
