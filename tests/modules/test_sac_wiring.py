@@ -37,7 +37,7 @@ def transitions(playground_batch, batch_size=4):
 def build(path, critic_input="observation_action", backprop=True):
     scorer = make_scorer(LLMConfig(str(path), lora_rank=4))
     heads = make_critic_heads(scorer.module.hidden_size, critic_input=critic_input, num_actions=NUM_ACTIONS,
-                              width=32, backprop_into_llm=backprop)
+                              width=32, critic_backprop=backprop)
     loss = DiscreteSACLoss(make_actor(), heads, action_space="categorical", num_actions=NUM_ACTIONS,
                            num_qvalue_nets=2)
     return scorer, heads, loss

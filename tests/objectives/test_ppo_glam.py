@@ -19,7 +19,7 @@ GAMMA, LMBDA = 0.9, 0.5
 @pytest.fixture(scope="module")
 def loss():
     torch.manual_seed(0)
-    return PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, lmbda=LMBDA, value_width=32)
+    return PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32)
 
 
 def rollout(loss, num_envs=4, steps=6, seed=0):
@@ -39,7 +39,7 @@ def rollout(loss, num_envs=4, steps=6, seed=0):
 
 
 def test_gae_matches_a_hand_computation():
-    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, lmbda=LMBDA, value_width=32)
+    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32)
     data = rollout(loss, num_envs=1, steps=3)
     data["next", "reward"] = torch.tensor([[[0.0], [0.0], [1.0]]])
     data["next", "done"] = torch.tensor([[[False], [False], [True]]])
@@ -89,7 +89,7 @@ def policy(scores, mask):
 def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     torch.manual_seed(0)
     beta = 0.7
-    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, lmbda=LMBDA, value_width=32, loss="kl", kl_coeff=beta)
+    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss="kl", kl_coeff=beta)
     data = loss.advantages(rollout(loss)).reshape(-1)
     # a behaviour policy that differs from the current one, as after a few epochs (or with HER)
     scored = score_states(loss.scorer, data)
@@ -110,7 +110,7 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     assert out["kl"].item() == pytest.approx(kl.mean().item(), rel=1e-4)
     assert out["ratio"].item() == pytest.approx(ratio.mean().item(), rel=1e-5)
     assert out["kl_coeff"].item() == pytest.approx(beta)  # kl_target=None: a constant beta, as in eq. 5
-    adaptive = PPOGLAMLoss(loss.scorer, value_width=32, loss="kl", kl_coeff=beta, kl_target=1e-4)
+    adaptive = PPOGLAMLoss(loss.scorer, value_width=32, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4)
     adaptive(data)
     assert adaptive.ppo.beta.item() == pytest.approx(2 * beta)  # TorchRL's rule: doubles above 1.5 x the target
 
@@ -143,8 +143,8 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     outside = ((d < math.log(1 - eps)) | (d > math.log(1 + eps))).float().mean()
     assert out_centred["clip_fraction"].item() == pytest.approx(outside.item(), abs=1e-6)
     assert out_centred["ratio"].item() == pytest.approx(r.mean().item(), rel=1e-4)
-    with pytest.raises(ValueError, match="centred=True.*needs loss='clip'"):
-        PPOGLAMLoss(scorer, centred=True, loss="kl")
+    with pytest.raises(ValueError, match="centred=True.*needs ppo_loss='clip'"):
+        PPOGLAMLoss(scorer, centred=True, ppo_loss="kl")
 
 
 def test_loss_arguments_are_named_as_the_config_fields():
