@@ -248,7 +248,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 # the three reference seeds' 0.02); seed 2 is not run, so it is a sweep variant, not yet the preset.
 # Session 12: num_updates=4 (twice the updates per environment step) with critic_llm_lr=3e-4 ended
 # where num_updates=2 does (0.29 +- 0.04 against 0.30 +- 0.06 greedy at 100k, 3 seeds) at twice
-# the CPU time, so the preset keeps 2.
+# the CPU time, so the preset keeps 2. Session 13: dueling critic heads (critic_dueling) with
+# critic_llm_lr=3e-4 ended there too (0.30 +- 0.03, 3 seeds), so the preset keeps the plain heads.
 # What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
 # sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
 # paper's measure), held-out goals, and "train"'s episodes with the sampled policy.

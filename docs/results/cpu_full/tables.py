@@ -32,7 +32,9 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
             "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, dueling critic"}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
 HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4"}
+                "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4",
+                # no SAC-GLAM ran with the dueling heads: its baseline is SAC-GLAM at the same rates
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 
 
