@@ -45,6 +45,7 @@ encoder states (encoder-decoder), or the naive pairs (decoder-only).
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,7 +53,6 @@ from typing import Literal
 
 import torch
 from torch import Tensor, nn
-from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from torchrl_glam.modules.attention import use_shared_prompt_attention
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, load_llm
@@ -64,13 +64,20 @@ SCORES_KEY = "action_scores"
 ACTION_HIDDEN_KEY = "action_hidden"
 PROMPT_HIDDEN_KEY = "prompt_hidden"
 
-# The name of the KV-cache argument and output: transformers 5 renamed ``past_key_values`` to
-# ``cache`` and warns that the old name goes in 5.40; older releases know only the old one. The
-# output dataclasses carry the name a release uses.
-CACHE_ARGUMENT = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
-
 Normalization = Literal["sum", "mean"]
 Tokenization = Literal["exact", "separate"]
+
+
+@functools.cache
+def _cache_argument() -> str:
+    """The name of a model's KV-cache argument and output in the installed transformers: it renamed
+    ``past_key_values`` to ``cache`` and warns that the old name goes in 5.40; older releases know
+    only the old one. The output dataclasses carry the name a release uses. (transformers is
+    imported here, not with this module, as everywhere in the package: ``import torchrl_glam``
+    stays light.)"""
+    from transformers.modeling_outputs import Seq2SeqLMOutput
+
+    return "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
 
 @dataclass
@@ -287,8 +294,8 @@ class LLMScorer(nn.Module):
         # Start token once per prompt: fills the cross-attention cache of every layer.
         first = model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
                       decoder_input_ids=start, use_cache=True, output_hidden_states=True,
-                      **{CACHE_ARGUMENT: EncoderDecoderCache(DynamicCache(), DynamicCache())})
-        cache = getattr(first, CACHE_ARGUMENT)
+                      **{_cache_argument(): EncoderDecoderCache(DynamicCache(), DynamicCache())})
+        cache = getattr(first, _cache_argument())
         if self._shared_prompt_cache:  # only the start token's self-attention cache is per candidate
             cache.self_attention_cache.batch_repeat_interleave(num_candidates)
             states, states_mask = encoder_states, batch.prompt_mask
@@ -299,7 +306,7 @@ class LLMScorer(nn.Module):
             cache.batch_repeat_interleave(num_candidates)
             states, states_mask = encoder_states.repeat_interleave(num_candidates, 0), pair_prompt_mask
         rest = model(encoder_outputs=(states,), attention_mask=states_mask, decoder_input_ids=batch.action_ids,
-                     use_cache=True, output_hidden_states=True, **{CACHE_ARGUMENT: cache})
+                     use_cache=True, output_hidden_states=True, **{_cache_argument(): cache})
         return self._from_prefix_and_continuation(
             first.logits[:, -1], first.decoder_hidden_states[-1][:, -1],
             rest.logits, rest.decoder_hidden_states[-1], batch,
@@ -316,8 +323,8 @@ class LLMScorer(nn.Module):
         prompt_positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
         first = model(input_ids=batch.prompt_ids, attention_mask=prompt_mask, position_ids=prompt_positions,
                       use_cache=True, output_hidden_states=True, logits_to_keep=1,
-                      **{CACHE_ARGUMENT: DynamicCache(config=model.config)})
-        cache = getattr(first, CACHE_ARGUMENT)
+                      **{_cache_argument(): DynamicCache(config=model.config)})
+        cache = getattr(first, _cache_argument())
         cache.batch_repeat_interleave(num_candidates)
         action_ids = batch.action_ids
         steps = torch.arange(action_ids.shape[1], device=action_ids.device)
@@ -326,7 +333,7 @@ class LLMScorer(nn.Module):
         prompt_lengths = prompt_mask.sum(-1).repeat_interleave(num_candidates, 0)
         rest = model(input_ids=action_ids, attention_mask=attention_mask,
                      position_ids=prompt_lengths[:, None] + steps, use_cache=True,
-                     output_hidden_states=True, **{CACHE_ARGUMENT: cache})
+                     output_hidden_states=True, **{_cache_argument(): cache})
         return self._from_prefix_and_continuation(
             first.logits[:, -1], first.hidden_states[-1][:, -1], rest.logits, rest.hidden_states[-1], batch,
         )
