@@ -23,6 +23,7 @@ best-scored "Go to" alone (``grasp_first_step_go_to_only``: does the prior copy 
     python docs/results/cpu_full/object_choice.py --zero-shot MODEL [--normalization mean] [--chat-template] [--episodes 256]
 """
 import argparse
+import copy
 import tempfile
 from contextlib import contextmanager
 from functools import cache
@@ -33,6 +34,7 @@ import torch
 
 from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES
 from torchrl_glam.envs.rules import feeds
+from torchrl_glam.envs.transforms import STEP_STATE_KEYS
 from torchrl_glam.envs.vocabulary import SUPPLIES
 from torchrl_glam.training.factories import act, make_env, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent
@@ -220,6 +222,31 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     return rows
 
 
+def state_key(td, i):
+    return tuple(tuple(td[k][i].flatten().tolist()) for k in STEP_STATE_KEYS)
+
+
+@torch.no_grad()
+def one_step_outcomes(env, td):
+    """[B, A] booleans: the candidate reaches the goal at once / changes nothing (illegal: False),
+    each candidate tried in a copy of ``env`` (``state_dict`` / ``load_state_dict``), which is left
+    as it was (critic/one_step_from_goal.py, critic/contrast_probe.py)."""
+    saved = copy.deepcopy(env.state_dict())
+    num, num_actions = td["action_mask"].shape
+    wins = torch.zeros(num, num_actions, dtype=torch.bool)
+    no_op = torch.zeros_like(wins)
+    before = [state_key(td, i) for i in range(num)]
+    for a in range(num_actions):
+        env.load_state_dict(copy.deepcopy(saved))
+        # an illegal candidate is replaced by a legal one (every env has "Grasp") and not counted
+        action = torch.where(td["action_mask"][:, a], torch.tensor(a), torch.tensor(num_actions - 2))
+        out = env.step(td.clone().set("action", action))["next"]
+        wins[:, a] = td["action_mask"][:, a] & (out["reward"].reshape(-1) > 0)
+        no_op[:, a] = td["action_mask"][:, a] & torch.tensor([state_key(out, i) == before[i] for i in range(num)])
+    env.load_state_dict(saved)
+    return wins, no_op
+
+
 if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the definitions above
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints)")
@@ -239,3 +266,4 @@ if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the d
         env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
         for kind, values in choices(agent, env).items():
             print_row(run_dir, steps, kind, values)
+

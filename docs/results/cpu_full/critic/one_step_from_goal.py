@@ -20,7 +20,6 @@ and how many of those had reached a state one step from the goal.
 
     python docs/results/cpu_full/critic/one_step_from_goal.py RUN_DIR_OR_CHECKPOINT [...]
 """
-import copy
 import sys
 from pathlib import Path
 
@@ -29,37 +28,13 @@ import torch
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.envs import GOAL_TYPES, STATE_KEYS
-from torchrl_glam.envs.transforms import STEP_STATE_KEYS
 from torchrl_glam.modules import SCORES_KEY
 from torchrl_glam.training.factories import agent_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import load_run_or_checkpoint, train_evaluation_episodes  # noqa: E402
+from object_choice import load_run_or_checkpoint, one_step_outcomes, train_evaluation_episodes  # noqa: E402
 
 torch.set_num_threads(1)
-
-
-def state_key(td, i):
-    return tuple(tuple(td[k][i].flatten().tolist()) for k in STEP_STATE_KEYS)
-
-
-@torch.no_grad()
-def one_step_outcomes(env, td):
-    """[B, A] booleans: the candidate reaches the goal at once / changes nothing (illegal: False)."""
-    saved = copy.deepcopy(env.state_dict())
-    num, num_actions = td["action_mask"].shape
-    wins = torch.zeros(num, num_actions, dtype=torch.bool)
-    no_op = torch.zeros_like(wins)
-    before = [state_key(td, i) for i in range(num)]
-    for a in range(num_actions):
-        env.load_state_dict(copy.deepcopy(saved))
-        # an illegal candidate is replaced by a legal one (every env has "Grasp") and not counted
-        action = torch.where(td["action_mask"][:, a], torch.tensor(a), torch.tensor(num_actions - 2))
-        out = env.step(td.clone().set("action", action))["next"]
-        wins[:, a] = td["action_mask"][:, a] & (out["reward"].reshape(-1) > 0)
-        no_op[:, a] = td["action_mask"][:, a] & torch.tensor([state_key(out, i) == before[i] for i in range(num)])
-    env.load_state_dict(saved)
-    return wins, no_op
 
 
 COLUMNS = ["states", "greedy_wins", "critic_wins", "p_win", "q_win", "q_greedy_else", "greedy_no_op",
