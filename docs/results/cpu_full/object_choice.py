@@ -247,6 +247,22 @@ def one_step_outcomes(env, td):
     return wins, no_op
 
 
+def train_on_labels(optimizers, loss_at, steps: int) -> None:
+    """``steps`` steps of every optimiser on ``loss_at(step)``, a regression on oracle labels (the
+    critic's probes: capacity_probe.py, contrast_probe.py), the loss on stderr every 100 steps."""
+    import sys
+
+    for step in range(1, steps + 1):
+        loss = loss_at(step)
+        for optimizer in optimizers:
+            optimizer.zero_grad()
+        loss.backward()
+        for optimizer in optimizers:
+            optimizer.step()
+        if step % 100 == 0:
+            print(f"step {step}: loss {loss.item():.4f}", file=sys.stderr, flush=True)
+
+
 if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the definitions above
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints)")

@@ -32,7 +32,7 @@ from torchrl_glam.training.sac import make_agent
 from torchrl_glam.training.sac_config import make_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import grasp_states  # noqa: E402  (the actor's probe draws the same goals)
+from object_choice import grasp_states, train_on_labels  # noqa: E402  (the actor's probe draws the same goals)
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=600)
@@ -77,16 +77,12 @@ def q_labelled(td):
 
 
 test, test_labels, test_supply = grasp_states(test_env, 2048, rng, catalogue)
-for step in range(1, args.steps + 1):
+def batch_loss(step):
     td, labels, _ = grasp_states(train_env, args.batch_size, rng, catalogue)
-    loss = (q_labelled(td) - (labels + (1 - labels) * args.negative_label)).pow(2).mean()
-    for optimizer in optimizers:
-        optimizer.zero_grad()
-    loss.backward()
-    for optimizer in optimizers:
-        optimizer.step()
-    if step % 100 == 0:
-        print(f"step {step}: loss {loss.item():.3f}", file=sys.stderr, flush=True)
+    return (q_labelled(td) - (labels + (1 - labels) * args.negative_label)).pow(2).mean()
+
+
+train_on_labels(optimizers, batch_loss, args.steps)
 
 with torch.no_grad():
     q = torch.cat([q_labelled(test[i:i + 256]).min(0).values for i in range(0, len(test), 256)])

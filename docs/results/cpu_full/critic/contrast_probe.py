@@ -31,7 +31,7 @@ from torchrl_glam.training.sac import make_agent
 from torchrl_glam.training.sac_config import make_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import load_run_or_checkpoint, one_step_outcomes  # noqa: E402
+from object_choice import load_run_or_checkpoint, one_step_outcomes, train_on_labels  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("run", help="a trained run (or checkpoint) whose sampled policy visits the states")
@@ -93,17 +93,12 @@ print("critic,run,run_steps,states,steps,llm_lr,no_op_label,q_win,q_no_op,win_ab
 print(f"run,{args.run},{run_steps},{len(test)},,,,{readout(run_agent)}", flush=True)
 
 
-for step in range(1, args.steps + 1):
+def batch_loss(step):
     index = torch.randint(len(train), (args.batch_size,))
     labelled = train_wins[index] | train_no_ops[index]
     target = torch.where(train_wins[index], 1.0, args.no_op_label)
-    loss = (q_values(train[index]) - target).pow(2)[:, labelled].mean()
-    for optimizer in optimizers:
-        optimizer.zero_grad()
-    loss.backward()
-    for optimizer in optimizers:
-        optimizer.step()
-    if step % 100 == 0:
-        print(f"step {step}: loss {loss.item():.4f}", file=sys.stderr, flush=True)
+    return (q_values(train[index]) - target).pow(2)[:, labelled].mean()
 
+
+train_on_labels(optimizers, batch_loss, args.steps)
 print(f"probe,{args.run},{run_steps},{len(test)},{args.steps},{args.llm_lr},{args.no_op_label},{readout(agent)}")
