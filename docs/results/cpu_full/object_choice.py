@@ -24,6 +24,7 @@ best-scored "Go to" alone (``grasp_first_step_go_to_only``: does the prior copy 
 """
 import argparse
 import copy
+import sys
 import tempfile
 from contextlib import contextmanager
 from functools import cache
@@ -250,8 +251,6 @@ def one_step_outcomes(env, td):
 def train_on_labels(optimizers, loss_at, steps: int) -> None:
     """``steps`` steps of every optimiser on ``loss_at(step)``, a regression on oracle labels (the
     critic's probes: capacity_probe.py, contrast_probe.py), the loss on stderr every 100 steps."""
-    import sys
-
     for step in range(1, steps + 1):
         loss = loss_at(step)
         for optimizer in optimizers:
@@ -282,4 +281,3 @@ if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the d
         env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
         for kind, values in choices(agent, env).items():
             print_row(run_dir, steps, kind, values)
-

@@ -77,6 +77,8 @@ def q_labelled(td):
 
 
 test, test_labels, test_supply = grasp_states(test_env, 2048, rng, catalogue)
+
+
 def batch_loss(step):
     td, labels, _ = grasp_states(train_env, args.batch_size, rng, catalogue)
     return (q_labelled(td) - (labels + (1 - labels) * args.negative_label)).pow(2).mean()

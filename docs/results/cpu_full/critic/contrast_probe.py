@@ -74,7 +74,8 @@ groups = agent.param_groups()
 optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.critic_lr), torch.optim.Adam(groups["llm"], lr=args.llm_lr)]
 
 
-def q_values(td, agent=agent):
+def q_values(agent, td):
+    """[heads, N, A]: ``agent``'s Q-values of compact states (their prompts rendered and scored)."""
     scored = score_states(agent.scorer, td, catalogue=agent.catalogue)
     return agent.q_values(TensorDict({k: scored[k] for k in agent.head_keys}, batch_size=td.batch_size))
 
@@ -83,7 +84,7 @@ def q_values(td, agent=agent):
 def readout(agent) -> str:
     """Mean Q of the winners and of the no-ops, and the share of test states whose best winner is
     above their best no-op, by the smaller head."""
-    q = torch.cat([q_values(test[i:i + 256], agent).min(0).values for i in range(0, len(test), 256)])
+    q = torch.cat([q_values(agent, test[i:i + 256]).min(0).values for i in range(0, len(test), 256)])
     best_win = q.masked_fill(~test_wins, float("-inf")).max(-1).values
     best_no_op = q.masked_fill(~test_no_ops, float("-inf")).max(-1).values
     return f"{q[test_wins].mean():.3f},{q[test_no_ops].mean():.3f},{(best_win > best_no_op).float().mean():.3f}"
@@ -97,7 +98,7 @@ def batch_loss(step):
     index = torch.randint(len(train), (args.batch_size,))
     labelled = train_wins[index] | train_no_ops[index]
     target = torch.where(train_wins[index], 1.0, args.no_op_label)
-    return (q_values(train[index]) - target).pow(2)[:, labelled].mean()
+    return (q_values(agent, train[index]) - target).pow(2)[:, labelled].mean()
 
 
 train_on_labels(optimizers, batch_loss, args.steps)
