@@ -39,7 +39,7 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
                                           ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
                                           ("ppo_her", 6 * 3), ("autotelic", 6 * 3),
-                                          ("cpu_full", 12 * 3)])
+                                          ("cpu_full", 13 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
@@ -89,6 +89,8 @@ def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
     actor_back = configs["sac_glam_her_criticllm3e-4"]  # session 13: the actor's rate back at the preset's
     assert {k for k in critic_rate if critic_rate[k] != actor_back[k]} == {"actor_lr"}
     assert actor_back["actor_lr"] == her["actor_lr"] == 1e-4
+    target_llm = configs["sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm"]  # session 14: the target LLM only
+    assert {k for k in critic_rate if critic_rate[k] != target_llm[k]} == {"target_llm"} and target_llm["target_llm"]
     shared = ["goals", "num_objects", "max_steps", "model", "gamma", "normalization", "total_steps",
               "eval_every", "eval_episodes", "eval_sets", "seed"]
     for ppo in ("ppo_glam", "ppo_glam_her"):
