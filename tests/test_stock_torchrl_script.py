@@ -1,6 +1,7 @@
 """The package's pieces in a stock TorchRL script, through public names only: a ``Collector``
 with the library's policy module on the environment, a ``ReplayBuffer`` that renders text at
 sampling time, the SAC-GLAM loss on a sampled batch, one optimiser step."""
+import pytest
 import torch
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, ReplayBuffer
@@ -11,12 +12,18 @@ from torchrl_glam.modules import make_policy, make_scorer
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 
 
-def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script():
+# The policy keeps no state between steps, so it needs no "is_init"; TorchRL 0.14 warns that from
+# 0.15 a Collector appends an InitTracker to every env that lacks one. Both choices work: False
+# (the README's snippet) keeps the data as it is, True is 0.15's default.
+@pytest.mark.filterwarnings("error::FutureWarning")
+@pytest.mark.parametrize("auto_register_policy_transforms", [False, True])
+def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(auto_register_policy_transforms):
     torch.manual_seed(0)
     env = PlaygroundTextEnv(num_envs=4, goals="simplified", text=False, seed=0)
     scorer = make_scorer(None)
     policy = make_policy(scorer, render=RenderText())
-    collector = Collector(env, policy, frames_per_batch=32, total_frames=64)
+    collector = Collector(env, policy, frames_per_batch=32, total_frames=64,
+                          auto_register_policy_transforms=auto_register_policy_transforms)
     replay = ReplayBuffer(storage=LazyTensorStorage(1_000), batch_size=16, transform=RenderText(next_state=True))
     for data in collector:
         assert "prompt" not in data.keys() and "action_scores" not in data.keys()  # integers only

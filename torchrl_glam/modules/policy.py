@@ -11,7 +11,10 @@ the candidates' scores), and is the ``policy`` of a stock TorchRL ``Collector``:
 
     policy = make_policy(make_scorer(None), render=RenderText())
     collector = Collector(PlaygroundTextEnv(num_envs=8, text=False), policy, frames_per_batch=64,
-                          total_frames=640)
+                          total_frames=640, auto_register_policy_transforms=False)
+
+(The policy keeps no state between steps, so it needs no InitTracker: ``False`` keeps TorchRL
+0.14's data and silences its warning that 0.15 appends one by default; ``True`` works as well.)
 
 Reads the compact state and "action_mask" (with ``render``; else "prompt", "actions",
 "action_mask"); writes "action" (and "sample_log_prob", "action_scores" with
