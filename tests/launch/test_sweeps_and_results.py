@@ -130,7 +130,7 @@ def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
     for run in load_sweep(SLURM / "sweeps" / "ppo_her.yaml", tmp_path):  # every variant is a valid config
         make_ppo_config(run.preset, run.overrides)
     assert launch_main(["--algorithm", "ppo_glam", "--seeds", "0", "--preset", "cpu_her", "--runs-root",
-                        str(tmp_path), "--dry-run", "her_loss=kl", "epochs=4"]) == 0
+                        str(tmp_path), "--dry-run", "ppo_loss=kl", "epochs=4"]) == 0
     assert "ppo_glam --preset cpu_her" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown config field"):
         launch_main(["--algorithm", "ppo_glam", "--dry-run", "n_step=3"])

@@ -8,10 +8,10 @@ from torchrl_glam.training.ppo_config import PPO_PRESETS, make_ppo_config, parse
 def test_ppo_glam_preset_is_table_1():
     cfg = make_ppo_config("ppo_glam")
     assert (cfg.num_envs, cfg.rollout_steps, cfg.transitions_per_update) == (32, 64, 2048)
-    assert (cfg.epochs, cfg.minibatch_size, cfg.entropy_coeff, cfg.value_coeff) == (16, 256, 0.01, 0.5)
+    assert (cfg.epochs, cfg.minibatch_size, cfg.entropy_coeff, cfg.critic_coeff) == (16, 256, 0.01, 0.5)
     assert (cfg.gamma, cfg.gae_lambda, cfg.lr, cfg.clip_epsilon, cfg.max_grad_norm) == (0.99, 0.99, 1e-4, 0.2, 0.5)
     assert (cfg.model, cfg.lora_rank, cfg.quantization, cfg.device) == ("google/flan-t5-base", 16, "4bit", "cuda")
-    assert (cfg.goals, cfg.her, cfg.her_loss) == ("train", False, "clip")
+    assert (cfg.goals, cfg.her, cfg.ppo_loss) == ("train", False, "clip")
     sac = make_config("sac_glam")  # the same model as the SAC-GLAM run it is compared with
     assert (cfg.model, cfg.lora_rank, cfg.quantization, cfg.normalization) == (
         sac.model, sac.lora_rank, sac.quantization, sac.normalization)
@@ -26,13 +26,13 @@ def test_cpu_preset_follows_the_sac_cpu_preset():
     assert ppo.model == "offline:tiny-t5-pretrained" and ppo.goals == "simplified" and not ppo.her
     assert ppo.transitions_per_update == 2048 and ppo.epochs == 16  # Table 1's schedule
     her = make_ppo_config("cpu_her")
-    assert (her.her, her.her_loss, her.her_filter, her.her_centred) == (True, "clip", "aligned", False)
+    assert (her.her, her.ppo_loss, her.her_filter, her.her_centred) == (True, "clip", "aligned", False)
 
 
 def test_overrides_are_typed_by_the_ppo_fields():
-    overrides = parse_ppo_overrides(["her=true", "her_loss=kl", "kl_target=none", "max_grad_norm=none",
+    overrides = parse_ppo_overrides(["her=true", "ppo_loss=kl", "kl_target=none", "max_grad_norm=none",
                                      "epochs=4", "lr=3e-4"])
-    assert overrides == {"her": True, "her_loss": "kl", "kl_target": None, "max_grad_norm": None,
+    assert overrides == {"her": True, "ppo_loss": "kl", "kl_target": None, "max_grad_norm": None,
                          "epochs": 4, "lr": 3e-4}
     assert make_ppo_config("cpu", overrides).epochs == 4
     with pytest.raises(ValueError, match="unknown config field.*epochs"):
@@ -43,8 +43,8 @@ def test_overrides_are_typed_by_the_ppo_fields():
 
 @pytest.mark.parametrize(
     "changes, field",
-    [({"her_loss": "ppo"}, "her_loss"), ({"her_filter": "all"}, "her_filter"),
-     ({"her_loss": "kl", "her_centred": True}, "her_centred"), ({"minibatch_size": 4096}, "minibatch_size"),
+    [({"ppo_loss": "ppo"}, "ppo_loss"), ({"her_filter": "all"}, "her_filter"),
+     ({"ppo_loss": "kl", "her_centred": True}, "her_centred"), ({"minibatch_size": 4096}, "minibatch_size"),
      ({"clip_epsilon": 0.0}, "clip_epsilon"), ({"her_ratio": 1.0}, "her_ratio"), ({"kl_target": -1.0}, "kl_target"),
      ({"gae_lambda": 1.5}, "gae_lambda"), ({"goals": "test"}, "goals"), ({"epochs": 0}, "epochs")],
 )

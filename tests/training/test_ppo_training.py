@@ -68,7 +68,7 @@ def independent_log_prob(agent, batch, goal_ids):
 @pytest.mark.parametrize("loss", ["clip", "kl"])
 def test_her_first_epoch_ratio_is_relabeled_over_original_goal(monkeypatch, loss):
     """App. G: r = pi_theta(a | s, g') / pi_old(a | s, g), g' relabeled and g the collected goal."""
-    cfg = make_ppo_config("smoke", {"her": True, "her_loss": loss, "her_ratio": 0.9})
+    cfg = make_ppo_config("smoke", {"her": True, "ppo_loss": loss, "her_ratio": 0.9})
     torch.manual_seed(0)
     agent = make_ppo_agent(cfg)
     rollout = collect(agent, cfg)
@@ -117,7 +117,7 @@ def _losses(run):
     return [row for name in ("loss_objective", "loss_critic", "ratio/first_epoch") for row in _scalar(run, name)]
 
 
-@pytest.mark.parametrize("variant", [[], ["her=true", "her_loss=kl"]])
+@pytest.mark.parametrize("variant", [[], ["her=true", "ppo_loss=kl"]])
 def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path, variant):
     # checkpoints at 96 steps fall mid-rollout (rollouts of 8 x 16 = 128): the partial rollout resumes
     common = [*variant, "log_every=32", "eval_every=96", "checkpoint_every=96"]
