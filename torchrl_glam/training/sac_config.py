@@ -250,6 +250,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 # where num_updates=2 does (0.29 +- 0.04 against 0.30 +- 0.06 greedy at 100k, 3 seeds) at twice
 # the CPU time, so the preset keeps 2. Session 13: dueling critic heads (critic_dueling) with
 # critic_llm_lr=3e-4 ended there too (0.30 +- 0.03, 3 seeds), so the preset keeps the plain heads.
+# Session 14: a target LLM at those rates (actor 3e-5) did not collapse, but ended there as well
+# (0.32 +- 0.01, 3 seeds) at one more forward per update, so the preset keeps target_llm off.
 # What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
 # sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
 # paper's measure), held-out goals, and "train"'s episodes with the sampled policy.
