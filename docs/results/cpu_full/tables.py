@@ -1,5 +1,5 @@
 """The README's tables, from the committed runs (``runs/<variant>/seed<k>/evaluations.jsonl``, or
-``critic/runs/...`` for the variants of sessions 10-14).
+``critic/runs/...`` for the variants of sessions 10-15).
 
     python docs/results/cpu_full/tables.py            # markdown on stdout; margin.csv beside it
 
@@ -30,14 +30,17 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
             "sac_glam_actorlr3e-5_criticllm3e-4": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_updates4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, num_updates 4",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, dueling critic",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM"}
+            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM",
+            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success":
+                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, immediate-success head"}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
 HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4",
                 # no SAC-GLAM ran with the dueling heads or the target LLM: their baseline is SAC-GLAM
                 # at the same rates
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4"}
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4",
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 
 

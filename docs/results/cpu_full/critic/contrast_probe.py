@@ -12,7 +12,9 @@ winner being still there at the next step). Both heads are regressed on them, th
 ``--llm-lr`` (the runs' critic_llm_lr) and the heads at the preset's critic_lr, on the states of
 one environment seed; printed on the states of another: the smaller head's mean Q of the winners
 and of the no-ops, and the share of states where its best winner is above its best no-op. The
-first row reads the run's own critic (trained by SAC) on the same states.
+first row reads the run's own critic (trained by SAC) on the same states; when the run has an
+immediate-success head (``success_loss_coef > 0``), a row ``success_head`` reads its P(success)
+the same way (its label is this contrast, from the replay's own reward: 1 and 0).
 
     python docs/results/cpu_full/critic/contrast_probe.py RUN [--steps 600] [--llm-lr 3e-4] [--no-op-label 0.9]
 """
@@ -26,6 +28,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.envs import STATE_KEYS
 from torchrl_glam.objectives.common import score_states
+from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY
 from torchrl_glam.training.factories import agent_policy, make_env
 from torchrl_glam.training.sac import make_agent
 from torchrl_glam.training.sac_config import make_config
@@ -74,17 +77,31 @@ groups = agent.param_groups()
 optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.critic_lr), torch.optim.Adam(groups["llm"], lr=args.llm_lr)]
 
 
-def q_values(agent, td):
-    """[heads, N, A]: ``agent``'s Q-values of compact states (their prompts rendered and scored)."""
+def scored_states(agent, td) -> TensorDict:
+    """The head inputs of compact states (their prompts rendered and scored by ``agent``'s LLM)."""
     scored = score_states(agent.scorer, td, catalogue=agent.catalogue)
-    return agent.q_values(TensorDict({k: scored[k] for k in agent.head_keys}, batch_size=td.batch_size))
+    return TensorDict({k: scored[k] for k in agent.head_keys}, batch_size=td.batch_size)
+
+
+def q_values(agent, td):
+    """[heads, N, A]: ``agent``'s Q-values of compact states."""
+    return agent.q_values(scored_states(agent, td))
+
+
+def smaller_q(agent, td):
+    return q_values(agent, td).min(0).values
+
+
+def p_success(agent, td):
+    """[N, A]: the immediate-success head's P(the candidate reaches the goal at once)."""
+    return agent.success_head(scored_states(agent, td).select(*agent.success_head.in_keys))[SUCCESS_LOGIT_KEY].sigmoid()
 
 
 @torch.no_grad()
-def readout(agent) -> str:
-    """Mean Q of the winners and of the no-ops, and the share of test states whose best winner is
-    above their best no-op, by the smaller head."""
-    q = torch.cat([q_values(agent, test[i:i + 256]).min(0).values for i in range(0, len(test), 256)])
+def readout(agent, values=smaller_q) -> str:
+    """Mean value of the winners and of the no-ops, and the share of test states whose best winner
+    is above their best no-op (by default the smaller Q-head's)."""
+    q = torch.cat([values(agent, test[i:i + 256]) for i in range(0, len(test), 256)])
     best_win = q.masked_fill(~test_wins, float("-inf")).max(-1).values
     best_no_op = q.masked_fill(~test_no_ops, float("-inf")).max(-1).values
     return f"{q[test_wins].mean():.3f},{q[test_no_ops].mean():.3f},{(best_win > best_no_op).float().mean():.3f}"
@@ -92,6 +109,8 @@ def readout(agent) -> str:
 
 print("critic,run,run_steps,states,steps,llm_lr,no_op_label,q_win,q_no_op,win_above_no_op")
 print(f"run,{args.run},{run_steps},{len(test)},,,,{readout(run_agent)}", flush=True)
+if run_agent.success_head is not None:
+    print(f"success_head,{args.run},{run_steps},{len(test)},,,,{readout(run_agent, p_success)}", flush=True)
 
 
 def batch_loss(step):
