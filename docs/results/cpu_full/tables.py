@@ -11,7 +11,10 @@
    SAC-GLAM+HER variant (the grid's, actor_lr 3e-5, and that with critic_llm_lr 3e-4), each against
    SAC-GLAM at its own learning rate, in the column ``sac_glam_variant``, when those runs exist).
    PPO-GLAM evaluates at the end of its rollouts (5,024 steps and so on), so evaluations are
-   paired by their rank.
+   paired by their rank;
+4. collapses: per seed, the evaluations at which the sampled policy (``train_sampled``) is back
+   below ``COLLAPSE_BELOW`` (the random policy: 0.072) after it had reached ``LEARNT_AT`` at an
+   earlier one, in thousands of steps.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_gla
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
+COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
 
 
 def load(variant: str) -> dict[str, dict[str, list[dict]]]:
@@ -58,6 +62,16 @@ def cell(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]:.2f}"
     return f"{np.mean(values):.2f} ± {np.std(values):.2f} ({', '.join(f'{v:.2f}' for v in values)})"
+
+
+def collapses(evaluations: list[dict]) -> list[int]:
+    """The steps (in thousands) of the evaluations below COLLAPSE_BELOW after one at LEARNT_AT."""
+    learnt, fallen = False, []
+    for e in evaluations:
+        if learnt and e["success"] < COLLAPSE_BELOW:
+            fallen.append(round(e["env_steps"] / 1000))
+        learnt |= e["success"] >= LEARNT_AT
+    return fallen
 
 
 def main() -> None:
@@ -78,6 +92,14 @@ def main() -> None:
             cells.append(f"{greedy:.2f} / {sampled:.2f}")
         print(f"| {VARIANTS[v]} | " + " | ".join(cells) + " |")
     print(RANDOM_PER_TYPE)
+    print()
+    print(f"| variant | collapses: evaluations (k steps) with sampled success < {COLLAPSE_BELOW} after one >= {LEARNT_AT}, "
+          "per seed | in all |")
+    print("|---|---|---|")
+    for v, runs in data.items():
+        per_seed = [collapses(r["train_sampled"]) for r in runs.values()]
+        cells = "; ".join(f"{name[4:]}: {', '.join(str(k) for k in c) or '-'}" for name, c in zip(runs, per_seed))
+        print(f"| {VARIANTS[v]} | {cells} | {sum(map(len, per_seed))} |")
     print()
 
     rows = []
