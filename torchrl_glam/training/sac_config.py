@@ -54,6 +54,8 @@ class SACGLAMConfig(GLAMConfig):
     # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
     # the critic's loss with this weight (objectives/sac_glam.py). Not in the paper; for the
     # critic's missed "Grasp on the goal's object" (docs/results/cpu_full/critic/). 0: no head.
+    # At 1 its gradient into the shared LLM swung the policy to Grasp-everywhere collapses (README
+    # "Session 15"), even at the rates where no other setting collapsed.
     success_loss_coef: float = 0.0
     alpha_init: float = 0.005
     target_entropy: float = 0.0
@@ -252,6 +254,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 # critic_llm_lr=3e-4 ended there too (0.30 +- 0.03, 3 seeds), so the preset keeps the plain heads.
 # Session 14: a target LLM at those rates (actor 3e-5) did not collapse, but ended there as well
 # (0.32 +- 0.01, 3 seeds) at one more forward per update, so the preset keeps target_llm off.
+# Session 15: the immediate-success head (success_loss_coef=1) beside the target LLM brought the
+# collapses back (10 evaluations near random after learning, 3 seeds; 0.20 +- 0.14 at 100k), so
+# the preset keeps it off.
 # What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
 # sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
 # paper's measure), held-out goals, and "train"'s episodes with the sampled policy.
