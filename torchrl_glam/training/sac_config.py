@@ -54,8 +54,8 @@ class SACGLAMConfig(GLAMConfig):
     # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
     # the critic's loss with this weight (objectives/sac_glam.py). Not in the paper; for the
     # critic's missed "Grasp on the goal's object" (docs/results/cpu_full/critic/). 0: no head.
-    # At 1 its gradient into the shared LLM swung the policy to Grasp-everywhere collapses (README
-    # "Session 15"), even at the rates where no other setting collapsed.
+    # At 1 the runs collapsed to Grasp again, at rates where no other setting did (README "Session
+    # 15"; its gradient into the LLM the actor shares is the likely cause, not tested).
     success_loss_coef: float = 0.0
     alpha_init: float = 0.005
     target_entropy: float = 0.0

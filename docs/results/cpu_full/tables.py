@@ -13,7 +13,7 @@
    PPO-GLAM evaluates at the end of its rollouts (5,024 steps and so on), so evaluations are
    paired by their rank;
 4. collapses: per seed, the evaluations at which the sampled policy (``train_sampled``) is back
-   below ``COLLAPSE_BELOW`` (the random policy: 0.072) after it had reached ``LEARNT_AT`` at an
+   below ``COLLAPSE_BELOW`` (the random policy's is 0.072) after it had reached ``LEARNT_AT`` at an
    earlier one, in thousands of steps.
 """
 from __future__ import annotations
