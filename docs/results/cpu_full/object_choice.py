@@ -33,11 +33,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, STATE_KEYS
 from torchrl_glam.envs.rules import feeds
 from torchrl_glam.envs.transforms import STEP_STATE_KEYS
 from torchrl_glam.envs.vocabulary import SUPPLIES
-from torchrl_glam.training.factories import act, make_env, make_eval_envs
+from torchrl_glam.modules import SCORES_KEY
+from torchrl_glam.training.factories import act, agent_policy, make_env, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent
 
 EPISODES = 1024  # the run's own evaluation episodes are 128 (32 per goal type): more, for a tighter share
@@ -228,6 +231,16 @@ def state_key(td, i):
 
 
 @torch.no_grad()
+@torch.no_grad()
+def greedy_choice(agent, td):
+    """The actor's mode [B] in an environment tensordict, and its probabilities [B, A] over the
+    legal candidates (critic/one_step_from_goal.py, critic/greedy_actions.py); ``act`` keeps only
+    the action."""
+    with set_exploration_type(ExplorationType.DETERMINISTIC):
+        out = agent_policy(agent, return_log_prob=True)(td.select(*STATE_KEYS, "action_mask"))
+    return out["action"], out[SCORES_KEY].masked_fill(~td["action_mask"], float("-inf")).softmax(-1)
+
+
 def one_step_outcomes(env, td):
     """[B, A] booleans: the candidate reaches the goal at once / changes nothing (illegal: False),
     each candidate tried in a copy of ``env`` (``state_dict`` / ``load_state_dict``), which is left

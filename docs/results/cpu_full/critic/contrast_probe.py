@@ -27,7 +27,6 @@ from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.envs import STATE_KEYS
-from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY
 from torchrl_glam.training.factories import agent_policy, make_env
 from torchrl_glam.training.sac import make_agent
@@ -77,28 +76,24 @@ groups = agent.param_groups()
 optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.critic_lr), torch.optim.Adam(groups["llm"], lr=args.llm_lr)]
 
 
-def scored_states(agent, td) -> TensorDict:
-    """The head inputs of compact states (their prompts rendered and scored by ``agent``'s LLM)."""
-    scored = score_states(agent.scorer, td, catalogue=agent.catalogue)
+def head_inputs(agent, td) -> TensorDict:
+    """The heads' inputs for compact states (their prompts rendered and scored by ``agent``'s LLM)."""
+    scored = agent.score(td)
     return TensorDict({k: scored[k] for k in agent.head_keys}, batch_size=td.batch_size)
 
 
 def q_values(agent, td):
     """[heads, N, A]: ``agent``'s Q-values of compact states."""
-    return agent.q_values(scored_states(agent, td))
-
-
-def smaller_q(agent, td):
-    return q_values(agent, td).min(0).values
+    return agent.q_values(head_inputs(agent, td))
 
 
 def p_success(agent, td):
     """[N, A]: the immediate-success head's P(the candidate reaches the goal at once)."""
-    return agent.success_head(scored_states(agent, td).select(*agent.success_head.in_keys))[SUCCESS_LOGIT_KEY].sigmoid()
+    return agent.success_head(head_inputs(agent, td).select(*agent.success_head.in_keys))[SUCCESS_LOGIT_KEY].sigmoid()
 
 
 @torch.no_grad()
-def readout(agent, values=smaller_q) -> str:
+def readout(agent, values=lambda agent, td: agent.min_q_values(td)) -> str:
     """Mean value of the winners and of the no-ops, and the share of test states whose best winner
     is above their best no-op (by default the smaller Q-head's)."""
     q = torch.cat([values(agent, test[i:i + 256]) for i in range(0, len(test), 256)])

@@ -10,14 +10,8 @@ import sys
 from pathlib import Path
 
 import torch
-from torchrl.envs.utils import ExplorationType, set_exploration_type
-
-from torchrl_glam.envs import STATE_KEYS
-from torchrl_glam.modules import SCORES_KEY
-from torchrl_glam.training.factories import agent_policy
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import load_run_or_checkpoint, train_evaluation_episodes  # noqa: E402
+from object_choice import greedy_choice, load_run_or_checkpoint, train_evaluation_episodes  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("runs", nargs="+", help="run directories or checkpoint files")
@@ -29,14 +23,10 @@ print("run,env_steps,step,episodes,go_to,grasp,release,p_chosen")
 for run in args.runs:
     cfg, agent, steps = load_run_or_checkpoint(run)
     env, td, _ = train_evaluation_episodes(cfg)
-    policy = agent_policy(agent, return_log_prob=True)
     grasp = td["action_mask"].shape[-1] - 2  # the candidates: "Go to" each object, "Grasp", "Release"
     live = torch.ones(env.num_envs, dtype=torch.bool)
     for t in range(args.steps):
-        with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
-            out = policy(td.select(*STATE_KEYS, "action_mask"))
-        action = out["action"]
-        probs = out[SCORES_KEY].masked_fill(~td["action_mask"], float("-inf")).softmax(-1)
+        action, probs = greedy_choice(agent, td)
         chosen = probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)[live]
         a = action[live]
         print(f"{run},{steps},{t},{int(live.sum())},{int((a < grasp).sum())},{int((a == grasp).sum())},"

@@ -25,14 +25,10 @@ from pathlib import Path
 
 import torch
 
-from torchrl.envs.utils import ExplorationType, set_exploration_type
-
-from torchrl_glam.envs import GOAL_TYPES, STATE_KEYS
-from torchrl_glam.modules import SCORES_KEY
-from torchrl_glam.training.factories import agent_policy
+from torchrl_glam.envs import GOAL_TYPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import load_run_or_checkpoint, one_step_outcomes, train_evaluation_episodes  # noqa: E402
+from object_choice import greedy_choice, load_run_or_checkpoint, one_step_outcomes, train_evaluation_episodes  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -44,16 +40,12 @@ for run in sys.argv[1:]:
     cfg, agent, steps = load_run_or_checkpoint(run)
     env, td, goal_type = train_evaluation_episodes(cfg)
     num = env.num_envs
-    policy = agent_policy(agent, return_log_prob=True)
     rows = []  # one per (live env, step) one step from the goal
     ended, success, reached = (torch.zeros(num, dtype=torch.bool) for _ in range(3))
     for _ in range(env.max_steps):
         wins, no_op = one_step_outcomes(env, td)
-        with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
-            out = policy(td.select(*STATE_KEYS, "action_mask"))
-        probs = out[SCORES_KEY].masked_fill(~td["action_mask"], float("-inf")).softmax(-1)
+        greedy, probs = greedy_choice(agent, td)
         q = agent.min_q_values(td).masked_fill(~td["action_mask"], float("-inf"))
-        greedy = out["action"]
         for i in range(num):
             if ended[i] or not wins[i].any():
                 continue
