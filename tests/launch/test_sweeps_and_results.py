@@ -39,7 +39,7 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
                                           ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
                                           ("ppo_her", 6 * 3), ("autotelic", 6 * 3),
-                                          ("cpu_full", 14 * 3)])
+                                          ("cpu_full", 15 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
@@ -91,6 +91,8 @@ def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
     assert actor_back["actor_lr"] == her["actor_lr"] == 1e-4
     target_llm = configs["sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm"]  # session 14: the target LLM only
     assert {k for k in critic_rate if critic_rate[k] != target_llm[k]} == {"target_llm"} and target_llm["target_llm"]
+    one_step = configs["sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1"]  # session 16: one-step targets only
+    assert {k for k in target_llm if target_llm[k] != one_step[k]} == {"n_step"} and one_step["n_step"] == 1
     shared = ["goals", "num_objects", "max_steps", "model", "gamma", "normalization", "total_steps",
               "eval_every", "eval_episodes", "eval_sets", "seed"]
     for ppo in ("ppo_glam", "ppo_glam_her"):
