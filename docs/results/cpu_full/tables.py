@@ -35,7 +35,9 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
             "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, dueling critic",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success":
-                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, immediate-success head"}
+                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, immediate-success head",
+            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1":
+                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, n_step 1"}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
 HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4",
@@ -43,7 +45,8 @@ HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_gla
                 # at the same rates
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4"}
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4",
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
 
