@@ -14,7 +14,9 @@
    paired by their rank;
 4. collapses: per seed, the evaluations at which the sampled policy (``train_sampled``) is back
    below ``COLLAPSE_BELOW`` (the random policy's is 0.072) after it had reached ``LEARNT_AT`` at an
-   earlier one, in thousands of steps.
+   earlier one, in thousands of steps;
+5. when PPO-GLAM+HER ran: the evaluations at which it is above (or below) PPO-GLAM by more than the
+   seeds' spread (App. G asks whether HER helps PPO; both evaluate at the same steps).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ HERE = Path(__file__).parent
 SETS = ["train", "train_distribution", "held_out", "train_sampled"]
 TYPES = ["grasp", "grow", "grow-then-grasp", "grow-then-grow"]
 VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": "PPO-GLAM",
+            "ppo_glam_her": "PPO-GLAM+HER (App. G: clipped loss, aligned goals)",
             "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5", "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5",
             "sac_glam_her_actorlr3e-5_criticllm3e-4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4",
             "sac_glam_actorlr3e-5_criticllm3e-4": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4",
@@ -132,6 +135,14 @@ def main() -> None:
             behind = [r["env_steps"] for r in rows
                       if r["her_variant"] == her_variant and r["set"] == s and not r["ahead_by_more_than_spread"]]
             print(f"{VARIANTS[her_variant]}, {s}: mean - std is not above both baselines' mean + std at steps {behind}")
+    if "ppo_glam_her" in data:  # App. G's question (5. in the docstring)
+        for s, curve in curves.items():
+            steps = [e["env_steps"] for e in next(iter(data["ppo_glam_her"].values()))[s]]
+            her, plain = curve["ppo_glam_her"], curve["ppo_glam"][:, :len(steps)]  # [:, ...]: a run still going
+            gap = her.mean(0) - plain.mean(0), her.std(0) + plain.std(0)
+            above = [k for k, d, spread in zip(steps, *gap) if d > spread]
+            below = [k for k, d, spread in zip(steps, *gap) if d < -spread]
+            print(f"PPO-GLAM+HER against PPO-GLAM, {s}: above by more than the spread at {above}; below at {below}")
 
 
 if __name__ == "__main__":
