@@ -70,6 +70,12 @@ def cell(values: list[float]) -> str:
     return f"{np.mean(values):.2f} ± {np.std(values):.2f} ({', '.join(f'{v:.2f}' for v in values)})"
 
 
+def above_by_spread(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per evaluation (column; seeds in rows): whether a's mean minus its std is above b's mean plus
+    its std, the issue's "ahead by more than the seeds' spread"."""
+    return a.mean(0) - a.std(0) > b.mean(0) + b.std(0)
+
+
 def collapses(evaluations: list[dict]) -> list[int]:
     """The steps (in thousands) of the evaluations below COLLAPSE_BELOW after one at LEARNT_AT."""
     learnt, fallen = False, []
@@ -116,15 +122,16 @@ def main() -> None:
         for s, curve in curves.items():
             steps = [e["env_steps"] for e in next(iter(data[her_variant].values()))[s]]
             her = curve[her_variant]
+            # [:, :len(steps)]: the HER variant's runs may still be going
+            baselines = {name: curve[v][:, :len(steps)]
+                         for name, v in (("sac_glam", sac_baseline), ("ppo_glam", "ppo_glam"))}
+            ahead = np.logical_and.reduce([above_by_spread(her, base) for base in baselines.values()])
             for i, step in enumerate(steps):
                 row = {"her_variant": her_variant, "sac_glam_variant": sac_baseline, "set": s, "env_steps": step,
                        "her_mean": her[:, i].mean(), "her_std": her[:, i].std()}
-                ahead = True
-                for name, v in (("sac_glam", sac_baseline), ("ppo_glam", "ppo_glam")):
-                    base = curve[v][:, i]
-                    row[f"{name}_mean"], row[f"{name}_std"] = base.mean(), base.std()
-                    ahead &= her[:, i].mean() - her[:, i].std() > base.mean() + base.std()
-                row["ahead_by_more_than_spread"] = bool(ahead)
+                for name, base in baselines.items():
+                    row[f"{name}_mean"], row[f"{name}_std"] = base[:, i].mean(), base[:, i].std()
+                row["ahead_by_more_than_spread"] = bool(ahead[i])
                 rows.append(row)
     with open(HERE / "margin.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -138,10 +145,9 @@ def main() -> None:
     if "ppo_glam_her" in data:  # App. G's question (5. in the docstring)
         for s, curve in curves.items():
             steps = [e["env_steps"] for e in next(iter(data["ppo_glam_her"].values()))[s]]
-            her, plain = curve["ppo_glam_her"], curve["ppo_glam"][:, :len(steps)]  # [:, ...]: a run still going
-            gap = her.mean(0) - plain.mean(0), her.std(0) + plain.std(0)
-            above = [k for k, d, spread in zip(steps, *gap) if d > spread]
-            below = [k for k, d, spread in zip(steps, *gap) if d < -spread]
+            her, plain = curve["ppo_glam_her"], curve["ppo_glam"][:, :len(steps)]  # as in the margin above
+            above = [k for k, yes in zip(steps, above_by_spread(her, plain)) if yes]
+            below = [k for k, yes in zip(steps, above_by_spread(plain, her)) if yes]
             print(f"PPO-GLAM+HER against PPO-GLAM, {s}: above by more than the spread at {above}; below at {below}")
 
 
