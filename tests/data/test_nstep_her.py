@@ -4,7 +4,8 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.data.her import HindsightRelabel, relabel_episodes, relabel_negatives, scene_goals
+from torchrl_glam.data.her import (HindsightRelabel, hindsight_steps, relabel_episodes, relabel_negatives, scene_goals,
+                                   unachieved_goals)
 from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
 from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv
 
@@ -196,7 +197,7 @@ def test_negatives_relabel_with_goals_reported_elsewhere_in_the_batch_and_never_
         HindsightRelabel(negatives_per_episode=-1)
 
 
-@pytest.mark.parametrize("source", ["reported", "scene"])
+@pytest.mark.parametrize("source", ["reported", "scene", "twins"])
 def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environment(source):
     """Each negative, replayed with its actions in its scene and its goal as the episode's goal,
     gives reward 0 at every step and never terminates: the copy is the episode the agent would
@@ -204,9 +205,13 @@ def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environmen
     env, episodes = random_play_episodes("train", steps=40)
     if source == "reported":
         negatives = relabel_negatives(episodes, per_episode=3, generator=torch.Generator().manual_seed(1))
-    else:
+    elif source == "scene":
         transform = HindsightRelabel(negatives_per_episode=3, seed=1, negatives_from="scene",
                                      goal_ids=env.catalogue.goal_set("train"))
+        out = transform(episodes)
+        negatives = out[len(episodes):][out[len(episodes):]["next", "reward"].sum(-1) == 0]
+    if source == "twins":
+        transform = HindsightRelabel(seed=1, twins=True, goal_ids=env.catalogue.goal_set("train"))
         out = transform(episodes)
         negatives = out[len(episodes):][out[len(episodes):]["next", "reward"].sum(-1) == 0]
     assert len(negatives) > 16
@@ -263,3 +268,37 @@ def test_scene_negatives_name_the_episodes_objects_and_draw_goal_types_equally_o
     assert (types / types.sum() - 0.25).abs().max() < 0.06, types
     with pytest.raises(ValueError, match="negatives_from='scenes'"):
         HindsightRelabel(negatives_per_episode=1, negatives_from="scenes", goal_ids=train)
+
+
+def test_twins_fail_at_each_hindsight_success_with_another_goal_of_its_type():
+    """Every relabeled success gets one twin: the same steps, ending at the same step with a
+    truncation and reward 0, under a goal of the same type that names the scene's objects and was
+    never achieved in the episode. So a grasp goal gets as many failed grasps as successful ones."""
+    env, episodes = random_play_episodes("train", steps=40)
+    train = env.catalogue.goal_set("train")
+    plain = HindsightRelabel(seed=0, goal_ids=train)(episodes)[len(episodes):]
+    out = HindsightRelabel(seed=0, twins=True, goal_ids=train)(episodes)[len(episodes):]
+    successes, twins = out[: len(plain)], out[len(plain):]
+    assert (successes["goal_id"] == plain["goal_id"]).all()  # the successes are HER's, unchanged
+    assert (twins["next", "reward"] == 0).all() and not twins["next", "terminated"].any()
+    catalogue_type = torch.from_numpy(env.catalogue.goal_type)
+    # pair each twin with its success: same episode (actions, scene), same end, same goal type
+    key = lambda td: [(tuple(a), tuple(o), int(m), int(catalogue_type[g]))  # noqa: E731
+                      for a, o, m, g in zip(td["action"].tolist(), td["objects"][:, 0].tolist(),
+                                            td["mask"].sum(-1).tolist(), td["goal_id"][:, 0].tolist())]
+    # a success whose scene has no unachieved goal of its type left (grow goals can run out) has none
+    pool = torch.from_numpy(train).unique()
+    e, _, goals = hindsight_steps(episodes)
+    candidates = unachieved_goals(episodes, pool, scene_goals(episodes["objects"][:, 0], pool))[e]
+    has_twin = (candidates & (catalogue_type[pool] == catalogue_type[goals].unsqueeze(1))).any(1)
+    assert 0.5 < has_twin.float().mean() < 1
+    assert sorted(key(twins)) == sorted(key(successes[has_twin]))
+    last = twins["mask"].sum(-1) - 1
+    assert twins["next", "truncated"][torch.arange(len(twins)), last].all()
+    assert scene_goals(twins["objects"][:, 0], twins["goal_id"][:, 0]).diagonal().all()
+    grasp = GOAL_TYPES.index("grasp")
+    assert (catalogue_type[twins["goal_id"][:, 0]] == grasp).sum() > 0
+    out_nstep = nstep_transitions(twins, n=3, gamma=0.5)
+    assert (out_nstep["next", "reward"] == 0).all() and not out_nstep["next", "done"].any()
+    with pytest.raises(ValueError, match="twins=True"):
+        HindsightRelabel(twins=True)

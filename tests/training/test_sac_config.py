@@ -41,7 +41,7 @@ def test_bad_overrides_name_the_field(pairs, message):
     "changes, field",
     [({"goals": "test"}, "goals"), ({"gamma": 1.5}, "gamma"), ({"batch_strategy": "best"}, "batch_strategy"),
      ({"buffer_capacity": 10}, "buffer_capacity"), ({"n_step": 0}, "n_step"),
-     ({"her_negatives_from": "scenes"}, "her_negatives_from")],
+     ({"her_negatives_from": "scenes"}, "her_negatives_from"), ({"her": False, "her_twins": True}, "her_twins")],
 )
 def test_bad_values_fail_before_training_naming_the_field(changes, field):
     with pytest.raises(ValueError, match=f"bad config value {field}="):

@@ -20,7 +20,9 @@ it then sees almost no failure, and over-values it (docs/results/cpu_full/README
 :func:`relabel_negatives` adds such failures, with goals the social partner has reported before
 (in any episode), the "random" goals of HER (Andrychowicz et al. 2017, §4.5), or with goals that
 name only the episode's own objects (:func:`scene_goals`): the failures that tell apart the actions
-of one scene, each goal type drawn equally often.
+of one scene, each goal type drawn equally often. :func:`relabel_twins` puts one such failure
+beside every hindsight success, at the same steps: as many failed grasps under grasp goals as
+successful ones.
 """
 from __future__ import annotations
 
@@ -45,6 +47,56 @@ def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor
     return ids, reported & episodes["mask"].unsqueeze(-1)
 
 
+def hindsight_steps(
+    episodes: TensorDictBase,
+    max_per_episode: int | None = None,
+    generator: torch.Generator | None = None,
+    keep_goal: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(episode ``e``, step ``t``, goal) [M] each: the goals HER relabels a padded episode batch
+    [E, T] with, and where they were reported (arguments as :func:`relabel_episodes`)."""
+    ids, reported = reported_goals(episodes)  # [E, T, K]
+    valid = reported & (ids != episodes["goal_id"][:, :1, None])  # not the episode's own goal
+    e, t, k = valid.nonzero(as_tuple=True)
+    if keep_goal is not None and len(e):
+        keep = keep_goal(episodes["goal_id"][e, 0], ids[e, t, k])
+        e, t, k = e[keep], t[keep], k[keep]
+    if max_per_episode is not None and len(e):
+        # a random subset of at most max_per_episode (e, t, k) triples per episode
+        keys = torch.rand(len(e), generator=generator) + e.float() * 2  # random order within episode
+        order = torch.argsort(keys)
+        e, t, k = e[order], t[order], k[order]
+        rank = torch.arange(len(e)) - torch.searchsorted(e, e, right=False)
+        keep = rank < max_per_episode
+        e, t, k = e[keep], t[keep], k[keep]
+    return e, t, ids[e, t, k]
+
+
+def _sections(episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals: torch.Tensor,
+              success: bool) -> TensorDictBase:
+    """Copies of episode ``e`` up to step ``t`` with goal ``goals``, marked relabeled: a success
+    (reward 1 and a terminal at ``t``) or a failure (reward 0, a truncation at ``t``: with that
+    goal the episode would have gone on, so its n-step returns bootstrap there)."""
+    T = episodes.shape[1]
+    sections = episodes[e].clone()
+    if not len(e):
+        return sections
+    steps = torch.arange(T).expand(len(e), T)
+    end = t.unsqueeze(-1)
+    at_end = steps == end
+    sections["goal_id"] = goals.unsqueeze(-1).expand(len(e), T).clone()
+    sections["mask"] = steps <= end
+    sections["next", "reward"] = (at_end & success).to(sections["next", "reward"].dtype)
+    sections["next", "terminated"] = at_end & success
+    sections["next", "truncated"] = at_end & (not success)
+    sections["relabeled"] = torch.ones_like(at_end)
+    # past the new end nothing happened: no reports either
+    sections["next", "achieved_goal_count"] = torch.where(
+        steps <= end, sections["next", "achieved_goal_count"], 0
+    )
+    return sections
+
+
 def relabel_episodes(
     episodes: TensorDictBase,
     max_per_episode: int | None = None,
@@ -62,38 +114,8 @@ def relabel_episodes(
         keep_goal: ``keep_goal(goal_ids, relabel_ids)`` -> bool, elementwise: relabel only where
             it holds (e.g. :func:`~torchrl_glam.data.subgoals.aligned_goal_filter`); ``None``: all.
     """
-    E, T = episodes.shape
-    ids, reported = reported_goals(episodes)  # [E, T, K]
-    valid = reported & (ids != episodes["goal_id"][:, :1, None])  # not the episode's own goal
-    e, t, k = valid.nonzero(as_tuple=True)
-    if keep_goal is not None and len(e):
-        keep = keep_goal(episodes["goal_id"][e, 0], ids[e, t, k])
-        e, t, k = e[keep], t[keep], k[keep]
-    if max_per_episode is not None and len(e):
-        # a random subset of at most max_per_episode (e, t, k) triples per episode
-        keys = torch.rand(len(e), generator=generator) + e.float() * 2  # random order within episode
-        order = torch.argsort(keys)
-        e, t, k = e[order], t[order], k[order]
-        rank = torch.arange(len(e)) - torch.searchsorted(e, e, right=False)
-        keep = rank < max_per_episode
-        e, t, k = e[keep], t[keep], k[keep]
-    relabeled = episodes[e].clone()
-    if not len(e):
-        return relabeled
-    steps = torch.arange(T).expand(len(e), T)
-    end = t.unsqueeze(-1)
-    relabeled["goal_id"] = ids[e, t, k].unsqueeze(-1).expand(len(e), T).clone()
-    relabeled["mask"] = steps <= end
-    at_end = steps == end
-    relabeled["next", "reward"] = at_end.to(relabeled["next", "reward"].dtype)
-    relabeled["next", "terminated"] = at_end
-    relabeled["next", "truncated"] = torch.zeros_like(at_end)
-    relabeled["relabeled"] = torch.ones_like(at_end)
-    # past the new end nothing happened: no reports either
-    relabeled["next", "achieved_goal_count"] = torch.where(
-        steps <= end, relabeled["next", "achieved_goal_count"], 0
-    )
-    return relabeled
+    e, t, goals = hindsight_steps(episodes, max_per_episode, generator, keep_goal)
+    return _sections(episodes, e, t, goals, success=True)
 
 
 @functools.cache
@@ -139,7 +161,7 @@ def relabel_negatives(
     each episode's draw (e.g. :func:`scene_goals`). With ``goal_type`` ([P], each pool goal's type)
     every type among an episode's candidates is drawn equally often; without it, every goal is.
     """
-    E, T = episodes.shape
+    E = episodes.shape[0]
     ids, reported = reported_goals(episodes)
     pool = torch.unique(ids[reported] if pool is None else pool)  # sorted
     if allowed is not None and allowed.shape != (E, len(pool)):
@@ -147,17 +169,7 @@ def relabel_negatives(
                          "(its columns follow the sorted, distinct pool)")
     if per_episode < 1 or not len(pool):
         return episodes[:0].clone()
-    # excluded[e, j]: pool goal j was reported in episode e, or is its goal, or is not allowed
-    excluded = torch.zeros(E, len(pool), dtype=torch.bool) if allowed is None else ~allowed
-
-    def in_pool(goals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        at = torch.searchsorted(pool, goals.contiguous()).clamp(max=len(pool) - 1)
-        return at, pool[at] == goals  # each goal's position in the pool, and whether it is there
-
-    at, found = in_pool(ids[reported])
-    excluded[torch.arange(E).view(E, 1, 1).expand_as(ids)[reported][found], at[found]] = True
-    at, found = in_pool(episodes["goal_id"][:, 0])
-    excluded[torch.arange(E)[found], at[found]] = True
+    excluded = ~unachieved_goals(episodes, pool, allowed)
     # distinct goals per episode: the top random keys among the allowed ones. With goal types,
     # weighted draws without replacement (key log(u) / w, Efraimidis & Spirakis 2006), each goal
     # weighted by 1 / (the episode's candidates of its type)
@@ -170,14 +182,63 @@ def relabel_negatives(
     top, index = keys.topk(min(per_episode, len(pool)), dim=1)
     chosen = top > -torch.inf
     e = torch.arange(E).unsqueeze(-1).expand_as(index)[chosen]
-    negatives = episodes[e].clone()
-    negatives["goal_id"] = pool[index[chosen]].unsqueeze(-1).expand(len(e), T).clone()
-    last = negatives["mask"].sum(-1, keepdim=True) - 1
-    negatives["next", "reward"] = torch.zeros_like(negatives["next", "reward"])
-    negatives["next", "terminated"] = torch.zeros_like(negatives["next", "terminated"])
-    negatives["next", "truncated"] = torch.arange(T).expand(len(e), T) == last
-    negatives["relabeled"] = torch.ones_like(negatives["relabeled"])
-    return negatives
+    last = episodes["mask"].sum(-1) - 1
+    return _sections(episodes, e, last[e], pool[index[chosen]], success=False)
+
+
+def unachieved_goals(episodes: TensorDictBase, pool: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """bool [E, P]: which goals of a sorted, distinct ``pool`` [P] each episode of a padded batch
+    [E, T] never achieved (not reported in it) and was not given, among the ``allowed`` ones."""
+    E = episodes.shape[0]
+    ids, reported = reported_goals(episodes)
+    excluded = torch.zeros(E, len(pool), dtype=torch.bool) if allowed is None else ~allowed
+
+    def in_pool(goals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        at = torch.searchsorted(pool, goals.contiguous()).clamp(max=len(pool) - 1)
+        return at, pool[at] == goals  # each goal's position in the pool, and whether it is there
+
+    at, found = in_pool(ids[reported])
+    excluded[torch.arange(E).view(E, 1, 1).expand_as(ids)[reported][found], at[found]] = True
+    at, found = in_pool(episodes["goal_id"][:, 0])
+    excluded[torch.arange(E)[found], at[found]] = True
+    return ~excluded
+
+
+def relabel_twins(
+    episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals: torch.Tensor,
+    pool: torch.Tensor, pool_type: torch.Tensor, allowed: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> TensorDictBase:
+    """A failure beside each hindsight success: for every relabeled section (episode ``e`` up to
+    step ``t``, with ``goals`` reported at ``t``; :func:`hindsight_steps`), the same section with a
+    goal of the same type that the episode never achieved, drawn uniformly among the candidates of
+    a sorted, distinct ``pool`` (types ``pool_type``) ``allowed`` for its episode (e.g.
+    :func:`scene_goals`). Reward 0 and a truncation at ``t``, marked ``relabeled``; a section whose
+    episode has no candidate of its type has no twin.
+
+    Why: HER relabels a grasp of X with "Grasp X" only, so the critic sees "Grasp" on X succeed
+    under every grasp goal it is shown and never learns which goal it serves
+    (docs/results/cpu_full/README.md, sessions 10-11). The twin puts the same step under another
+    goal of the type, where it fails, in as many copies as the successes. It is as exact as HER's
+    copies: the episode the agent would have lived with that goal, up to ``t``.
+    """
+    candidates = unachieved_goals(episodes, pool, allowed)  # [E, P]
+    catalogue_type = torch.from_numpy(GoalCatalogue.default().goal_type)
+    sections_type = catalogue_type[goals]
+    chosen_e, chosen_t, chosen_goal = [], [], []
+    for goal_type in sections_type.unique().tolist():  # one type at a time: [sections, goals of the type]
+        of_type = sections_type == goal_type
+        columns = (pool_type == goal_type).nonzero().squeeze(-1)
+        allowed_here = candidates[e[of_type]][:, columns]
+        keys = torch.rand(allowed_here.shape, generator=generator).masked_fill(~allowed_here, -1.0)
+        top, index = keys.max(dim=1)
+        has = top >= 0
+        chosen_e.append(e[of_type][has])
+        chosen_t.append(t[of_type][has])
+        chosen_goal.append(pool[columns[index[has]]])
+    if not chosen_e:
+        return episodes[:0].clone()
+    return _sections(episodes, torch.cat(chosen_e), torch.cat(chosen_t), torch.cat(chosen_goal), success=False)
 
 
 class HindsightRelabel(Transform):
@@ -198,12 +259,15 @@ class HindsightRelabel(Transform):
             ``goal_ids`` that name only the episode's objects (:func:`scene_goals`), each goal
             type equally often.
         num_goals: the size of that memory (default: the goal catalogue's).
-        goal_ids: the task set (the goals the social partner reports), for ``"scene"``.
+        goal_ids: the task set (the goals the social partner reports), for ``"scene"`` and twins.
+        twins: also a failure beside every relabeled success, with another goal of its type
+            naming the episode's objects (:func:`relabel_twins`; ``False``, the paper: none).
     """
 
     def __init__(self, max_per_episode: int | None = None, seed: int | None = None,
                  negatives_per_episode: int = 0, num_goals: int | None = None,
-                 negatives_from: str = "reported", goal_ids: Sequence[int] | torch.Tensor | None = None) -> None:
+                 negatives_from: str = "reported", goal_ids: Sequence[int] | torch.Tensor | None = None,
+                 twins: bool = False) -> None:
         super().__init__(in_keys=[("next", "achieved_goal_ids")], out_keys=["goal_id", "relabeled"])
         if max_per_episode is not None and max_per_episode < 1:
             raise ValueError(f"max_per_episode={max_per_episode} must be at least 1 (or None for all)")
@@ -212,13 +276,16 @@ class HindsightRelabel(Transform):
         if negatives_from not in ("reported", "scene") or (negatives_from == "scene" and goal_ids is None):
             raise ValueError(f"negatives_from={negatives_from!r}: choose 'reported', or 'scene' with the "
                              "task set's goal_ids")
+        if twins and goal_ids is None:
+            raise ValueError("twins=True draws the twins' goals from the task set: pass its goal_ids")
+        self.twins = twins
         self.max_per_episode, self.negatives_per_episode = max_per_episode, negatives_per_episode
         self.negatives_from = negatives_from
         self.memory = None
         if negatives_per_episode and negatives_from == "reported":
             num_goals = len(GoalCatalogue.default()) if num_goals is None else num_goals
             self.memory = GoalMemory(num_goals)
-        if negatives_from == "scene":
+        if negatives_from == "scene" or twins:
             self.task_goals = torch.unique(torch.as_tensor(goal_ids, dtype=torch.int64))
             self.task_goal_type = torch.from_numpy(GoalCatalogue.default().goal_type)[self.task_goals]
         self.generator = torch.Generator()
@@ -226,7 +293,12 @@ class HindsightRelabel(Transform):
             self.generator.manual_seed(seed)
 
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
-        relabeled = relabel_episodes(episodes, self.max_per_episode, self.generator)
+        e, t, goals = hindsight_steps(episodes, self.max_per_episode, self.generator)
+        relabeled = _sections(episodes, e, t, goals, success=True)
+        if self.twins:
+            allowed = scene_goals(episodes["objects"][:, 0], self.task_goals)
+            twins = relabel_twins(episodes, e, t, goals, self.task_goals, self.task_goal_type, allowed, self.generator)
+            relabeled = torch.cat([relabeled, twins])
         if self.negatives_per_episode and self.negatives_from == "scene":
             allowed = scene_goals(episodes["objects"][:, 0], self.task_goals)
             negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator,

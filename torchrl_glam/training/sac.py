@@ -81,7 +81,7 @@ def make_episode_processing(cfg: SACGLAMConfig):
     her = None
     if cfg.her:
         her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed, negatives_per_episode=cfg.her_negatives,
-                               negatives_from=cfg.her_negatives_from,
+                               negatives_from=cfg.her_negatives_from, twins=cfg.her_twins,
                                goal_ids=GoalCatalogue.default().goal_set(cfg.goals))
     return her, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit)
 

@@ -88,6 +88,10 @@ class SACGLAMConfig(GLAMConfig):
     # their goals: "reported" (any goal reported so far) or "scene" (goals naming only the episode's
     # objects, goal types equally often: failures that tell one scene's actions apart)
     her_negatives_from: str = "reported"
+    # True: beside every relabeled success, the same steps under another goal of its type naming the
+    # episode's objects, a failure (data/her.py, relabel_twins): as many failed grasps under grasp
+    # goals as successful ones, which HER alone never gives. Not in the paper. False: the paper.
+    her_twins: bool = False
     # "ratio" (the paper: her_ratio of a batch relabeled), "prior" (App. E: goal types in the task
     # set's proportions), "types_uniform" (the four goal types equally often; not in the paper: on
     # the full task set, whose goals are 98% sequential, it puts a quarter of each batch on grasp
@@ -132,6 +136,7 @@ class SACGLAMConfig(GLAMConfig):
             "her_max_per_episode": self.her_max_per_episode is None or self.her_max_per_episode >= 1,
             "her_negatives": self.her_negatives >= 0 and (self.her or self.her_negatives == 0),
             "her_negatives_from": self.her_negatives_from in ("reported", "scene"),
+            "her_twins": self.her or not self.her_twins,
             "per_alpha": self.per_alpha >= 0,
             "per_beta": self.per_beta >= 0,
             "autotelic": self.autotelic in ("off", "uniform", "lp"),
@@ -155,6 +160,7 @@ class SACGLAMConfig(GLAMConfig):
             "her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
                              "copies; 0: none, the paper)",
             "her_negatives_from": "'reported' or 'scene'",
+            "her_twins": "false, or true with her=true (twins sit beside relabeled successes)",
             "success_loss_coef": "a number >= 0 (0: no immediate-success head, the paper)",
             "autotelic": "'off', 'uniform' or 'lp'",
             "lp_epsilon": "a probability in [0, 1]",
