@@ -1,5 +1,5 @@
 """The README's tables, from the committed runs (``runs/<variant>/seed<k>/evaluations.jsonl``, or
-``critic/runs/...`` for the variants of sessions 10-15).
+``critic/runs/...`` for the variants of sessions 10-18).
 
     python docs/results/cpu_full/tables.py            # markdown on stdout; margin.csv beside it
 
@@ -40,7 +40,9 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success":
                 "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, immediate-success head",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1":
-                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, n_step 1"}
+                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, n_step 1",
+            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform":
+                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches"}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
 HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4",
@@ -49,7 +51,8 @@ HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_gla
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": "sac_glam_actorlr3e-5_criticllm3e-4"}
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": "sac_glam_actorlr3e-5_criticllm3e-4",
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
 
