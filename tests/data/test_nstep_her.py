@@ -205,15 +205,10 @@ def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environmen
     env, episodes = random_play_episodes("train", steps=40)
     if source == "reported":
         negatives = relabel_negatives(episodes, per_episode=3, generator=torch.Generator().manual_seed(1))
-    elif source == "scene":
-        transform = HindsightRelabel(negatives_per_episode=3, seed=1, negatives_from="scene",
-                                     goal_ids=env.catalogue.goal_set("train"))
-        out = transform(episodes)
-        negatives = out[len(episodes):][out[len(episodes):]["next", "reward"].sum(-1) == 0]
-    if source == "twins":
-        transform = HindsightRelabel(seed=1, twins=True, goal_ids=env.catalogue.goal_set("train"))
-        out = transform(episodes)
-        negatives = out[len(episodes):][out[len(episodes):]["next", "reward"].sum(-1) == 0]
+    else:  # the transform's relabeled copies that fail: its scene negatives, or its twins
+        options = {"negatives_per_episode": 3, "negatives_from": "scene"} if source == "scene" else {"twins": True}
+        relabeled = HindsightRelabel(seed=1, goal_ids=env.catalogue.goal_set("train"), **options)(episodes)[len(episodes):]
+        negatives = relabeled[relabeled["next", "reward"].sum(-1) == 0]
     assert len(negatives) > 16
     replay_env = PlaygroundTextEnv(num_envs=len(negatives), goals="train", text=False)
     td = replay_env.reset(TensorDict(

@@ -206,13 +206,12 @@ def unachieved_goals(episodes: TensorDictBase, pool: torch.Tensor, allowed: torc
 
 def relabel_twins(
     episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals: torch.Tensor,
-    pool: torch.Tensor, pool_type: torch.Tensor, allowed: torch.Tensor | None = None,
-    generator: torch.Generator | None = None,
+    pool: torch.Tensor, allowed: torch.Tensor | None = None, generator: torch.Generator | None = None,
 ) -> TensorDictBase:
     """A failure beside each hindsight success: for every relabeled section (episode ``e`` up to
     step ``t``, with ``goals`` reported at ``t``; :func:`hindsight_steps`), the same section with a
     goal of the same type that the episode never achieved, drawn uniformly among the candidates of
-    a sorted, distinct ``pool`` (types ``pool_type``) ``allowed`` for its episode (e.g.
+    a sorted, distinct ``pool`` ``allowed`` for its episode (e.g.
     :func:`scene_goals`). Reward 0 and a truncation at ``t``, marked ``relabeled``; a section whose
     episode has no candidate of its type has no twin.
 
@@ -224,7 +223,7 @@ def relabel_twins(
     """
     candidates = unachieved_goals(episodes, pool, allowed)  # [E, P]
     catalogue_type = torch.from_numpy(GoalCatalogue.default().goal_type)
-    sections_type = catalogue_type[goals]
+    sections_type, pool_type = catalogue_type[goals], catalogue_type[pool]
     chosen_e, chosen_t, chosen_goal = [], [], []
     for goal_type in sections_type.unique().tolist():  # one type at a time: [sections, goals of the type]
         of_type = sections_type == goal_type
@@ -295,12 +294,13 @@ class HindsightRelabel(Transform):
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
         e, t, goals = hindsight_steps(episodes, self.max_per_episode, self.generator)
         relabeled = _sections(episodes, e, t, goals, success=True)
+        scene_negatives = bool(self.negatives_per_episode) and self.negatives_from == "scene"
+        if self.twins or scene_negatives:
+            allowed = scene_goals(episodes["objects"][:, 0], self.task_goals)
         if self.twins:
-            allowed = scene_goals(episodes["objects"][:, 0], self.task_goals)
-            twins = relabel_twins(episodes, e, t, goals, self.task_goals, self.task_goal_type, allowed, self.generator)
+            twins = relabel_twins(episodes, e, t, goals, self.task_goals, allowed, self.generator)
             relabeled = torch.cat([relabeled, twins])
-        if self.negatives_per_episode and self.negatives_from == "scene":
-            allowed = scene_goals(episodes["objects"][:, 0], self.task_goals)
+        if scene_negatives:
             negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator,
                                           self.task_goals, allowed, self.task_goal_type)
             relabeled = torch.cat([relabeled, negatives])
