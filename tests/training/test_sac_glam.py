@@ -88,7 +88,7 @@ def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
 
 def test_bootstrap_time_limit_reaches_the_n_step_returns():
     for value in (True, False):
-        _, nstep = make_episode_processing(make_config("smoke", {"bootstrap_time_limit": value}))
+        _, _, nstep = make_episode_processing(make_config("smoke", {"bootstrap_time_limit": value}))
         assert nstep.bootstrap_time_limit is value
 
 
@@ -153,6 +153,14 @@ def test_resume_with_hindsight_negatives_restores_the_goals_reported_so_far(tmp_
     final = [torch.load(run / "checkpoint.pt", weights_only=False)["her_goal_memory"]["first_seen"]
              for run in (straight, resumed)]
     assert (final[0] >= 0).sum() > 10 and torch.equal(final[0], final[1])
+
+
+@pytest.mark.slow
+def test_resume_with_noop_twins_draws_the_same_noops(tmp_path):
+    straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "noop_twins=true"])
+    final = [torch.load(run / "checkpoint.pt", weights_only=False)["noop_twins_generator"] for run in (straight, resumed)]
+    assert torch.equal(final[0], final[1])
+    assert not torch.equal(final[0], torch.Generator().manual_seed(0).get_state())  # twins were drawn
 
 
 @pytest.mark.slow

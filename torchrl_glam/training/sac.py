@@ -7,6 +7,7 @@ import torch
 
 from torchrl_glam.data.autotelic import AutotelicGoals
 from torchrl_glam.data.her import HindsightRelabel
+from torchrl_glam.data.noop_twins import NoOpTwins
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue, PlaygroundTextEnv
@@ -77,13 +78,15 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
 
 
 def make_episode_processing(cfg: SACGLAMConfig):
-    """Finished episodes -> (HER) -> n-step transitions."""
+    """Finished episodes -> (HER) -> (no-op twins) -> n-step transitions: the three steps, ``None``
+    for one switched off."""
     her = None
     if cfg.her:
         her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed, negatives_per_episode=cfg.her_negatives,
                                negatives_from=cfg.her_negatives_from, twins=cfg.her_twins,
                                goal_ids=GoalCatalogue.default().goal_set(cfg.goals))
-    return her, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit)
+    twins = NoOpTwins(seed=cfg.seed) if cfg.noop_twins else None
+    return her, twins, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit)
 
 
 class SACGLAMUpdater:

@@ -92,6 +92,12 @@ class SACGLAMConfig(GLAMConfig):
     # episode's objects, a failure (data/her.py, relabel_twins): as many failed grasps under grasp
     # goals as successful ones, which HER alone never gives. Not in the paper. False: the paper.
     her_twins: bool = False
+    # True: beside every success (the episode's own or a relabeled one) ending before the time limit,
+    # the same state with a step that changes nothing first, then the winner (data/noop_twins.py):
+    # the no-op's target is gamma exactly against the winner's 1, a contrast the critic's
+    # bootstrapped targets never anchor (one step from the goal it values them within 0.01). Not in
+    # the paper. False: the paper.
+    noop_twins: bool = False
     # "ratio" (the paper: her_ratio of a batch relabeled), "prior" (App. E: goal types in the task
     # set's proportions), "types_uniform" (the four goal types equally often; not in the paper: on
     # the full task set, whose goals are 98% sequential, it puts a quarter of each batch on grasp

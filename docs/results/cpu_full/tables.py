@@ -16,7 +16,12 @@
    below ``COLLAPSE_BELOW`` (the random policy's is 0.072) after it had reached ``LEARNT_AT`` at an
    earlier one, in thousands of steps;
 5. when PPO-GLAM+HER ran: the evaluations at which it is above (or below) PPO-GLAM by more than the
-   seeds' spread (App. G asks whether HER helps PPO; both evaluate at the same steps).
+   seeds' spread (App. G asks whether HER helps PPO; both evaluate at the same steps);
+6. runs continued past the comparison's budget (``--resume total_steps=...``, session 19): their
+   evaluations after it, every set, mean ± std over seeds.
+
+Tables 1-5 and ``margin.csv`` stop at the budget every algorithm ran (100k steps: its first
+``BUDGET_EVALUATIONS`` evaluations), so a run continued past it is compared at equal steps.
 """
 from __future__ import annotations
 
@@ -55,15 +60,20 @@ HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_gla
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
+# the comparison's budget, 100k steps: 20 evaluations every 5k (PPO-GLAM's at the ends of its
+# rollouts, the 20th at 100,480 steps), so cut by rank, as the margin pairs them
+BUDGET_EVALUATIONS = 20
 
 
-def load(variant: str) -> dict[str, dict[str, list[dict]]]:
-    """{seed name: {set: [evaluation rows in step order]}}."""
+def load(variant: str, past_budget: bool = False) -> dict[str, dict[str, list[dict]]]:
+    """{seed name: {set: [evaluation rows in step order]}}: those within the budget, or (``past_budget``)
+    those after it."""
+    cut = slice(BUDGET_EVALUATIONS, None) if past_budget else slice(BUDGET_EVALUATIONS)
     runs = {}
     folder = HERE / "runs" / variant
     for run in sorted((folder if folder.exists() else HERE / "critic" / "runs" / variant).glob("seed*")):
         rows = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
-        runs[run.name] = {s: sorted((r for r in rows if r["set"] == s), key=lambda r: r["env_steps"]) for s in SETS}
+        runs[run.name] = {s: sorted((r for r in rows if r["set"] == s), key=lambda r: r["env_steps"])[cut] for s in SETS}
     return runs
 
 
@@ -152,6 +162,20 @@ def main() -> None:
             above = [k for k, yes in zip(steps, above_by_spread(her, plain)) if yes]
             below = [k for k, yes in zip(steps, above_by_spread(plain, her)) if yes]
             print(f"PPO-GLAM+HER against PPO-GLAM, {s}: above by more than the spread at {above}; below at {below}")
+    past = {v: runs for v in VARIANTS
+            if (runs := {name: r for name, r in load(v, past_budget=True).items() if r["train"]})}
+    if past:  # 6. in the docstring; at each evaluation, the seeds that reached it
+        print()
+        print("| variant | steps | seeds | " + " | ".join(SETS) + " | grasp (greedy) |")
+        print("|---|---|---|" + "---|" * (len(SETS) + 1))
+        for v, runs in past.items():
+            for i in range(max(len(r["train"]) for r in runs.values())):
+                reached = {name: r for name, r in runs.items() if len(r["train"]) > i}
+                cells = [cell([r[s][i]["success"] for r in reached.values()]) for s in SETS]
+                grasp = cell([r["train"][i]["success/grasp"] for r in reached.values()])
+                steps = round(next(iter(reached.values()))["train"][i]["env_steps"] / 1000)
+                print(f"| {VARIANTS[v]} | {steps}k | {', '.join(name[4:] for name in reached)} | "
+                      + " | ".join(cells) + f" | {grasp} |")
 
 
 if __name__ == "__main__":

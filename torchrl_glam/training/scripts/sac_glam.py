@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     agent = make_agent(cfg, num_actions=run.env.num_objects + 2)
     broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
     replay = make_replay(cfg)
-    her, nstep = make_episode_processing(cfg)
+    her, noop_twins, nstep = make_episode_processing(cfg)
     updater = SACGLAMUpdater(agent, replay, cfg)
     pieces = {"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
               "updater": updater, "replay": replay}
@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         pieces["her_generator"] = StateOf(her.generator.get_state, her.generator.set_state)
         if her.memory is not None:  # the goals reported so far, the negatives' pool
             pieces["her_goal_memory"] = her.memory
+    if noop_twins is not None:
+        pieces["noop_twins_generator"] = StateOf(noop_twins.generator.get_state, noop_twins.generator.set_state)
     goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
     if goal_choice is not None:
         pieces["autotelic"] = goal_choice
@@ -57,10 +59,12 @@ def main(argv: list[str] | None = None) -> int:
             act(agent, td)
             _, td, episodes = run.step(td)
 
-            # ---- finished episodes -> (hindsight relabeling) -> n-step transitions -> replay
+            # ---- finished episodes -> (hindsight relabeling) -> (no-op twins) -> n-step transitions -> replay
             if episodes is not None:
                 if her is not None:
                     episodes = her(episodes)
+                if noop_twins is not None:
+                    episodes = noop_twins(episodes)
                 replay.extend(nstep(episodes))
 
             # ---- every update_frequency transitions: num_updates gradient steps

@@ -76,7 +76,7 @@ if __name__ == "__main__":
         if args.her_negatives_from is not None:
             cfg = cfg.replace(her_negatives_from=args.her_negatives_from)
         episodes, env = sampled_training_episodes(agent, cfg)
-        her, _ = make_episode_processing(cfg)
+        her, _, _ = make_episode_processing(cfg)
         relabeled = her(episodes)[len(episodes):]
         parts = {"original": grasp_steps(episodes, env.num_objects),
                  "relabeled": grasp_steps(relabeled, env.num_objects)}

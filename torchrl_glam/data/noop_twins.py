@@ -1,0 +1,104 @@
+"""No-op twins: beside each success, the same state with a step that changes nothing first.
+
+One step from its goal a trained SAC-GLAM critic values the winning action and an action that
+changes nothing within 0.01 of each other, and a fifth to a quarter of the greedy policy's failed
+episodes loop on such a step there (docs/results/cpu_full/README.md, sessions 12-18). Its targets
+for the two come from the replay: the winner's is exactly 1, the no-op's bootstraps from the
+critic's own value of the same state, so nothing in them anchors the difference.
+
+A no-op twin anchors it with data the environment would produce. For every success in a padded
+episode batch (an episode's own, or a hindsight-relabeled section's) that ends at step t, the twin
+is the two-step piece of the episode in which the agent, at step t, first took a step that changes
+nothing and then the winning action: (s_t, no-op, reward 0, s_t), then (s_t, winner, reward 1,
+terminal). Its n-step target for the no-op is gamma exactly, against 1 for the winner, with no
+bootstrap. No-ops are read from the state (``rules.py``'s step): "Go to" the object the agent is
+on (any contact with the held object happened when it got there), "Grasp" with a full hand or
+nothing underfoot, "Release" with an empty hand. A success at the episode's last allowed step has
+no twin: one step later the time limit ends the episode first. ``tests/data/test_noop_twins.py``
+replays the twins in the environment.
+
+Not in the paper (an option, ``noop_twins``). TorchRL has no transform that inserts steps into
+stored episodes, hence this one.
+"""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.envs.transforms import Transform
+
+from torchrl_glam.data.episodes import STATE_KEYS
+
+
+def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -> torch.Tensor:
+    """bool [M, num_objects + 2]: the candidate actions that change nothing in each state (``agent_on``,
+    ``held`` [M]: object slots, -1 for nothing). Every state has one: "Grasp" or "Release"."""
+    M = len(agent_on)
+    noop = torch.zeros(M, num_objects + 2, dtype=torch.bool)
+    on = (agent_on >= 0).nonzero().squeeze(-1)
+    noop[on, agent_on[on]] = True  # "Go to" the object underfoot (never the held one: it is not underfoot)
+    noop[:, num_objects] = (held >= 0) | (agent_on < 0)  # "Grasp": hand full, or nothing to pick up
+    noop[:, num_objects + 1] = held < 0  # "Release": nothing held
+    return noop
+
+
+def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``e``, ``t``) [M] each: the episodes of a padded batch [E, T] that end with a success, and
+    their last step."""
+    last = episodes["mask"].sum(-1) - 1
+    rows = torch.arange(episodes.shape[0])
+    won = episodes["next", "terminated"][rows, last] & (episodes["next", "reward"][rows, last] > 0)
+    e = won.nonzero().squeeze(-1)
+    return e, last[e]
+
+
+def noop_twins(episodes: TensorDictBase, generator: torch.Generator | None = None) -> TensorDictBase:
+    """The no-op twins [M, T] of a padded episode batch [E, T] (see the module docstring): one per
+    success that ends before the last step, its no-op drawn uniformly among the state's; two real
+    steps, then padding as ``EpisodeAssembler`` pads. Marked ``relabeled``."""
+    T = episodes.shape[1]
+    e, t = successes(episodes)
+    keep = t + 1 < T  # the winner, one step later, still comes before the time limit
+    e, t = e[keep], t[keep]
+    winner = episodes[e, t]  # [M]: the winning step, as stored
+    if not len(e):
+        return episodes[:0].clone()
+    noop = winner.clone()
+    choices = noop_actions(winner["agent_on"], winner["held"], winner["objects"].shape[-1])
+    noop["action"] = torch.multinomial(choices.float(), 1, generator=generator).squeeze(-1)
+    for key in STATE_KEYS:  # nothing changes
+        noop["next", key] = winner[key]
+    for key in ("reward", "terminated", "truncated", "achieved_goal_count"):
+        noop["next", key] = torch.zeros_like(winner["next", key])
+    padding = winner.clone()
+    for key in ("reward", "terminated", "truncated", "achieved_goal_count"):
+        padding["next", key] = torch.zeros_like(winner["next", key])
+    twins = torch.stack([noop, winner] + [padding] * (T - 2), dim=1)
+    twins["mask"] = (torch.arange(T) < 2).expand(len(e), T).clone()
+    twins["relabeled"] = torch.ones(len(e), T, dtype=torch.bool)
+    return twins
+
+
+class NoOpTwins(Transform):
+    """Appends the no-op twins of a batch of finished episodes to it (:func:`noop_twins`).
+
+    A TorchRL transform on episode batches [E, T] (``episodes.py``), after hindsight relabeling
+    (so relabeled successes get twins too): called as a module, or as the write-side (``inv``)
+    transform of a replay buffer of episodes. The output is [E + M, T].
+
+    Args:
+        seed: seed of the no-ops' draw.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__(in_keys=["mask", "agent_on", "held", ("next", "reward"), ("next", "terminated")],
+                         out_keys=["action", "relabeled"])
+        self.generator = torch.Generator()
+        if seed is not None:
+            self.generator.manual_seed(seed)
+
+    def forward(self, episodes: TensorDictBase) -> TensorDictBase:
+        twins = noop_twins(episodes, self.generator)
+        return torch.cat([episodes, twins]) if len(twins) else episodes
+
+    def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:
+        return self.forward(episodes)
