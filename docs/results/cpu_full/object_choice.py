@@ -277,7 +277,7 @@ def train_on_labels(optimizers, loss_at, steps: int) -> None:
 
 if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the definitions above
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints)")
+    parser.add_argument("runs", nargs="*", help="SAC-GLAM run directories (their checkpoints), or checkpoint files")
     parser.add_argument("--zero-shot", metavar="MODEL", help="a pretrained model before training instead")
     parser.add_argument("--normalization", default="mean", choices=("sum", "mean"))
     parser.add_argument("--chat-template", action="store_true")
@@ -290,7 +290,7 @@ if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the d
                                                  args.episodes).items():
             print_row(label, 0, kind, values)
     for run_dir in args.runs:
-        cfg, agent, steps = load_trained_agent(run_dir)
+        cfg, agent, steps = load_run_or_checkpoint(run_dir)
         env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
         for kind, values in choices(agent, env).items():
             print_row(run_dir, steps, kind, values)
