@@ -47,7 +47,9 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1":
                 "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, n_step 1",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform":
-                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches"}
+                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches",
+            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop":
+                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches, no-op twins"}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
 HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4",
@@ -57,7 +59,8 @@ HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_gla
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform": "sac_glam_actorlr3e-5_criticllm3e-4"}
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform": "sac_glam_actorlr3e-5_criticllm3e-4",
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
 # the comparison's budget, 100k steps: 20 evaluations every 5k (PPO-GLAM's at the ends of its
