@@ -30,6 +30,8 @@ from tensordict import TensorDict, TensorDictBase
 STATE_KEYS = ("agent_on", "held", "grown")
 STEP_KEYS = ("goal_id", "objects", "agent_on", "held", "grown", "action")
 NEXT_KEYS = STATE_KEYS + ("reward", "terminated", "truncated", "achieved_goal_ids", "achieved_goal_count")
+#: what a step returned besides the next state: zero on a padded step (nothing happened there)
+EVENT_KEYS = ("reward", "terminated", "truncated", "achieved_goal_count")
 
 
 class EpisodeAssembler:
@@ -89,7 +91,7 @@ class EpisodeAssembler:
         mask = torch.arange(self.max_steps) < length
         episode["mask"] = mask
         episode["relabeled"] = torch.zeros(self.max_steps, dtype=torch.bool)
-        for k in ("reward", "terminated", "truncated", "achieved_goal_count"):
+        for k in EVENT_KEYS:
             value = episode["next", k]
             episode["next", k] = torch.where(mask, value, torch.zeros_like(value))
         return episode

@@ -26,7 +26,7 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
-from torchrl_glam.data.episodes import STATE_KEYS
+from torchrl_glam.data.episodes import EVENT_KEYS, STATE_KEYS
 
 
 def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -> torch.Tensor:
@@ -59,19 +59,17 @@ def noop_twins(episodes: TensorDictBase, generator: torch.Generator | None = Non
     e, t = successes(episodes)
     keep = t + 1 < T  # the winner, one step later, still comes before the time limit
     e, t = e[keep], t[keep]
-    winner = episodes[e, t]  # [M]: the winning step, as stored
     if not len(e):
         return episodes[:0].clone()
-    noop = winner.clone()
+    winner = episodes[e, t]  # [M]: the winning step, as stored
+    padding = winner.clone()  # the winning step with nothing happening at it
+    for key in EVENT_KEYS:
+        padding["next", key] = torch.zeros_like(winner["next", key])
+    noop = padding.clone()
     choices = noop_actions(winner["agent_on"], winner["held"], winner["objects"].shape[-1])
     noop["action"] = torch.multinomial(choices.float(), 1, generator=generator).squeeze(-1)
     for key in STATE_KEYS:  # nothing changes
         noop["next", key] = winner[key]
-    for key in ("reward", "terminated", "truncated", "achieved_goal_count"):
-        noop["next", key] = torch.zeros_like(winner["next", key])
-    padding = winner.clone()
-    for key in ("reward", "terminated", "truncated", "achieved_goal_count"):
-        padding["next", key] = torch.zeros_like(winner["next", key])
     twins = torch.stack([noop, winner] + [padding] * (T - 2), dim=1)
     twins["mask"] = (torch.arange(T) < 2).expand(len(e), T).clone()
     twins["relabeled"] = torch.ones(len(e), T, dtype=torch.bool)
