@@ -39,7 +39,7 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
                                           ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
                                           ("ppo_her", 6 * 3), ("autotelic", 6 * 3),
-                                          ("cpu_full", 18 * 3)])
+                                          ("cpu_full", 18 * 3), ("cpu_full_200k", 3 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
@@ -98,6 +98,24 @@ def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
     for ppo in ("ppo_glam", "ppo_glam_her"):
         assert {k: configs[ppo][k] for k in shared} == {k: her[k] for k in shared}, ppo
     assert her["goals"] == "train" and her["total_steps"] >= 100_000 and "train_distribution" in her["eval_sets"]
+
+
+def test_cpu_full_200k_sweep_is_cpu_full_at_twice_the_budget(tmp_path):
+    from torchrl_glam.training.ppo_config import make_ppo_config
+    from torchrl_glam.training.sac_config import make_config
+
+    make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}
+    sweeps = {name: {run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
+                     for run in load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[0])}
+              for name in ("cpu_full", "cpu_full_200k")}
+    longer = sweeps["cpu_full_200k"]
+    assert {c["total_steps"] for c in longer.values()} == {200_000}
+    twins = "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
+    her, no_her = longer[twins], longer["sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform"]
+    assert {k for k in her if her[k] != no_her[k]} == {"her", "her_twins"} and her["her"] and her["her_twins"]
+    for variant in (twins, "ppo_glam"):  # the same runs as in cpu_full, only longer
+        shorter = sweeps["cpu_full"][variant]
+        assert {k for k in shorter if shorter[k] != longer[variant][k]} == {"total_steps"}, variant
 
 
 def test_variants_and_grid_combine_and_bad_sweeps_are_named(tmp_path):

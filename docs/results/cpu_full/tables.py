@@ -1,7 +1,8 @@
 """The README's tables, from the committed runs (``runs/<variant>/seed<k>/evaluations.jsonl``, or
 ``critic/runs/...`` for the variants of sessions 10-18).
 
-    python docs/results/cpu_full/tables.py            # markdown on stdout; margin.csv beside it
+    python docs/results/cpu_full/tables.py                  # markdown on stdout; margin.csv beside it
+    python docs/results/cpu_full/tables.py --budget 200000  # the comparison at 200k (margin_200k.csv)
 
 1. success at the end of the budget per evaluation set: mean ± std over seeds (numpy's std, ddof 0,
    as ``torchrl_glam.launch.results`` draws it), each seed's value in brackets;
@@ -20,11 +21,14 @@
 6. runs continued past the comparison's budget (``--resume total_steps=...``, session 19): their
    evaluations after it, every set, mean ± std over seeds.
 
-Tables 1-5 and ``margin.csv`` stop at the budget every algorithm ran (100k steps: its first
-``BUDGET_EVALUATIONS`` evaluations), so a run continued past it is compared at equal steps.
+Tables 1-5 and the margin stop at the budget (100k steps, every algorithm's, unless ``--budget``
+says otherwise): a run's first ``budget / EVAL_EVERY`` evaluations, so a run continued past it is
+compared at equal steps. A variant whose seeds have not all reached the budget is left out (and
+named), so every row compares whole runs.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 from pathlib import Path
@@ -39,6 +43,8 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
             "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5", "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5",
             "sac_glam_her_actorlr3e-5_criticllm3e-4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4",
             "sac_glam_actorlr3e-5_criticllm3e-4": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4",
+            "sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform":
+                "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, types-uniform batches",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_updates4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, num_updates 4",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, dueling critic",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM",
@@ -50,28 +56,31 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
                 "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches",
             "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop":
                 "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches, no-op twins"}
-# each SAC-GLAM+HER variant and its SAC-GLAM baseline (the one at the same learning rates, once run)
+# each SAC-GLAM+HER variant and its SAC-GLAM baseline: the first of those listed that ran to the budget
+# (SAC-GLAM, the grid's, when none did)
 HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4",
-                # no SAC-GLAM ran with the dueling heads or the target LLM: their baseline is SAC-GLAM
-                # at the same rates
+                # no SAC-GLAM ran with the dueling heads or the target LLM alone: their baseline is
+                # SAC-GLAM at the same rates
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4",
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform": "sac_glam_actorlr3e-5_criticllm3e-4",
+                # the twins' HER ablation keeps its other options (session 20; the twins need HER)
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform":
+                    ("sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform", "sac_glam_actorlr3e-5_criticllm3e-4"),
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop": "sac_glam_actorlr3e-5_criticllm3e-4"}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
-# the comparison's budget, 100k steps: 20 evaluations every 5k (PPO-GLAM's at the ends of its
-# rollouts, the 20th at 100,480 steps), so cut by rank, as the margin pairs them
-BUDGET_EVALUATIONS = 20
+# every run evaluates every 5k steps (PPO-GLAM at the ends of its rollouts, the 20th at 100,480
+# steps), so the budget cuts by rank, as the margin pairs them
+EVAL_EVERY = 5000
 
 
-def load(variant: str, past_budget: bool = False) -> dict[str, dict[str, list[dict]]]:
-    """{seed name: {set: [evaluation rows in step order]}}: those within the budget, or (``past_budget``)
-    those after it."""
-    cut = slice(BUDGET_EVALUATIONS, None) if past_budget else slice(BUDGET_EVALUATIONS)
+def load(variant: str, evaluations: int, past_budget: bool = False) -> dict[str, dict[str, list[dict]]]:
+    """{seed name: {set: [evaluation rows in step order]}}: the first ``evaluations`` (the budget's), or
+    (``past_budget``) those after them."""
+    cut = slice(evaluations, None) if past_budget else slice(evaluations)
     runs = {}
     folder = HERE / "runs" / variant
     for run in sorted((folder if folder.exists() else HERE / "critic" / "runs" / variant).glob("seed*")):
@@ -102,8 +111,17 @@ def collapses(evaluations: list[dict]) -> list[int]:
     return fallen
 
 
-def main() -> None:
-    data = {v: runs for v in VARIANTS if (runs := load(v))}
+def main(budget: int) -> None:
+    evaluations = budget // EVAL_EVERY
+    data, short = {}, []
+    for v in VARIANTS:
+        if runs := load(v, evaluations):
+            if min(len(r["train"]) for r in runs.values()) < evaluations:
+                short.append(v)
+            else:
+                data[v] = runs
+    if short:
+        print(f"Left out, not every seed at {budget} steps: {', '.join(short)}\n")
     print("| variant | seeds | " + " | ".join(SETS) + " |")
     print("|---|---|" + "---|" * len(SETS))
     for v, runs in data.items():
@@ -133,14 +151,14 @@ def main() -> None:
     rows = []
     curves = {s: {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
               for s in ("train", "train_distribution", "train_sampled")}
-    for her_variant, sac_baseline in HER_VARIANTS.items():
-        sac_baseline = sac_baseline if sac_baseline in data else "sac_glam"
+    pairs = {her: next((v for v in ((sac,) if isinstance(sac, str) else sac) if v in data), "sac_glam")
+             for her, sac in HER_VARIANTS.items() if her in data}
+    pairs = {her: sac for her, sac in pairs.items() if sac in data and "ppo_glam" in data}
+    for her_variant, sac_baseline in pairs.items():
         for s, curve in curves.items():
             steps = [e["env_steps"] for e in next(iter(data[her_variant].values()))[s]]
             her = curve[her_variant]
-            # [:, :len(steps)]: the HER variant's runs may still be going
-            baselines = {name: curve[v][:, :len(steps)]
-                         for name, v in (("sac_glam", sac_baseline), ("ppo_glam", "ppo_glam"))}
+            baselines = {name: curve[v] for name, v in (("sac_glam", sac_baseline), ("ppo_glam", "ppo_glam"))}
             ahead = np.logical_and.reduce([above_by_spread(her, base) for base in baselines.values()])
             for i, step in enumerate(steps):
                 row = {"her_variant": her_variant, "sac_glam_variant": sac_baseline, "set": s, "env_steps": step,
@@ -149,11 +167,12 @@ def main() -> None:
                     row[f"{name}_mean"], row[f"{name}_std"] = base[:, i].mean(), base[:, i].std()
                 row["ahead_by_more_than_spread"] = bool(ahead[i])
                 rows.append(row)
-    with open(HERE / "margin.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows)
-    for her_variant, sac_baseline in HER_VARIANTS.items():
+    if rows:  # at a longer budget, once a SAC-GLAM+HER variant and both baselines have reached it
+        with open(HERE / ("margin.csv" if budget == 100_000 else f"margin_{budget // 1000}k.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows)
+    for her_variant in pairs:
         for s in ("train", "train_distribution", "train_sampled"):
             behind = [r["env_steps"] for r in rows
                       if r["her_variant"] == her_variant and r["set"] == s and not r["ahead_by_more_than_spread"]]
@@ -161,12 +180,12 @@ def main() -> None:
     if "ppo_glam_her" in data:  # App. G's question (5. in the docstring)
         for s, curve in curves.items():
             steps = [e["env_steps"] for e in next(iter(data["ppo_glam_her"].values()))[s]]
-            her, plain = curve["ppo_glam_her"], curve["ppo_glam"][:, :len(steps)]  # as in the margin above
+            her, plain = curve["ppo_glam_her"], curve["ppo_glam"]
             above = [k for k, yes in zip(steps, above_by_spread(her, plain)) if yes]
             below = [k for k, yes in zip(steps, above_by_spread(plain, her)) if yes]
             print(f"PPO-GLAM+HER against PPO-GLAM, {s}: above by more than the spread at {above}; below at {below}")
     past = {v: runs for v in VARIANTS
-            if (runs := {name: r for name, r in load(v, past_budget=True).items() if r["train"]})}
+            if (runs := {name: r for name, r in load(v, evaluations, past_budget=True).items() if r["train"]})}
     if past:  # 6. in the docstring; at each evaluation, the seeds that reached it
         print()
         print("| variant | steps | seeds | " + " | ".join(SETS) + " | grasp (greedy) |")
@@ -182,4 +201,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget", type=int, default=100_000, help="environment steps every compared run ran")
+    main(parser.parse_args().budget)
