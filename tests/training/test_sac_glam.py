@@ -164,6 +164,16 @@ def test_resume_with_noop_twins_draws_the_same_noops(tmp_path):
 
 
 @pytest.mark.slow
+def test_resume_with_twins_and_types_uniform_batches_gives_the_same_losses(tmp_path):
+    # the full task set's setting that docs/results/cpu_full continues past 100k with --resume
+    straight, resumed = run_straight_and_resumed(
+        tmp_path, "smoke", ["normalization=mean", "goals=train", "her_twins=true", "batch_strategy=types_uniform",
+                            "target_llm=true"])
+    final = [torch.load(run / "checkpoint.pt", weights_only=False)["her_generator"] for run in (straight, resumed)]
+    assert torch.equal(final[0], final[1])
+
+
+@pytest.mark.slow
 def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
     from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 
