@@ -61,13 +61,18 @@ def test_autotelic_sweep_changes_only_who_chooses_the_goals(tmp_path):
     assert configs["full_goal_given"]["goals"] == "train" and configs["simplified_goal_given"]["goals"] == "simplified"
 
 
-def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
+def sweep_configs(name: str, tmp_path) -> dict[str, dict]:
+    """{variant: its full config (every setting, the preset's included)} of a sweep file's seed-0 runs."""
     from torchrl_glam.training.ppo_config import make_ppo_config
     from torchrl_glam.training.sac_config import make_config
 
     make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}
-    configs = {run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
-               for run in load_sweep(SLURM / "sweeps" / "cpu_full.yaml", tmp_path, seeds=[0])}
+    return {run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
+            for run in load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[0])}
+
+
+def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
+    configs = sweep_configs("cpu_full", tmp_path)
     her, no_her = configs["sac_glam_her"], configs["sac_glam"]
     assert {k for k in her if her[k] != no_her[k]} == {"her"}
     slower_llm = configs["sac_glam_her_actorlr3e-5"]
@@ -101,20 +106,13 @@ def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
 
 
 def test_cpu_full_200k_sweep_is_cpu_full_at_twice_the_budget(tmp_path):
-    from torchrl_glam.training.ppo_config import make_ppo_config
-    from torchrl_glam.training.sac_config import make_config
-
-    make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}
-    sweeps = {name: {run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
-                     for run in load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[0])}
-              for name in ("cpu_full", "cpu_full_200k")}
-    longer = sweeps["cpu_full_200k"]
+    shorter_runs, longer = sweep_configs("cpu_full", tmp_path), sweep_configs("cpu_full_200k", tmp_path)
     assert {c["total_steps"] for c in longer.values()} == {200_000}
     twins = "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
     her, no_her = longer[twins], longer["sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform"]
     assert {k for k in her if her[k] != no_her[k]} == {"her", "her_twins"} and her["her"] and her["her_twins"]
     for variant in (twins, "ppo_glam"):  # the same runs as in cpu_full, only longer
-        shorter = sweeps["cpu_full"][variant]
+        shorter = shorter_runs[variant]
         assert {k for k in shorter if shorter[k] != longer[variant][k]} == {"total_steps"}, variant
 
 
