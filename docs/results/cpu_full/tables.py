@@ -58,18 +58,19 @@ VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": 
                 "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches, no-op twins"}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline: the first of those listed that ran to the budget
 # (SAC-GLAM, the grid's, when none did)
-HER_VARIANTS = {"sac_glam_her": "sac_glam", "sac_glam_her_actorlr3e-5": "sac_glam_actorlr3e-5",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4": "sac_glam_actorlr3e-5_criticllm3e-4",
+HER_VARIANTS = {"sac_glam_her": ("sac_glam",), "sac_glam_her_actorlr3e-5": ("sac_glam_actorlr3e-5",),
+                "sac_glam_her_actorlr3e-5_criticllm3e-4": ("sac_glam_actorlr3e-5_criticllm3e-4",),
                 # no SAC-GLAM ran with the dueling heads or the target LLM alone: their baseline is
                 # SAC-GLAM at the same rates
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "sac_glam_actorlr3e-5_criticllm3e-4",
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": "sac_glam_actorlr3e-5_criticllm3e-4",
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": ("sac_glam_actorlr3e-5_criticllm3e-4",),
                 # the twins' HER ablation keeps its other options (session 20; the twins need HER)
                 "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform":
                     ("sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform", "sac_glam_actorlr3e-5_criticllm3e-4"),
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop": "sac_glam_actorlr3e-5_criticllm3e-4"}
+                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop":
+                    ("sac_glam_actorlr3e-5_criticllm3e-4",)}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
 # every run evaluates every 5k steps (PPO-GLAM at the ends of its rollouts, the 20th at 100,480
@@ -77,15 +78,13 @@ COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (tab
 EVAL_EVERY = 5000
 
 
-def load(variant: str, evaluations: int, past_budget: bool = False) -> dict[str, dict[str, list[dict]]]:
-    """{seed name: {set: [evaluation rows in step order]}}: the first ``evaluations`` (the budget's), or
-    (``past_budget``) those after them."""
-    cut = slice(evaluations, None) if past_budget else slice(evaluations)
+def load(variant: str) -> dict[str, dict[str, list[dict]]]:
+    """{seed name: {set: [evaluation rows in step order]}}."""
     runs = {}
     folder = HERE / "runs" / variant
     for run in sorted((folder if folder.exists() else HERE / "critic" / "runs" / variant).glob("seed*")):
         rows = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
-        runs[run.name] = {s: sorted((r for r in rows if r["set"] == s), key=lambda r: r["env_steps"])[cut] for s in SETS}
+        runs[run.name] = {s: sorted((r for r in rows if r["set"] == s), key=lambda r: r["env_steps"]) for s in SETS}
     return runs
 
 
@@ -113,13 +112,17 @@ def collapses(evaluations: list[dict]) -> list[int]:
 
 def main(budget: int) -> None:
     evaluations = budget // EVAL_EVERY
-    data, short = {}, []
+    data, past, short = {}, {}, []  # within the budget; after it (table 6), the seeds that went on
     for v in VARIANTS:
-        if runs := load(v, evaluations):
-            if min(len(r["train"]) for r in runs.values()) < evaluations:
-                short.append(v)
-            else:
-                data[v] = runs
+        if not (runs := load(v)):
+            continue
+        if min(len(r["train"]) for r in runs.values()) < evaluations:
+            short.append(v)
+        else:
+            data[v] = {name: {s: rows[:evaluations] for s, rows in r.items()} for name, r in runs.items()}
+        if after := {name: {s: rows[evaluations:] for s, rows in r.items()}
+                     for name, r in runs.items() if len(r["train"]) > evaluations}:
+            past[v] = after
     if short:
         print(f"Left out, not every seed at {budget} steps: {', '.join(short)}\n")
     print("| variant | seeds | " + " | ".join(SETS) + " |")
@@ -151,8 +154,7 @@ def main(budget: int) -> None:
     rows = []
     curves = {s: {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
               for s in ("train", "train_distribution", "train_sampled")}
-    pairs = {her: next((v for v in ((sac,) if isinstance(sac, str) else sac) if v in data), "sac_glam")
-             for her, sac in HER_VARIANTS.items() if her in data}
+    pairs = {her: next((v for v in listed if v in data), "sac_glam") for her, listed in HER_VARIANTS.items() if her in data}
     pairs = {her: sac for her, sac in pairs.items() if sac in data and "ppo_glam" in data}
     for her_variant, sac_baseline in pairs.items():
         for s, curve in curves.items():
@@ -184,8 +186,6 @@ def main(budget: int) -> None:
             above = [k for k, yes in zip(steps, above_by_spread(her, plain)) if yes]
             below = [k for k, yes in zip(steps, above_by_spread(plain, her)) if yes]
             print(f"PPO-GLAM+HER against PPO-GLAM, {s}: above by more than the spread at {above}; below at {below}")
-    past = {v: runs for v in VARIANTS
-            if (runs := {name: r for name, r in load(v, evaluations, past_budget=True).items() if r["train"]})}
     if past:  # 6. in the docstring; at each evaluation, the seeds that reached it
         print()
         print("| variant | steps | seeds | " + " | ".join(SETS) + " | grasp (greedy) |")
