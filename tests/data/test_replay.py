@@ -5,6 +5,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.replay import GoalReplay, split_counts
+from torchrl_glam.training.checkpoint import read_checkpoint, save_checkpoint
 from torchrl_glam.envs import GoalCatalogue
 
 
@@ -65,12 +66,11 @@ def test_priorities_change_after_an_update_and_shape_sampling():
     replay = GoalReplay(capacity=100, strategy="uniform", alpha=1.0, beta=1.0)
     replay.extend(transitions(list(range(20)), [False] * 20))
     batch = replay.sample(20)
-    sampler = replay.buffers[0].sampler
-    before = torch.tensor([sampler._sum_tree[i] for i in range(20)])
+    before = replay.priorities()["all"][:20]
     target = int(batch["index"][0])
     errors = torch.where(batch["index"] == target, torch.tensor(100.0), torch.tensor(0.0))
     replay.update_priority(batch, errors)
-    after = torch.tensor([sampler._sum_tree[i] for i in range(20)])
+    after = replay.priorities()["all"][:20]
     assert not torch.allclose(before, after)
     others = [i for i in range(20) if i != target]
     assert after[target] > 10 * after[others].max()
@@ -105,11 +105,10 @@ def test_priorities_survive_a_checkpoint_as_plain_tensors(tmp_path):
     replay.extend(transitions(list(range(10)), [False] * 10))
     batch = replay.sample(10)
     replay.update_priority(batch, torch.arange(10).float())
-    torch.save(replay.state_dict(), tmp_path / "replay.pt")
+    save_checkpoint({"replay": replay.state_dict()}, tmp_path)  # read back weights-only
     copy = GoalReplay(capacity=50, strategy="uniform", alpha=1.0)
-    copy.load_state_dict(torch.load(tmp_path / "replay.pt", weights_only=False))
-    trees = [r.buffers[0].sampler._sum_tree for r in (replay, copy)]
-    assert torch.equal(trees[0][torch.arange(50)], trees[1][torch.arange(50)])
+    copy.load_state_dict(read_checkpoint(tmp_path / "checkpoint.pt")["replay"])
+    assert torch.equal(replay.priorities()["all"], copy.priorities()["all"])
     draws = []
     for r in (replay, copy):  # the sampler draws from numpy's and torch's global generators
         np.random.seed(0)

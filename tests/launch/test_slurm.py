@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from torchrl_glam.training.checkpoint import read_checkpoint
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sac_glam.py"
 SMOKE = ["--preset", "smoke", "--no-progress"]
@@ -29,7 +31,7 @@ def _free_port() -> int:
 
 def _agent(run_dir: Path, rank: int = 0) -> dict:
     path = run_dir / ("" if rank == 0 else f"rank{rank}") / "checkpoint.pt"
-    return torch.load(path, weights_only=False)
+    return read_checkpoint(path)
 
 
 def _assert_same_weights(a: dict, b: dict):

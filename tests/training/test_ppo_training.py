@@ -15,6 +15,7 @@ from torchrl_glam.training.scripts import get_script
 from torchrl_glam.training.factories import act, make_env
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import make_ppo_config
+from torchrl_glam.training.checkpoint import read_checkpoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"  # run as a user runs it
 
@@ -124,14 +125,14 @@ def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path, var
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert run_example([*common, "--run-dir", str(straight), "total_steps=384"]) == 0
     assert run_example([*common, "--run-dir", str(resumed), "total_steps=96"]) == 0
-    state = torch.load(resumed / "checkpoint.pt", weights_only=False)
+    state = read_checkpoint(resumed / "checkpoint.pt")
     assert len(state["rollout"]["steps"]) == 96 // 8 and state["updater"]["updates"] == 0
     assert run_example([*common, "--run-dir", str(resumed), "total_steps=384", "--resume"]) == 0
     a, b = _losses(straight), _losses(resumed)
     assert len(a) == len(b) and any(step > 256 for step, _ in a)
     for (step_a, loss_a), (step_b, loss_b) in zip(a, b):
         assert step_a == step_b and loss_a == pytest.approx(loss_b, rel=1e-5, abs=1e-7)
-    final = [torch.load(run / "checkpoint.pt", weights_only=False) for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
     for key, value in final[0]["agent"].items():
         assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
 
@@ -152,7 +153,7 @@ def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, m
     run = tmp_path / "run"
     assert run_example(["--run-dir", str(run), "checkpoint_every=128", "eval_every=1000"]) == 1
     assert "non-finite loss" in capsys.readouterr().err
-    saved = torch.load(run / "checkpoint.pt", weights_only=False)
+    saved = read_checkpoint(run / "checkpoint.pt")
     assert saved["updater"]["updates"] == 4
     assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
 
@@ -178,7 +179,7 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
     outputs = [p.communicate(timeout=600)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
-    states = [torch.load(run / sub / "checkpoint.pt", weights_only=False) for sub in ("", "rank1")]
+    states = [read_checkpoint(run / sub / "checkpoint.pt") for sub in ("", "rank1")]
     assert states[0]["updater"]["updates"] == states[1]["updater"]["updates"] > 0
     for key, value in states[0]["agent"].items():
         assert torch.equal(value, states[1]["agent"][key]), key

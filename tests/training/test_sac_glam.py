@@ -9,7 +9,7 @@ import torch
 
 from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.scripts import get_script
-from torchrl_glam.training.checkpoint import load_checkpoint
+from torchrl_glam.training.checkpoint import load_checkpoint, read_checkpoint
 from torchrl_glam.training.sac import SACGLAMUpdater, load_trained_agent, make_agent, make_episode_processing
 
 
@@ -141,7 +141,7 @@ def run_straight_and_resumed(tmp_path, preset: str, overrides: tuple[str, ...] =
 @pytest.mark.slow
 def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke")
-    final = [torch.load(run / "checkpoint.pt", weights_only=False) for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
     for key, value in final[0]["agent"].items():
         assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
 
@@ -150,7 +150,7 @@ def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
 def test_resume_with_hindsight_negatives_restores_the_goals_reported_so_far(tmp_path):
     # normalization "mean": the smoke model then reaches objects, so goals are reported
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "her_negatives=2"])
-    final = [torch.load(run / "checkpoint.pt", weights_only=False)["her_goal_memory"]["first_seen"]
+    final = [read_checkpoint(run / "checkpoint.pt")["her_goal_memory"]["first_seen"]
              for run in (straight, resumed)]
     assert (final[0] >= 0).sum() > 10 and torch.equal(final[0], final[1])
 
@@ -158,7 +158,7 @@ def test_resume_with_hindsight_negatives_restores_the_goals_reported_so_far(tmp_
 @pytest.mark.slow
 def test_resume_with_noop_twins_draws_the_same_noops(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "noop_twins=true"])
-    final = [torch.load(run / "checkpoint.pt", weights_only=False)["noop_twins_generator"] for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt")["noop_twins_generator"] for run in (straight, resumed)]
     assert torch.equal(final[0], final[1])
     assert not torch.equal(final[0], torch.Generator().manual_seed(0).get_state())  # twins were drawn
 
@@ -169,7 +169,7 @@ def test_resume_with_twins_and_types_uniform_batches_gives_the_same_losses(tmp_p
     straight, resumed = run_straight_and_resumed(
         tmp_path, "smoke", ["normalization=mean", "goals=train", "her_twins=true", "batch_strategy=types_uniform",
                             "target_llm=true"])
-    final = [torch.load(run / "checkpoint.pt", weights_only=False)["her_generator"] for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt")["her_generator"] for run in (straight, resumed)]
     assert torch.equal(final[0], final[1])
 
 
@@ -192,7 +192,7 @@ def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, m
                                 "checkpoint_every=64", "eval_every=1000"])
     assert code == 1
     assert "non-finite loss" in capsys.readouterr().err
-    saved = torch.load(run / "checkpoint.pt", weights_only=False)
+    saved = read_checkpoint(run / "checkpoint.pt")
     assert saved["updater"]["updates"] <= 12
     assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
 
@@ -215,7 +215,7 @@ def test_lora_checkpoints_hold_the_adapters_not_the_frozen_base_model():
 @pytest.mark.slow
 def test_resume_with_a_critic_llm_lr_restores_its_optimiser(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["critic_llm_lr=3e-4"])
-    final = [torch.load(run / "checkpoint.pt", weights_only=False) for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
     assert final[0]["updater"]["critic_llm_optimizer"]["state"]
     for key, value in final[0]["agent"].items():
         assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
@@ -224,6 +224,6 @@ def test_resume_with_a_critic_llm_lr_restores_its_optimiser(tmp_path):
 @pytest.mark.slow
 def test_resume_with_a_target_llm_restores_it(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["target_llm=true"])
-    final = [torch.load(run / "checkpoint.pt", weights_only=False)["agent"] for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt")["agent"] for run in (straight, resumed)]
     targets = [key for key in final[0] if key.startswith("target_llm.")]
     assert targets and all(torch.allclose(final[0][key], final[1][key], atol=1e-6) for key in targets)

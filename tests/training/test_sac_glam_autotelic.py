@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from torchrl_glam.training.sac_config import make_config, parse_overrides
+from torchrl_glam.training.checkpoint import read_checkpoint
 
 from test_sac_glam import run_straight_and_resumed  # the goal-given exact-resume check
 
@@ -26,7 +27,7 @@ def test_autotelic_config_fields_are_checked():
 @pytest.mark.slow
 def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke_autotelic")
-    final = [torch.load(run / "checkpoint.pt", weights_only=False)["autotelic"]["_extra_state"]
+    final = [read_checkpoint(run / "checkpoint.pt")["autotelic"]["_extra_state"]
              for run in (straight, resumed)]
     assert final[0]["memory"]["first_seen"].ge(0).sum() > 0  # goals were discovered
     assert torch.equal(final[0]["memory"]["first_seen"], final[1]["memory"]["first_seen"])

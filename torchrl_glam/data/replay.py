@@ -29,6 +29,12 @@ from torchrl_glam.data.prioritized import ensure_prioritized_replay
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
 
 STRATEGIES = ("ratio", "prior", "uniform")
+_TREES = ("_sum_tree", "_min_tree")  # the segment trees' entries in a PrioritizedSampler's state_dict
+
+
+def _tree_values(tree, size: int) -> torch.Tensor:
+    """A segment tree's leaves as a tensor."""
+    return tree[torch.arange(size)].clone()
 
 
 def split_counts(batch_size: int, weights: list[float]) -> list[int]:
@@ -161,18 +167,28 @@ class GoalReplay:
             if chosen.any():
                 buffer.update_priority(batch["index"][chosen], td_error[chosen])
 
+    def priorities(self) -> dict[str, torch.Tensor]:
+        """Each buffer's sampling weight per slot, by buffer name: what the prioritized sampler
+        holds, ``(|TD error| + eps) ** alpha`` (0 for an empty slot). Empty when not prioritized."""
+        if not self.prioritized:
+            return {}
+        return {
+            name: _tree_values(buffer.sampler.state_dict()["_sum_tree"], buffer.sampler.max_size)
+            for name, buffer in zip(self.names, self.buffers)
+        }
+
     def state_dict(self) -> dict:
         """Storages, writers and priorities. The priorities are saved as tensors, not as the
         C++ segment-tree objects (whose class depends on which build of torchrl's extension
-        loaded), so a checkpoint moves between machines."""
+        loaded), so a checkpoint moves between machines. Only the samplers' public
+        ``state_dict``/``load_state_dict`` are used: the trees are entries of their state."""
         buffers = []
         for buffer in self.buffers:
             state = buffer.state_dict()
             if self.prioritized:
                 sampler = dict(state["_sampler"])
-                index = torch.arange(buffer.sampler._max_capacity)
-                for tree in ("_sum_tree", "_min_tree"):
-                    sampler[tree] = getattr(buffer.sampler, tree)[index].clone()
+                for tree in _TREES:
+                    sampler[tree] = _tree_values(sampler[tree], buffer.sampler.max_size)
                 state["_sampler"] = sampler
             buffers.append(state)
         return {"buffers": buffers, "names": self.names}
@@ -182,13 +198,12 @@ class GoalReplay:
             raise ValueError(f"checkpoint buffers {state['names']} do not match this replay's {self.names}")
         for buffer, buffer_state in zip(self.buffers, state["buffers"]):
             buffer_state = dict(buffer_state)
-            trees = {}
             if self.prioritized:
                 sampler = dict(buffer_state["_sampler"])
-                trees = {name: sampler.pop(name) for name in ("_sum_tree", "_min_tree")}
-                # keep this buffer's own (freshly built) trees, then fill them with the priorities
-                sampler["_sum_tree"], sampler["_min_tree"] = buffer.sampler._sum_tree, buffer.sampler._min_tree
+                own = buffer.sampler.state_dict()  # copies of this buffer's own (fresh) trees
+                for tree in _TREES:
+                    values = sampler[tree]
+                    own[tree][torch.arange(len(values))] = values
+                    sampler[tree] = own[tree]
                 buffer_state["_sampler"] = sampler
             buffer.load_state_dict(buffer_state)
-            for name, values in trees.items():
-                getattr(buffer.sampler, name)[torch.arange(len(values))] = values
