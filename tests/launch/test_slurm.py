@@ -134,7 +134,9 @@ def test_preempted_job_resumes_and_ends_like_an_uninterrupted_run(slurm, tmp_pat
     while not (run / "checkpoint.pt").exists():  # let it make progress first
         assert time.time() < deadline and job.state not in ("FAILED", "CANCELLED"), job.state
         time.sleep(1)
-    job._interrupt(timeout=True)  # what Slurm does at a time limit: signal, checkpoint, requeue
+    # what Slurm does ahead of a time limit: the signal submitit asks for in its sbatch script
+    # (--signal=USR2@<delay>), on which the job checkpoints and requeues itself
+    subprocess.check_call(["scancel", job.job_id, "--signal", "USR2"])
     assert job.result() == 0
     log = Path(job.paths.stdout).read_text()
     assert "stopped at" in log and "resumed from" in log, log[-3000:]
