@@ -1,7 +1,12 @@
 """Presets and command-line overrides of the SAC-GLAM config."""
+import json
+from pathlib import Path
+
 import pytest
 
 from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig, make_config, parse_overrides
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 
 def test_paper_presets_follow_tables_2_and_3():
@@ -14,6 +19,16 @@ def test_paper_presets_follow_tables_2_and_3():
     assert (table3.alpha_init, table3.target_entropy, table3.her, table3.her_ratio) == (0.05, 0.01, True, 0.5)
     assert make_config().model == "offline:tiny-t5-pretrained" and make_config().goals == "simplified"  # the cpu default
     assert set(PRESETS) >= {"sac_glam", "sac_glam_her", "cpu", "smoke"}
+
+
+def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
+    # docs/results/cpu_full's headline runs: `--preset cpu_full_twins seed=K` must repeat them
+    runs = RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
+    for seed in (0, 1, 2):
+        committed = json.loads((runs / f"seed{seed}" / "config.json").read_text())
+        preset = make_config("cpu_full_twins", {"seed": seed}).to_dict()
+        differ = {k for k in set(committed) | set(preset) if committed.get(k) != preset.get(k)}
+        assert differ == {"run_dir"}, differ
 
 
 def test_overrides_are_typed():
