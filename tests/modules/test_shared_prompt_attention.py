@@ -75,3 +75,37 @@ def test_other_encoder_decoders_repeat_the_cache_and_score_the_same(tiny_paths, 
         shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
     for ours, theirs in zip(shared, naive):
         torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+
+def test_each_distinct_prefix_of_a_prompts_candidates_runs_once(tiny_paths, make_scorer_for, playground_batch):
+    """The decoder runs a prompt's candidates as a prefix tree: "Go", "Go to" and each
+    "Go to <colour>" once, however many candidates share them; a repeated candidate costs nothing
+    more and gets the same score; scores, hidden states and gradients equal the naive pairs'."""
+    scorer = make_scorer_for(tiny_paths["t5"])
+    prompts, _, _ = playground_batch(3, 3, seed=4, uneven=True)
+    actions = [["Go to red cat", "Go to red lion", "Go to blue cat", "Grasp", "Release", "Go to red cat"]] * 3
+    mask = torch.ones(3, 6, dtype=torch.bool)
+    mask[1, 2] = False
+    decoder_tokens = []
+    hook = scorer.model.get_decoder().register_forward_pre_hook(
+        lambda module, args, kwargs: decoder_tokens.append(kwargs["input_ids"].numel()), with_kwargs=True)
+    try:
+        outputs, gradients = [], []
+        for method in (scorer, scorer.naive):
+            scorer.zero_grad()
+            decoder_tokens.clear()
+            out = method(prompts, actions, mask)
+            (out[0].sum() + out[1].pow(2).mean() + out[2].pow(2).mean()).backward()
+            outputs.append(out)
+            gradients.append([p.grad.clone() for p in scorer.parameters() if p.grad is not None])
+            if method is scorer:
+                tree_tokens = list(decoder_tokens)
+    finally:
+        hook.remove()
+    # per prompt: start; go, grasp, release; go to; go to red, go to blue; the three whole "Go to" candidates
+    assert tree_tokens == [3 * 1, 3 * 3, 3 * 1, 3 * 2, 3 * 3]
+    assert torch.equal(outputs[0][0][:, 0], outputs[0][0][:, 5])
+    for ours, theirs in zip(*outputs):
+        torch.testing.assert_close(ours, theirs.detach(), atol=1e-5, rtol=1e-5)
+    for ours, theirs in zip(*gradients):
+        torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)

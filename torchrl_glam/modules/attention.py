@@ -10,10 +10,11 @@ transformers has no attention over a batch of queries that share keys, so this m
 one, registered through transformers' public ``AttentionInterface``:
 
 * when the keys have fewer rows than the queries (B against B*A: the scorer passes the
-  un-repeated cross-attention cache), the A candidates' queries of a prompt are folded into one
+  un-repeated cross-attention cache), the A query rows of a prompt (its candidates, or the
+  prefixes of its candidates that the scorer's prefix tree runs at one depth) are folded into one
   query sequence of length A*La and attend to the prompt's keys once. This is exact: T5's
   cross-attention has no position bias and its mask depends only on the key (padding), so every
-  candidate's query sees exactly the keys and mask it would see in its own row;
+  row's query sees exactly the keys and mask it would see in its own row;
 * otherwise (encoder self-attention, decoder self-attention) it is T5's eager attention with the
   position bias and the mask added in one pass before the score product (``baddbmm``) instead of
   three passes after it; on the CPU this beat both the eager and the SDPA implementations at these

@@ -29,11 +29,14 @@ Shared-prefix scoring (the default) computes what depends on the prompt once per
 
 * encoder-decoder: the encoder runs once per prompt; the decoder runs its start token once per
   prompt with a cache, which computes the cross-attention keys/values of every layer once per
-  prompt; the candidates' tokens then run in one batch over that cache. For T5-family models the
-  candidates attend to their prompt's cache without a copy (``modules/attention.py``); for other
-  models the cache is repeated over the prompt's A candidates. (Lamorel, the authors' library,
-  repeats the encoder states A times instead, so every candidate recomputes the cross-attention
-  projections of the whole prompt.)
+  prompt. For T5-family models the candidates' tokens then run as a prefix tree, one decoder call
+  per depth: each distinct prefix of a prompt's candidates runs once (on the full task set the six
+  "Go to <colour> <type>" share "Go" and "Go to", and their colours: at most 13 decoder tokens
+  per prompt instead of 8 candidates x 4 padded tokens), and reads its prompt's cross-attention
+  cache without a copy (``modules/attention.py``). For other models the cache is repeated over the prompt's A
+  candidates and their tokens run in one batch. (Lamorel, the authors' library, repeats the
+  encoder states A times instead, so every candidate recomputes the cross-attention projections of
+  the whole prompt.)
 * decoder-only: the left-padded prompts run once with a KV cache (position ids count real tokens
   only), the cache is repeated over the candidates, and the candidates run in one batch.
 
@@ -295,22 +298,42 @@ class LLMScorer(nn.Module):
         first = model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
                       decoder_input_ids=start, use_cache=True, output_hidden_states=True,
                       **{_cache_argument(): EncoderDecoderCache(DynamicCache(), DynamicCache())})
+        if self._shared_prompt_cache:
+            return self._prefix_tree_decoding(first, encoder_states, batch)
+        # Other encoder-decoders: the decoder reads the encoder states only through its
+        # cross-attention projections. The repeat is a copy of [B*A, Lp, H] activations; with the
+        # repeated cache, no projection of it is ever computed (the cached keys/values are used).
         cache = getattr(first, _cache_argument())
-        if self._shared_prompt_cache:  # only the start token's self-attention cache is per candidate
-            cache.self_attention_cache.batch_repeat_interleave(num_candidates)
-            states, states_mask = encoder_states, batch.prompt_mask
-        else:
-            # The decoder reads the encoder states only through its cross-attention projections.
-            # The repeat is a copy of [B*A, Lp, H] activations; with the repeated cache, no
-            # projection of it is ever computed (the cached keys/values are used instead).
-            cache.batch_repeat_interleave(num_candidates)
-            states, states_mask = encoder_states.repeat_interleave(num_candidates, 0), pair_prompt_mask
-        rest = model(encoder_outputs=(states,), attention_mask=states_mask, decoder_input_ids=batch.action_ids,
+        cache.batch_repeat_interleave(num_candidates)
+        rest = model(encoder_outputs=(encoder_states.repeat_interleave(num_candidates, 0),),
+                     attention_mask=pair_prompt_mask, decoder_input_ids=batch.action_ids,
                      use_cache=True, output_hidden_states=True, **{_cache_argument(): cache})
         return self._from_prefix_and_continuation(
             first.logits[:, -1], first.decoder_hidden_states[-1][:, -1],
             rest.logits, rest.decoder_hidden_states[-1], batch,
         )
+
+    def _prefix_tree_decoding(self, first, encoder_states: Tensor, batch: _Tokenised) -> _PerToken:
+        """The candidates' tokens as a prefix tree, one decoder call per depth: each distinct prefix
+        of a prompt's candidates runs once ("Go" and "Go to" once for the N "Go to X"), its
+        self-attention cache taken from its parent's row (``reorder_cache``, beam search's own
+        cache operation) and its cross-attention reading the prompt's cache unrepeated
+        (``modules/attention.py``). ``first`` is the start token's output, level 0 of the tree."""
+        tree = _prefix_tree(batch.action_ids, batch.action_lengths, batch.num_candidates)
+        cache = getattr(first, _cache_argument())
+        logits, hidden = [first.logits[:, -1]], [first.decoder_hidden_states[-1][:, -1]]
+        for tokens, parents in zip(tree.tokens, tree.parents):
+            cache.self_attention_cache.reorder_cache(parents)
+            out = self.model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
+                             decoder_input_ids=tokens[:, None], use_cache=True, output_hidden_states=True,
+                             **{_cache_argument(): cache})
+            cache = getattr(out, _cache_argument())
+            logits.append(out.logits[:, -1])
+            hidden.append(out.decoder_hidden_states[-1][:, -1])
+        node_logp = torch.cat(logits).float().log_softmax(-1)  # every node's next-token distribution
+        node_hidden = torch.cat(hidden)
+        token_logp = node_logp[tree.predictors, batch.action_ids]
+        return _PerToken(token_logp, node_hidden[tree.last], hidden[0])
 
     # ------------------------------------------------------------------ decoder-only
     def _causal_prefix(self, batch: _Tokenised) -> _PerToken:
@@ -407,6 +430,56 @@ def _pad_rows(rows: Sequence[Sequence[int]], pad_id: int, left: bool = False) ->
         ids[row_of, column] = flat
         real[row_of, column] = 1
     return ids, real
+
+
+@dataclass
+class _PrefixTree:
+    """The candidates of each prompt as a prefix tree, level by level (see :func:`_prefix_tree`).
+
+    The decoder's outputs are stacked level after level: level 0 is the start token (one row per
+    prompt), level d has ``B * K_d`` rows, the prefixes of length d of prompt b's candidates in rows
+    ``b * K_d ...``, padded to the widest prompt's K_d with copies that nobody reads."""
+
+    tokens: list[Tensor]  # level d (1..La): [B*K_d] the last token of each prefix
+    parents: list[Tensor]  # level d: [B*K_d] the row of its parent within level d-1
+    predictors: Tensor  # [B*A, La] stacked row whose logits predict candidate token t (prefix of length t)
+    last: Tensor  # [B*A] stacked row of each candidate's last token (the whole candidate)
+
+
+def _prefix_tree(action_ids: Tensor, lengths: Tensor, num_candidates: int) -> _PrefixTree:
+    """The prefix tree of ``action_ids`` [B*A, La] (``lengths`` real tokens each), in a few tensor
+    operations per level (a batch has B*A = 1,024 candidates on the CPU preset)."""
+    rows, width = action_ids.shape
+    prompts = rows // num_candidates
+    prompt_of = torch.arange(rows, device=action_ids.device) // num_candidates
+    row = prompt_of  # each candidate's prefix at the current level, as a stacked row (level 0: start)
+    level_start, level_width, offset = 0, 1, prompts  # the previous level's first row and K; the next free row
+    vocabulary = int(action_ids.max()) + 1
+    predictors, tokens, parents, last = [row], [], [], row
+    for depth in range(1, width + 1):
+        alive = lengths >= depth
+        # a node is (its parent's row, its token); parents' rows grow with their prompt, so the
+        # sorted unique keys list each prompt's nodes together, prompt after prompt
+        nodes, node_of = torch.unique(row[alive] * vocabulary + action_ids[alive, depth - 1], return_inverse=True)
+        node_parent, node_token = nodes // vocabulary, nodes % vocabulary
+        node_prompt = (node_parent - level_start) // level_width
+        counts = torch.bincount(node_prompt, minlength=prompts)
+        count = int(counts.max())
+        node_row = node_prompt * count + torch.arange(len(nodes), device=nodes.device) - (counts.cumsum(0) - counts)[node_prompt]
+        # padding rows continue the first row of their prompt's previous level
+        level_tokens = node_token.new_full((prompts * count,), int(node_token[0]))
+        level_tokens[node_row] = node_token
+        level_parents = torch.arange(prompts * count, device=nodes.device) // count * level_width
+        level_parents[node_row] = node_parent - level_start
+        tokens.append(level_tokens)
+        parents.append(level_parents)
+        row = row.clone()
+        row[alive] = offset + node_row[node_of]
+        last = torch.where(lengths == depth, row, last)
+        if depth < width:  # token ``depth`` is predicted by the prefix of length ``depth``
+            predictors.append(torch.where(alive, row, prompt_of))
+        level_start, level_width, offset = offset, count, offset + prompts * count
+    return _PrefixTree(tokens, parents, torch.stack(predictors, 1), last)
 
 
 def _checked_action_lengths(action_lengths: Tensor, mask: Tensor) -> Tensor:
