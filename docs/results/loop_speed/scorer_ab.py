@@ -1,0 +1,80 @@
+"""The LLM scorer of this tree against the scorer of an older commit, in one process, on the offline
+tiny T5 (session 23: the prefix-tree decoding of the candidates against fd56c8f).
+
+Both scorers wrap the same model; they alternate round by round (7 rounds, CPU seconds, one
+thread) on Playground-Text batches (``benchmarks/scoring.py``'s ``playground_batch``):
+
+- "update-like": forward with gradient, backward, forward without gradient, on 128 prompts
+  (what one SAC-GLAM update asks of the scorer);
+- "acting": one forward without gradient, on 32 prompts (one step of the ``cpu`` preset's 32
+  environments);
+
+with 6 objects (8 candidates: the full task set's scenes) and 3 (5 candidates: the simplified
+set's).
+
+    python docs/results/loop_speed/scorer_ab.py [COMMIT]      # default fd56c8f
+"""
+import importlib.util
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from torchrl_glam.benchmarks.scoring import playground_batch
+from torchrl_glam.modules import scoring
+from torchrl_glam.modules.loading import LLMConfig, load_llm
+
+ROUNDS = 7
+
+
+def scorer_module_at(commit: str):
+    """``torchrl_glam/modules/scoring.py`` as it was at ``commit``, imported under another name."""
+    root = Path(__file__).resolve().parents[3]
+    source = subprocess.run(["git", "-C", str(root), "show", f"{commit}:torchrl_glam/modules/scoring.py"],
+                            check=True, capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "scoring_at_commit.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("scoring_at_commit", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(commit: str = "fd56c8f") -> None:
+    torch.set_num_threads(1)
+    llm = load_llm(LLMConfig("offline:tiny-t5-pretrained"))
+    scorers = {commit: scorer_module_at(commit).LLMScorer(llm.model, llm.tokenizer, True),
+               "this tree": scoring.LLMScorer(llm.model, llm.tokenizer, True)}
+
+    def update_like(scorer, batch):
+        scores, action_hidden, prompt_hidden = scorer(*batch)
+        (scores.sum() + action_hidden.square().sum() + prompt_hidden.sum()).backward()
+        with torch.no_grad():
+            scorer(*batch)
+
+    def acting(scorer, batch):
+        with torch.no_grad():
+            scorer(*batch)
+
+    print(f"CPU ms, median of {ROUNDS} alternating rounds, one thread; ratio = {commit} / this tree")
+    for objects in (6, 3):
+        for name, work, prompts in (("update-like", update_like, 128), ("acting", acting, 32)):
+            batch = playground_batch(prompts, objects)
+            times = {key: [] for key in scorers}
+            for round_ in range(ROUNDS):
+                for key in (list(scorers) if round_ % 2 else list(scorers)[::-1]):
+                    start = time.process_time()
+                    work(scorers[key], batch)
+                    times[key].append(time.process_time() - start)
+            before, after = (statistics.median(times[key]) for key in scorers)
+            print(f"{objects} objects, {name:<11} {prompts:>3} prompts: {commit} {before * 1e3:6.1f}  "
+                  f"this tree {after * 1e3:6.1f}  ratio {before / after:.2f}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
