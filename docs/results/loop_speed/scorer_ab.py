@@ -10,9 +10,10 @@ thread) on Playground-Text batches (``benchmarks/scoring.py``'s ``playground_bat
   environments);
 
 with 6 objects (8 candidates: the full task set's scenes) and 3 (5 candidates: the simplified
-set's).
+set's). ``--t5-small``: a t5-small-shaped T5 (random weights, ``benchmarks/scoring.py``'s shape)
+instead, 32 prompts in both modes and 3 rounds (it is ~80x the tiny T5's work).
 
-    python docs/results/loop_speed/scorer_ab.py [COMMIT]      # default fd56c8f
+    python docs/results/loop_speed/scorer_ab.py [COMMIT] [--t5-small]     # default fd56c8f
 """
 import importlib.util
 import statistics
@@ -24,11 +25,10 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.benchmarks.scoring import playground_batch
+from torchrl_glam.benchmarks.scoring import T5_SMALL_SHAPE, playground_batch
 from torchrl_glam.modules import scoring
 from torchrl_glam.modules.loading import LLMConfig, load_llm
-
-ROUNDS = 7
+from torchrl_glam.modules.offline import build_tiny_model
 
 
 def scorer_module_at(commit: str):
@@ -45,9 +45,14 @@ def scorer_module_at(commit: str):
     return module
 
 
-def main(commit: str = "fd56c8f") -> None:
+def main(commit: str = "fd56c8f", t5_small: bool = False) -> None:
     torch.set_num_threads(1)
-    llm = load_llm(LLMConfig("offline:tiny-t5-pretrained"))
+    rounds, update_prompts = (3, 32) if t5_small else (7, 128)
+    if t5_small:
+        path = build_tiny_model(Path(tempfile.mkdtemp()) / "t5-small-shaped", "t5", **T5_SMALL_SHAPE)
+        llm = load_llm(LLMConfig(str(path)))
+    else:
+        llm = load_llm(LLMConfig("offline:tiny-t5-pretrained"))
     scorers = {commit: scorer_module_at(commit).LLMScorer(llm.model, llm.tokenizer, True),
                "this tree": scoring.LLMScorer(llm.model, llm.tokenizer, True)}
 
@@ -61,12 +66,13 @@ def main(commit: str = "fd56c8f") -> None:
         with torch.no_grad():
             scorer(*batch)
 
-    print(f"CPU ms, median of {ROUNDS} alternating rounds, one thread; ratio = {commit} / this tree")
+    print(f"{'t5-small-shaped T5' if t5_small else 'tiny T5'}: CPU ms, median of {rounds} alternating rounds, "
+          f"one thread; ratio = {commit} / this tree")
     for objects in (6, 3):
-        for name, work, prompts in (("update-like", update_like, 128), ("acting", acting, 32)):
+        for name, work, prompts in (("update-like", update_like, update_prompts), ("acting", acting, 32)):
             batch = playground_batch(prompts, objects)
             times = {key: [] for key in scorers}
-            for round_ in range(ROUNDS):
+            for round_ in range(rounds):
                 for key in (list(scorers) if round_ % 2 else list(scorers)[::-1]):
                     start = time.process_time()
                     work(scorers[key], batch)
@@ -77,4 +83,5 @@ def main(commit: str = "fd56c8f") -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    arguments = [a for a in sys.argv[1:] if a != "--t5-small"]
+    main(*arguments, t5_small="--t5-small" in sys.argv[1:])
