@@ -33,10 +33,10 @@ Shared-prefix scoring (the default) computes what depends on the prompt once per
   per depth: each distinct prefix of a prompt's candidates runs once (on the full task set the six
   "Go to <colour> <type>" share "Go" and "Go to", and their colours: at most 13 decoder tokens
   per prompt instead of 8 candidates x 4 padded tokens), and reads its prompt's cross-attention
-  cache without a copy (``modules/attention.py``). For other models the cache is repeated over the prompt's A
-  candidates and their tokens run in one batch. (Lamorel, the authors' library, repeats the
-  encoder states A times instead, so every candidate recomputes the cross-attention projections of
-  the whole prompt.)
+  cache without a copy (``modules/attention.py``). For other models the cache is repeated over
+  the prompt's A candidates and their tokens run in one batch. (Lamorel, the authors' library,
+  repeats the encoder states A times instead, so every candidate recomputes the cross-attention
+  projections of the whole prompt.)
 * decoder-only: the left-padded prompts run once with a KV cache (position ids count real tokens
   only), the cache is repeated over the candidates, and the candidates run in one batch.
 
@@ -465,7 +465,8 @@ def _prefix_tree(action_ids: Tensor, lengths: Tensor, num_candidates: int) -> _P
         node_prompt = (node_parent - level_start) // level_width
         counts = torch.bincount(node_prompt, minlength=prompts)
         count = int(counts.max())
-        node_row = node_prompt * count + torch.arange(len(nodes), device=nodes.device) - (counts.cumsum(0) - counts)[node_prompt]
+        first_of_prompt = (counts.cumsum(0) - counts)[node_prompt]  # index of its prompt's first node
+        node_row = node_prompt * count + torch.arange(len(nodes), device=nodes.device) - first_of_prompt
         # padding rows continue the first row of their prompt's previous level
         level_tokens = node_token.new_full((prompts * count,), int(node_token[0]))
         level_tokens[node_row] = node_token
