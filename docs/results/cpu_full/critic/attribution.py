@@ -4,7 +4,9 @@ over the five evaluations from 80k to 100k steps, per run, on each evaluation se
 
 - ``target_llm``: neither option (session 14, three seeds);
 - ``target_llm_typesuniform``: the batches alone (``batch_strategy=types_uniform``; seed 0);
-- ``target_llm_twins_typesuniform``: both (``her_twins=true`` too; four seeds).
+- ``target_llm_twins``: the twins alone (``her_twins=true`` with the paper's ``ratio`` batches;
+  seed 0);
+- ``target_llm_twins_typesuniform``: both (four seeds).
 
 Writes ``attribution.csv`` beside this file from the committed ``evaluations.jsonl`` files.
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PREFIX = "sac_glam_her_actorlr3e-5_criticllm3e-4_"
-VARIANTS = {"neither": "targetllm", "types_uniform": "targetllm_typesuniform",
+VARIANTS = {"neither": "targetllm", "types_uniform": "targetllm_typesuniform", "twins": "targetllm_twins",
             "twins_and_types_uniform": "targetllm_twins_typesuniform"}
 SETS = ("train", "train_distribution", "held_out", "train_sampled")
 GOAL_TYPES = ("grasp", "grow", "grow-then-grasp", "grow-then-grow")
