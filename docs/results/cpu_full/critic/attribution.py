@@ -13,31 +13,31 @@ Writes ``attribution.csv`` beside this file from the committed ``evaluations.jso
     python docs/results/cpu_full/critic/attribution.py
 """
 import csv
-import json
 import statistics
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from tables import SETS, load  # noqa: E402  (the committed runs' evaluations, as the README's tables read them)
+
 PREFIX = "sac_glam_her_actorlr3e-5_criticllm3e-4_"
 VARIANTS = {"neither": "targetllm", "types_uniform": "targetllm_typesuniform", "twins": "targetllm_twins",
             "twins_and_types_uniform": "targetllm_twins_typesuniform"}
-SETS = ("train", "train_distribution", "held_out", "train_sampled")
 GOAL_TYPES = ("grasp", "grow", "grow-then-grasp", "grow-then-grow")
 WINDOW = (80_000, 100_000)
 
 
 def rows():
     for options, variant in VARIANTS.items():
-        for seed_dir in sorted((HERE / "runs" / (PREFIX + variant)).glob("seed*")):
-            evaluations = [json.loads(line) for line in open(seed_dir / "evaluations.jsonl")]
-            window = [e for e in evaluations if WINDOW[0] <= e["env_steps"] <= WINDOW[1]]
-            row = {"options": options, "run": f"{PREFIX}{variant}/{seed_dir.name}",
-                   "evaluations": len([e for e in window if e["set"] == "train"])}
+        for seed, by_set in load(PREFIX + variant).items():
+            window = {name: [e for e in evaluations if WINDOW[0] <= e["env_steps"] <= WINDOW[1]]
+                      for name, evaluations in by_set.items()}
+            row = {"options": options, "run": f"{PREFIX}{variant}/{seed}", "evaluations": len(window["train"])}
             for name in SETS:
-                row[name] = statistics.mean(e["success"] for e in window if e["set"] == name)
-            train = [e for e in window if e["set"] == "train"]
+                row[name] = statistics.mean(e["success"] for e in window[name])
             for goal_type in GOAL_TYPES:
-                row[f"train/{goal_type}"] = statistics.mean(e.get(f"success/{goal_type}", 0.0) for e in train)
+                row[f"train/{goal_type}"] = statistics.mean(e.get(f"success/{goal_type}", 0.0) for e in window["train"])
             yield row
 
 
