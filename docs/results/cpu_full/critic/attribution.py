@@ -9,9 +9,13 @@ over the five evaluations from 80k to 100k steps, per run, on each evaluation se
 - ``target_llm_twins_typesuniform``: both (four seeds).
 
 Writes ``attribution.csv`` beside this file from the committed ``evaluations.jsonl`` files.
+``--window 180000 200000`` (session 24) averages the five evaluations from 180k to 200k instead,
+over the runs that reached 200k, into ``attribution_200k.csv``; a run that stopped before the
+window's end is named and left out.
 
-    python docs/results/cpu_full/critic/attribution.py
+    python docs/results/cpu_full/critic/attribution.py [--window START END]
 """
+import argparse
 import csv
 import statistics
 import sys
@@ -25,15 +29,18 @@ PREFIX = "sac_glam_her_actorlr3e-5_criticllm3e-4_"
 VARIANTS = {"neither": "targetllm", "types_uniform": "targetllm_typesuniform", "twins": "targetllm_twins",
             "twins_and_types_uniform": "targetllm_twins_typesuniform"}
 GOAL_TYPES = ("grasp", "grow", "grow-then-grasp", "grow-then-grow")
-WINDOW = (80_000, 100_000)
 
 
-def rows():
+def rows(start: int, end: int):
     for options, variant in VARIANTS.items():
         for seed, by_set in load(PREFIX + variant).items():
-            window = {name: [e for e in evaluations if WINDOW[0] <= e["env_steps"] <= WINDOW[1]]
+            run = f"{PREFIX}{variant}/{seed}"
+            if max(e["env_steps"] for e in by_set["train"]) < end:
+                print(f"left out: {run} (stopped before {end:,} steps)")
+                continue
+            window = {name: [e for e in evaluations if start <= e["env_steps"] <= end]
                       for name, evaluations in by_set.items()}
-            row = {"options": options, "run": f"{PREFIX}{variant}/{seed}", "evaluations": len(window["train"])}
+            row = {"options": options, "run": run, "evaluations": len(window["train"])}
             for name in SETS:
                 row[name] = statistics.mean(e["success"] for e in window[name])
             for goal_type in GOAL_TYPES:
@@ -42,8 +49,12 @@ def rows():
 
 
 def main() -> None:
-    table = list(rows())
-    with open(HERE / "attribution.csv", "w", newline="") as f:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--window", type=int, nargs=2, default=(80_000, 100_000), metavar=("START", "END"))
+    start, end = parser.parse_args().window
+    table = list(rows(start, end))
+    name = "attribution.csv" if end == 100_000 else f"attribution_{end // 1000}k.csv"
+    with open(HERE / name, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(table[0]))
         writer.writeheader()
         for row in table:
