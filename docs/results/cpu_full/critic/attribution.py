@@ -5,7 +5,7 @@ over the five evaluations from 80k to 100k steps, per run, on each evaluation se
 - ``target_llm``: neither option (session 14, three seeds);
 - ``target_llm_typesuniform``: the batches alone (``batch_strategy=types_uniform``; seed 0);
 - ``target_llm_twins``: the twins alone (``her_twins=true`` with the paper's ``ratio`` batches;
-  seed 0);
+  seeds 0 and 1, to 200k since session 24);
 - ``target_llm_twins_typesuniform``: both (four seeds).
 
 Writes ``attribution.csv`` beside this file from the committed ``evaluations.jsonl`` files.
