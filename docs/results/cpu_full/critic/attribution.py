@@ -23,12 +23,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from tables import SETS, load  # noqa: E402  (the committed runs' evaluations, as the README's tables read them)
+from tables import SETS, TYPES, load  # noqa: E402  (the committed runs' evaluations, as the README's tables read them)
 
 PREFIX = "sac_glam_her_actorlr3e-5_criticllm3e-4_"
 VARIANTS = {"neither": "targetllm", "types_uniform": "targetllm_typesuniform", "twins": "targetllm_twins",
             "twins_and_types_uniform": "targetllm_twins_typesuniform"}
-GOAL_TYPES = ("grasp", "grow", "grow-then-grasp", "grow-then-grow")
 
 
 def rows(start: int, end: int):
@@ -43,7 +42,7 @@ def rows(start: int, end: int):
             row = {"options": options, "run": run, "evaluations": len(window["train"])}
             for name in SETS:
                 row[name] = statistics.mean(e["success"] for e in window[name])
-            for goal_type in GOAL_TYPES:
+            for goal_type in TYPES:
                 row[f"train/{goal_type}"] = statistics.mean(e.get(f"success/{goal_type}", 0.0) for e in window["train"])
             yield row
 
