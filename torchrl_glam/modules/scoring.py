@@ -57,7 +57,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from torchrl_glam.modules.attention import use_shared_prompt_attention
+from torchrl_glam.modules.attention import TREE_POSITION_BIAS, use_tree_attention
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, load_llm
 
 PROMPT_KEY = "prompt"
@@ -147,10 +147,10 @@ class LLMScorer(nn.Module):
         # Candidate texts repeat across steps and environments (N+2 texts from a small vocabulary):
         # each is tokenised once.
         self._candidate_ids: dict[str, tuple[int, ...]] = {}
-        # T5-family decoders: the candidates of a prompt attend to its cross-attention cache
-        # without copying it per candidate (modules/attention.py); other models repeat the cache.
-        self._shared_prompt_cache = (is_encoder_decoder and shared_prefix
-                                     and use_shared_prompt_attention(model))
+        # T5-family decoders: a prompt's candidates run as a prefix tree in one decoder call
+        # (modules/attention.py gives each node its depth's position bias); other models repeat
+        # the prompt's cache per candidate.
+        self._tree_attention = is_encoder_decoder and shared_prefix and use_tree_attention(model)
 
     # ------------------------------------------------------------------ public API
     def forward(self, prompt, actions, action_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -294,15 +294,15 @@ class LLMScorer(nn.Module):
                         decoder_input_ids=decoder_ids, use_cache=False, output_hidden_states=True)
             return self._from_full_sequences(out.logits, out.decoder_hidden_states[-1], batch)
 
-        # Start token once per prompt: fills the cross-attention cache of every layer.
+        if self._tree_attention:
+            return self._tree_decoding(encoder_states, batch)
+        # Other encoder-decoders: the start token once per prompt fills the cross-attention cache
+        # of every layer. The decoder reads the encoder states only through its cross-attention
+        # projections. The repeat is a copy of [B*A, Lp, H] activations; with the repeated cache,
+        # no projection of it is ever computed (the cached keys/values are used).
         first = model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
                       decoder_input_ids=start, use_cache=True, output_hidden_states=True,
                       **{_cache_argument(): EncoderDecoderCache(DynamicCache(), DynamicCache())})
-        if self._shared_prompt_cache:
-            return self._prefix_tree_decoding(first, encoder_states, batch)
-        # Other encoder-decoders: the decoder reads the encoder states only through its
-        # cross-attention projections. The repeat is a copy of [B*A, Lp, H] activations; with the
-        # repeated cache, no projection of it is ever computed (the cached keys/values are used).
         cache = getattr(first, _cache_argument())
         cache.batch_repeat_interleave(num_candidates)
         rest = model(encoder_outputs=(encoder_states.repeat_interleave(num_candidates, 0),),
@@ -313,27 +313,34 @@ class LLMScorer(nn.Module):
             rest.logits, rest.decoder_hidden_states[-1], batch,
         )
 
-    def _prefix_tree_decoding(self, first, encoder_states: Tensor, batch: _Tokenised) -> _PerToken:
-        """The candidates' tokens as a prefix tree, one decoder call per depth: each distinct prefix
-        of a prompt's candidates runs once ("Go" and "Go to" once for the N "Go to X"), its
-        self-attention cache taken from its parent's row (``reorder_cache``, beam search's own
-        cache operation) and its cross-attention reading the prompt's cache unrepeated
-        (``modules/attention.py``). ``first`` is the start token's output, level 0 of the tree."""
+    def _tree_decoding(self, encoder_states: Tensor, batch: _Tokenised) -> _PerToken:
+        """The candidates' tokens as a prefix tree in one decoder call: each distinct prefix of a
+        prompt's candidates runs once ("Go" and "Go to" once for the N "Go to X"), as one token of
+        the prompt's decoder sequence [start, the tree's nodes level by level]. Each node attends to
+        its ancestors only (a 4D decoder mask), and its self-attention position bias is that of its
+        depth (``modules/attention.py``), so every node computes what it would as the last token of
+        its own prefix."""
         tree = _prefix_tree(batch.action_ids, batch.action_lengths, batch.num_candidates)
-        cache = getattr(first, _cache_argument())
-        logits, hidden = [first.logits[:, -1]], [first.decoder_hidden_states[-1][:, -1]]
-        for tokens, parents in zip(tree.tokens, tree.parents):
-            cache.self_attention_cache.reorder_cache(parents)
-            out = self.model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
-                             decoder_input_ids=tokens[:, None], use_cache=True, output_hidden_states=True,
-                             **{_cache_argument(): cache})
-            cache = getattr(out, _cache_argument())
-            logits.append(out.logits[:, -1])
-            hidden.append(out.decoder_hidden_states[-1][:, -1])
-        node_logp = torch.cat(logits).float().log_softmax(-1)  # every node's next-token distribution
-        node_hidden = torch.cat(hidden)
+        layout = _tree_layout(tree, len(batch.prompt_ids), self.decoder_start_id)
+        decoder = self.model.get_decoder()
+        # T5's self-attention position bias by relative position, from the decoder's own bias
+        # table (its first layer holds it and every layer shares it): [1, h, depth, depth]
+        levels = len(tree.tokens) + 1
+        table = next(m for m in decoder.modules() if getattr(m, "has_relative_attention_bias", False)).compute_bias(
+            levels, levels, device=encoder_states.device)
+        position_bias = table[:, :, layout.depth[:, None], layout.depth[None, :]]
+        blocked = torch.finfo(encoder_states.dtype).min
+        tree_mask = torch.zeros(layout.ancestors.shape, dtype=encoder_states.dtype, device=encoder_states.device)
+        tree_mask = tree_mask.masked_fill(~layout.ancestors, blocked)[:, None]
+        out = self.model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
+                         decoder_input_ids=layout.input_ids, decoder_attention_mask=tree_mask,
+                         use_cache=False, output_hidden_states=True,
+                         **{TREE_POSITION_BIAS: position_bias})
+        node_logp = out.logits.flatten(0, 1).float().log_softmax(-1)[layout.node]  # stacked node order
+        hidden = out.decoder_hidden_states[-1]
+        node_hidden = hidden.flatten(0, 1)[layout.node]
         token_logp = node_logp[tree.predictors, batch.action_ids]
-        return _PerToken(token_logp, node_hidden[tree.last], hidden[0])
+        return _PerToken(token_logp, node_hidden[tree.last], hidden[:, 0])
 
     # ------------------------------------------------------------------ decoder-only
     def _causal_prefix(self, batch: _Tokenised) -> _PerToken:
@@ -481,6 +488,48 @@ def _prefix_tree(action_ids: Tensor, lengths: Tensor, num_candidates: int) -> _P
             predictors.append(torch.where(alive, row, prompt_of))
         level_start, level_width, offset = offset, count, offset + prompts * count
     return _PrefixTree(tokens, parents, torch.stack(predictors, 1), last)
+
+
+@dataclass
+class _TreeLayout:
+    """A :class:`_PrefixTree` as one decoder sequence per prompt: slot 0 the start token, then the
+    nodes of level 1, of level 2, ... (``S`` slots: 1 + the sum of the levels' widths K_d)."""
+
+    input_ids: Tensor  # [B, S] each slot's token
+    depth: Tensor  # [S] each slot's level (its position in its own prefix)
+    ancestors: Tensor  # [B, S, S] bool: slot j is slot i or one of its ancestors
+    node: Tensor  # [B*S'] the flat slot (b * S + slot) of each stacked row of the tree, in its order
+
+
+def _tree_layout(tree: _PrefixTree, prompts: int, start_id: int) -> _TreeLayout:
+    """Where each node of ``tree`` (over ``prompts`` prompts) sits in its prompt's decoder
+    sequence (see :class:`_TreeLayout`)."""
+    device = tree.last.device
+    widths = [len(tokens) // prompts for tokens in tree.tokens]  # K_d
+    firsts = [0]  # slot of each level's first node
+    for width in [1, *widths[:-1]]:
+        firsts.append(firsts[-1] + width)
+    slots = firsts[-1] + widths[-1]
+    columns = [torch.full((prompts, 1), start_id, dtype=torch.long, device=device)]
+    parent = [torch.zeros(prompts, 1, dtype=torch.long, device=device)]  # the start token: its own
+    base = torch.arange(prompts, device=device)[:, None] * slots
+    node = [base[:, 0]]
+    for level, (tokens, parents) in enumerate(zip(tree.tokens, tree.parents), start=1):
+        width, parent_width = widths[level - 1], 1 if level == 1 else widths[level - 2]
+        columns.append(tokens.reshape(prompts, width))
+        # ``parents``: the row within the previous level, b * K_{d-1} + k'; its slot is k' there
+        within = parents.reshape(prompts, width) - torch.arange(prompts, device=device)[:, None] * parent_width
+        parent.append(firsts[level - 1] + within)
+        node.append((base + firsts[level] + torch.arange(width, device=device)).reshape(-1))
+    parent_slot = torch.cat(parent, 1)
+    depth = torch.cat([torch.full((w,), d, dtype=torch.long, device=device)
+                       for d, w in enumerate([1, *widths])])
+    ancestors = torch.eye(slots, dtype=torch.bool, device=device).expand(prompts, slots, slots).clone()
+    current = torch.arange(slots, device=device).expand(prompts, slots)
+    for _ in widths:
+        current = parent_slot.gather(1, current)
+        ancestors.scatter_(2, current[..., None], True)
+    return _TreeLayout(torch.cat(columns, 1), depth, ancestors, torch.cat(node))
 
 
 def _checked_action_lengths(action_lengths: Tensor, mask: Tensor) -> Tensor:

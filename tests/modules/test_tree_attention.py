@@ -1,31 +1,29 @@
-"""The scorer's speed-ups change no number: the candidates' attention over a shared prompt cache
+"""The scorer's speed-ups change no number: the candidates' prefix tree in one decoder call
 (modules/attention.py) and the fused GELU equal transformers' own eager computation."""
 import torch
 from transformers import AutoModelForSeq2SeqLM
 from transformers.models.t5.modeling_t5 import eager_attention_forward
 
 from torchrl_glam.modules import LLMScorer
-from torchrl_glam.modules.attention import shared_prompt_attention, use_shared_prompt_attention
+from torchrl_glam.modules.attention import TREE_POSITION_BIAS, tree_attention, use_tree_attention
 
 
 class _Module(torch.nn.Module):
-    has_relative_attention_bias = False
+    def __init__(self, is_causal=False):
+        super().__init__()
+        self.is_causal = is_causal
 
 
-def test_folded_cross_attention_equals_attention_over_repeated_keys():
+def test_the_tree_bias_replaces_the_position_bias_in_the_decoder_self_attention_only():
     torch.manual_seed(0)
-    prompts, candidates, heads, query_length, key_length, dim = 3, 4, 2, 5, 7, 8
-    query = torch.randn(prompts * candidates, heads, query_length, dim)
-    key, value = torch.randn(prompts, heads, key_length, dim), torch.randn(prompts, heads, key_length, dim)
-    padding = torch.zeros(prompts, 1, 1, key_length)
-    padding[0, ..., -2:] = torch.finfo(torch.float32).min  # prompt 0 is two tokens shorter
-    mask = padding.expand(prompts, 1, query_length, key_length)
-    module = _Module()
-    folded, _ = shared_prompt_attention(module, query, key, value, mask, scaling=1.0,
-                                        position_bias=torch.zeros(1, heads, query_length, key_length))
-    repeat = lambda t: t.repeat_interleave(candidates, 0)  # noqa: E731
-    expected, _ = eager_attention_forward(module, query, repeat(key), repeat(value), repeat(mask), scaling=1.0)
-    torch.testing.assert_close(folded, expected, atol=1e-6, rtol=1e-5)
+    query, key, value = (torch.randn(3, 2, 4, 8) for _ in range(3))
+    position_bias, tree_bias, mask = torch.randn(1, 2, 4, 4), torch.randn(1, 2, 4, 4), torch.zeros(3, 1, 4, 4)
+    mask[1, ..., 0] = torch.finfo(torch.float32).min
+    for module, used in ((_Module(is_causal=True), tree_bias), (_Module(is_causal=False), position_bias)):
+        ours, _ = tree_attention(module, query, key, value, mask, scaling=1.0, position_bias=position_bias,
+                                 **{TREE_POSITION_BIAS: tree_bias})
+        expected, _ = eager_attention_forward(module, query, key, value, mask, scaling=1.0, position_bias=used)
+        torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
 
 
 def test_self_attention_path_equals_transformers_eager():
@@ -35,13 +33,13 @@ def test_self_attention_path_equals_transformers_eager():
     mask[2, ..., :2] = torch.finfo(torch.float32).min
     module = _Module()
     for scaling in (1.0, 0.3):
-        ours, _ = shared_prompt_attention(module, query, key, value, mask, scaling=scaling, position_bias=bias)
+        ours, _ = tree_attention(module, query, key, value, mask, scaling=scaling, position_bias=bias)
         expected, _ = eager_attention_forward(module, query, key, value, mask, scaling=scaling, position_bias=bias)
         torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
 
 
 def test_scorer_equals_the_unmodified_transformers_model(tiny_paths, make_scorer_for, playground_batch):
-    """Scores, hidden states and gradients of the scorer (shared prompt cache, fused GELU) equal
+    """Scores, hidden states and gradients of the scorer (prefix tree, fused GELU) equal
     those of the same weights in transformers' own T5 (eager attention, "gelu_new"), pair by pair."""
     scorer = make_scorer_for(tiny_paths["t5"])
     reference_model = AutoModelForSeq2SeqLM.from_pretrained(tiny_paths["t5"], attn_implementation="eager")
@@ -65,11 +63,11 @@ def test_scorer_equals_the_unmodified_transformers_model(tiny_paths, make_scorer
 
 def test_other_encoder_decoders_repeat_the_cache_and_score_the_same(tiny_paths, make_scorer_for, playground_batch,
                                                                     monkeypatch):
-    """A model type without the shared-prompt attention (here: T5 taken off the list) keeps
+    """A model type without the tree attention (here: T5 taken off the list) keeps
     transformers' attention and the cache repeated per candidate; scores equal the naive pairs."""
-    monkeypatch.setattr("torchrl_glam.modules.attention.SHARED_PROMPT_MODEL_TYPES", ())
+    monkeypatch.setattr("torchrl_glam.modules.attention.TREE_ATTENTION_MODEL_TYPES", ())
     scorer = make_scorer_for(tiny_paths["t5"])
-    assert not use_shared_prompt_attention(scorer.model)
+    assert not use_tree_attention(scorer.model)
     prompts, actions, mask = playground_batch(3, 3, seed=3, uneven=True)
     with torch.no_grad():
         shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
@@ -78,7 +76,7 @@ def test_other_encoder_decoders_repeat_the_cache_and_score_the_same(tiny_paths, 
 
 
 def test_each_distinct_prefix_of_a_prompts_candidates_runs_once(tiny_paths, make_scorer_for, playground_batch):
-    """The decoder runs a prompt's candidates as a prefix tree: "Go", "Go to" and each
+    """The decoder runs a prompt's candidates as a prefix tree in one call: "Go", "Go to" and each
     "Go to <colour>" once, however many candidates share them; a repeated candidate costs nothing
     more and gets the same score; scores, hidden states and gradients equal the naive pairs'."""
     scorer = make_scorer_for(tiny_paths["t5"])
@@ -102,8 +100,9 @@ def test_each_distinct_prefix_of_a_prompts_candidates_runs_once(tiny_paths, make
                 tree_tokens = list(decoder_tokens)
     finally:
         hook.remove()
-    # per prompt: start; go, grasp, release; go to; go to red, go to blue; the three whole "Go to" candidates
-    assert tree_tokens == [3 * 1, 3 * 3, 3 * 1, 3 * 2, 3 * 3]
+    # per prompt, one sequence: start; go, grasp, release; go to; go to red, go to blue; the three
+    # whole "Go to" candidates
+    assert tree_tokens == [3 * (1 + 3 + 1 + 2 + 3)]
     assert torch.equal(outputs[0][0][:, 0], outputs[0][0][:, 5])
     for ours, theirs in zip(*outputs):
         torch.testing.assert_close(ours, theirs.detach(), atol=1e-5, rtol=1e-5)
