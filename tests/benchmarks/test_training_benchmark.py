@@ -39,6 +39,39 @@ def test_timer_runs_the_loop_with_the_threads_asked_for():
     assert result["steps_per_second"] == pytest.approx(24 / result["loop"])
 
 
+def test_timer_refuses_a_run_whose_start_up_stepped_an_environment(monkeypatch):
+    """An older tree pretrains its offline model on random play the first time it loads it: those
+    environment steps came before the loop, and the timing began with the first of them (session
+    23's first baseline row: 79,872 steps in 623 s). Such a run is refused, not reported."""
+    from types import ModuleType
+
+    from torchrl_glam.envs import PlaygroundTextEnv
+
+    script = loop_timer.load_sac_glam_script()
+
+    def main_after_random_play(argv):  # a start-up that plays a few random steps first
+        env = PlaygroundTextEnv(num_envs=4, goals="simplified")
+        td = env.reset()
+        for _ in range(3):
+            td = env.rand_action(td)
+            _, td = env.step_and_maybe_reset(td)
+        return script.main(argv)
+
+    first_use = ModuleType("first_use_script")
+    first_use.main = main_after_random_play
+    monkeypatch.setattr(loop_timer, "load_sac_glam_script", lambda: first_use)
+    with pytest.raises(SystemExit, match="stepped environments 36 times where its loop takes 24"):
+        loop_timer.time_training_loop(20, "smoke", ["critic_width=8"])
+
+
+def test_prepare_runs_the_preset_once_untimed(monkeypatch, capsys):
+    runs = []
+    monkeypatch.setattr(loop_timer, "time_training_loop", lambda *args, **kwargs: runs.append((args, kwargs)))
+    loop_timer.main(["--expect-tree", str(training.CURRENT_TREE), "--prepare", "--preset", "smoke", "critic_width=8"])
+    assert runs == [((1, "smoke", ["critic_width=8"], 1), {"check_steps": False})]
+    assert loop_timer.RESULT_PREFIX in capsys.readouterr().out
+
+
 def test_a_killed_build_s_lock_file_is_removed_before_a_build(tmp_path):
     extensions = tmp_path / "torch_extensions"
     (extensions / "_torchrl").mkdir(parents=True)

@@ -109,12 +109,16 @@ def config_has_field(name: str) -> bool:
 
 
 def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (),
-                       threads: int = 1) -> dict:
+                       threads: int = 1, check_steps: bool = True) -> dict:
     """Runs the SAC-GLAM script for ``steps`` environment steps and returns what it measured:
     ``steps`` (environment steps taken: ``steps`` rounded up to a multiple of ``num_envs``), seconds
     of ``loop`` (first environment step to the end of the last update), ``startup`` (not counted),
     ``llm_forward`` and ``backward`` (inside the loop), ``steps_per_second``, the torch ``threads``
-    the loop ran with, and the ``torchrl_glam`` package file."""
+    the loop ran with, and the ``torchrl_glam`` package file.
+
+    ``check_steps``: refuse a run that stepped an environment more often than its loop should (its
+    start-up did, e.g. an older tree pretraining its offline model on random play at first use:
+    the timing would then start inside the start-up)."""
     import torch
 
     reserved = [o for o in overrides if o.split("=", 1)[0] in RESERVED_FIELDS]
@@ -136,6 +140,7 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
     evaluate = evaluation.evaluate
 
     def first_step_marker(self, td):
+        marks["batch"] = td.batch_size.numel()
         if "first_step" not in marks:  # the first action's forward came before: not in the loop
             marks["first_step"] = time.perf_counter()
             marks["first_step_cpu"] = time.process_time()
@@ -178,6 +183,12 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
     if "first_step" not in marks:
         raise SystemExit("the training script never called PlaygroundTextEnv.step_and_maybe_reset: the "
                          "benchmark cannot tell where its loop starts")
+    expected = -(-steps // marks["batch"]) * marks["batch"]  # --steps rounded up to the environments
+    if check_steps and marks["steps"] != expected:
+        raise SystemExit(f"the run stepped environments {marks['steps']} times where its loop takes {expected} "
+                         "steps: something before the loop (a model built at first use, e.g. pretrained "
+                         "on random play) stepped them too, so the timing began before the loop. Run it "
+                         "once first (the --prepare mode of the driver does), then time it")
     import torchrl_glam
 
     loop = marks["end"] - marks["first_step"]
@@ -199,8 +210,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--prepare", action="store_true",
-                        help="only import the tree and build what it compiles at first use (torchrl's "
-                             "prioritized-replay extension, in older trees); prints the seconds")
+                        help="only import the tree and build what it builds at first use (torchrl's "
+                             "prioritized-replay extension, in older trees; the offline pretrained "
+                             "model, by a short untimed run of the preset); prints the seconds")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     package = check_tree(args.expect_tree)
@@ -212,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
             prioritized = None
         if prioritized is not None and hasattr(prioritized, "ensure_prioritized_replay"):
             prioritized.ensure_prioritized_replay()
+        # a run of one step: what the script builds at start-up on first use is built (and cached)
+        time_training_loop(1, args.preset, args.overrides, args.threads, check_steps=False)
         print(RESULT_PREFIX + json.dumps({"prepare": time.perf_counter() - start, "torchrl_glam": package}))
         return
     result = time_training_loop(args.steps, args.preset, args.overrides, args.threads)

@@ -172,10 +172,11 @@ class Tree:
         self.package = result["torchrl_glam"]
         return result
 
-    def prepare(self) -> float:
-        """Imports the tree once (checking where torchrl_glam comes from) and builds what it compiles
-        at first use, so that no timed run pays for it; the seconds it took."""
-        return self._run(["--prepare"])["prepare"]
+    def prepare(self, preset: str, overrides: list[str]) -> float:
+        """Imports the tree once (checking where torchrl_glam comes from) and builds what it builds
+        at first use (an extension; its offline pretrained model, in a one-step run of ``preset``),
+        so that no timed run pays for it; the seconds it took."""
+        return self._run(["--prepare", "--preset", preset, *overrides])["prepare"]
 
     def measure(self, steps: int, preset: str, overrides: list[str]) -> dict:
         return self._run(["--steps", str(steps), "--preset", preset, *overrides])
@@ -196,10 +197,11 @@ def compare(args) -> None:
     with baseline_worktree(args.compare, args.keep_worktree, Path(args.worktree_dir or _cache_root())) as (path, workdir):
         baseline = Tree("baseline", path, _git("rev-parse", "--short", "HEAD", cwd=path), args.threads,
                         extensions=workdir / "torch_extensions")
-        print(f"preparing both trees; not timed (the baseline's TORCH_EXTENSIONS_DIR is {baseline.extensions}: "
-              "a tree that builds torchrl's prioritized-replay extension at first use builds it here, ~1 min)")
+        print(f"preparing both trees, not timed: a one-step run of each, so that what a tree builds at first "
+              f"use is built (an older tree pretrains its offline model, ~10 min; one that builds torchrl's "
+              f"prioritized-replay extension builds it in {baseline.extensions}, ~1 min)")
         for tree in (baseline, current):
-            seconds = tree.prepare()
+            seconds = tree.prepare(args.preset, [f"goals={sets[0]}", *args.overrides])
             print(f"  {tree.name:8s} {tree.commit:16s} torchrl_glam from {tree.package} (prepared in {seconds:.1f} s)")
         print(f"{args.steps} environment steps per run (rounded up to the environments' number), preset {args.preset}, {args.threads} thread(s); "
               "training loop only (start-up not counted, final evaluation and checkpoint skipped)")

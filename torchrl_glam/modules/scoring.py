@@ -27,16 +27,18 @@ tiny models) give the same tokens either way.
 
 Shared-prefix scoring (the default) computes what depends on the prompt once per prompt:
 
-* encoder-decoder: the encoder runs once per prompt; the decoder runs its start token once per
-  prompt with a cache, which computes the cross-attention keys/values of every layer once per
-  prompt. For T5-family models the candidates' tokens then run as a prefix tree, one decoder call
-  per depth: each distinct prefix of a prompt's candidates runs once (on the full task set the six
-  "Go to <colour> <type>" share "Go" and "Go to", and their colours: at most 13 decoder tokens
-  per prompt instead of 8 candidates x 4 padded tokens), and reads its prompt's cross-attention
-  cache without a copy (``modules/attention.py``). For other models the cache is repeated over
-  the prompt's A candidates and their tokens run in one batch. (Lamorel, the authors' library,
-  repeats the encoder states A times instead, so every candidate recomputes the cross-attention
-  projections of the whole prompt.)
+* encoder-decoder: the encoder runs once per prompt. For T5-family models the decoder then runs
+  the candidates as a prefix tree, in one call: each distinct prefix of a prompt's candidates is
+  one token of the prompt's decoder sequence [start, the tree's nodes level by level] (on the full
+  task set the six "Go to <colour> <type>" share "Go" and "Go to", and their colours: at most 14
+  decoder tokens per prompt instead of 8 candidates x 5 padded tokens). A 4D mask lets each node
+  attend to its ancestors only, and its self-attention position bias is taken from its depth
+  (``modules/attention.py``), so each node computes exactly what the last token of its own prefix
+  would; the cross-attention keys/values of the prompt are computed once. For other models the
+  start token runs once per prompt with a cache, which computes the cross-attention keys/values
+  of every layer once per prompt; the cache is repeated over the prompt's A candidates and their
+  tokens run in one batch. (Lamorel, the authors' library, repeats the encoder states A times
+  instead, so every candidate recomputes the cross-attention projections of the whole prompt.)
 * decoder-only: the left-padded prompts run once with a KV cache (position ids count real tokens
   only), the cache is repeated over the candidates, and the candidates run in one batch.
 
