@@ -5,7 +5,12 @@ from transformers import AutoModelForSeq2SeqLM
 from transformers.models.t5.modeling_t5 import eager_attention_forward
 
 from torchrl_glam.modules import LLMScorer
-from torchrl_glam.modules.attention import TREE_POSITION_BIAS, tree_attention, use_tree_attention
+from torchrl_glam.modules.attention import (
+    TREE_POSITION_BIAS,
+    routes_through_attention_interface,
+    tree_attention,
+    use_tree_attention,
+)
 
 
 class _Module(torch.nn.Module):
@@ -69,6 +74,22 @@ def test_other_encoder_decoders_repeat_the_cache_and_score_the_same(tiny_paths, 
     scorer = make_scorer_for(tiny_paths["t5"])
     assert not use_tree_attention(scorer.model)
     prompts, actions, mask = playground_batch(3, 3, seed=3, uneven=True)
+    with torch.no_grad():
+        shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
+    for ours, theirs in zip(shared, naive):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+
+def test_a_transformers_whose_t5_ignores_attention_functions_gets_no_tree(tiny_paths, make_scorer_for,
+                                                                         playground_batch, monkeypatch):
+    """Before transformers#47014, T5 ran its own eager attention: the tree's position bias would be
+    ignored without an error. There the scorer repeats the cache instead, and scores stay exact."""
+    assert routes_through_attention_interface("t5")  # the transformers these tests run with
+    assert not routes_through_attention_interface("no_such_model_type")
+    monkeypatch.setattr("torchrl_glam.modules.attention.routes_through_attention_interface", lambda model_type: False)
+    scorer = make_scorer_for(tiny_paths["t5"])
+    assert not use_tree_attention(scorer.model)
+    prompts, actions, mask = playground_batch(3, 3, seed=5, uneven=True)
     with torch.no_grad():
         shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
     for ours, theirs in zip(shared, naive):

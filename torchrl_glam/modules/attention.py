@@ -80,6 +80,20 @@ def _attend(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, bias: 
     return output.reshape(batch, heads, query_length, dim)
 
 
+def routes_through_attention_interface(model_type: str) -> bool:
+    """Whether transformers' modeling code for ``model_type`` runs its attention through the
+    registered attention functions (``ALL_ATTENTION_FUNCTIONS``). T5 does since transformers#47014
+    (2026); before, it ran its own eager attention, which would ignore the tree's position bias and
+    score every candidate wrongly without an error, so the scorer must not use the tree there."""
+    import importlib
+
+    try:
+        modeling = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    except ImportError:
+        return False
+    return hasattr(modeling, "ALL_ATTENTION_FUNCTIONS")
+
+
 def use_tree_attention(model: nn.Module) -> bool:
     """Switches ``model`` (a transformers model, possibly wrapped by peft) to
     :func:`tree_attention` if its type supports it; returns whether it did. Without the tree's
@@ -88,7 +102,8 @@ def use_tree_attention(model: nn.Module) -> bool:
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
     config = getattr(model, "config", None)
-    if getattr(config, "model_type", None) not in TREE_ATTENTION_MODEL_TYPES:
+    model_type = getattr(config, "model_type", None)
+    if model_type not in TREE_ATTENTION_MODEL_TYPES or not routes_through_attention_interface(model_type):
         return False
     AttentionInterface.register(TREE_ATTENTION, tree_attention)
     AttentionMaskInterface.register(TREE_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
