@@ -1,5 +1,6 @@
 """The scorer's speed-ups change no number: the candidates' prefix tree in one decoder call
 (modules/attention.py) and the fused GELU equal transformers' own eager computation."""
+import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM
 from transformers.models.t5.modeling_t5 import eager_attention_forward
@@ -66,30 +67,25 @@ def test_scorer_equals_the_unmodified_transformers_model(tiny_paths, make_scorer
         torch.testing.assert_close(grad, gradients[1][name], atol=1e-4, rtol=1e-4)
 
 
-def test_other_encoder_decoders_repeat_the_cache_and_score_the_same(tiny_paths, make_scorer_for, playground_batch,
-                                                                    monkeypatch):
-    """A model type without the tree attention (here: T5 taken off the list) keeps
-    transformers' attention and the cache repeated per candidate; scores equal the naive pairs."""
-    monkeypatch.setattr("torchrl_glam.modules.attention.TREE_ATTENTION_MODEL_TYPES", ())
+def test_routes_through_attention_interface_reads_the_installed_transformers():
+    assert routes_through_attention_interface("t5")  # the transformers these tests run with
+    assert not routes_through_attention_interface("no_such_model_type")
+
+
+@pytest.mark.parametrize("without", ["model_type", "attention_interface"])
+def test_without_the_tree_attention_the_cache_is_repeated_and_scores_the_same(without, tiny_paths, make_scorer_for,
+                                                                              playground_batch, monkeypatch):
+    """A model type without the tree attention (here: T5 taken off the list), or a transformers
+    whose T5 runs its own eager attention (before transformers#47014, which would ignore the tree's
+    position bias without an error), keeps the cache repeated per candidate: scores equal the
+    naive pairs'."""
+    if without == "model_type":
+        monkeypatch.setattr("torchrl_glam.modules.attention.TREE_ATTENTION_MODEL_TYPES", ())
+    else:
+        monkeypatch.setattr("torchrl_glam.modules.attention.routes_through_attention_interface", lambda model_type: False)
     scorer = make_scorer_for(tiny_paths["t5"])
     assert not use_tree_attention(scorer.model)
     prompts, actions, mask = playground_batch(3, 3, seed=3, uneven=True)
-    with torch.no_grad():
-        shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
-    for ours, theirs in zip(shared, naive):
-        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
-
-
-def test_a_transformers_whose_t5_ignores_attention_functions_gets_no_tree(tiny_paths, make_scorer_for,
-                                                                         playground_batch, monkeypatch):
-    """Before transformers#47014, T5 ran its own eager attention: the tree's position bias would be
-    ignored without an error. There the scorer repeats the cache instead, and scores stay exact."""
-    assert routes_through_attention_interface("t5")  # the transformers these tests run with
-    assert not routes_through_attention_interface("no_such_model_type")
-    monkeypatch.setattr("torchrl_glam.modules.attention.routes_through_attention_interface", lambda model_type: False)
-    scorer = make_scorer_for(tiny_paths["t5"])
-    assert not use_tree_attention(scorer.model)
-    prompts, actions, mask = playground_batch(3, 3, seed=5, uneven=True)
     with torch.no_grad():
         shared, naive = scorer(prompts, actions, mask), scorer.naive(prompts, actions, mask)
     for ours, theirs in zip(shared, naive):
