@@ -283,7 +283,7 @@ PRESETS["cpu_full"] = {
 # The variant that met issue 15's target on the full task set, at a 200k budget (docs/results/cpu_full,
 # "Where it stands": 0.51 +- 0.05 greedy with goal types uniform at 200k on seeds 0-2, ahead of
 # SAC-GLAM and PPO-GLAM by more than the seeds' spread at all 40 evaluations; 0.40 +- 0.03 at 100k;
-# a fresh seed, 3, run with this preset's values after the rest: 0.52 at 200k).
+# fresh seeds run with this preset's values after the rest: 3 and 4, both 0.52 at 200k).
 # Every change is off the paper and came from a probe of the cpu_full runs (README sessions 7-18):
 # actor_lr 3e-5 stopped the collapses (3 seeds); critic_llm_lr 3e-4 lets the critic's gradient into
 # the LLM learn the goal's object (oracle probe); target_llm kept the spread smallest (session 14);
