@@ -153,6 +153,12 @@ class LLMScorer(nn.Module):
         # (modules/attention.py gives each node its depth's position bias); other models repeat
         # the prompt's cache per candidate.
         self._tree_attention = is_encoder_decoder and shared_prefix and use_tree_attention(model)
+        # T5's self-attention position bias by relative position comes from the decoder's own bias
+        # table: its first layer holds it and every layer shares it. Found once; a bound method,
+        # so that the module is not registered a second time under the scorer (its state dict).
+        self._decoder_position_bias = next(
+            m for m in model.get_decoder().modules() if getattr(m, "has_relative_attention_bias", False)
+        ).compute_bias if self._tree_attention else None
 
     # ------------------------------------------------------------------ public API
     def forward(self, prompt, actions, action_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -324,12 +330,8 @@ class LLMScorer(nn.Module):
         its own prefix."""
         tree = _prefix_tree(batch.action_ids, batch.action_lengths, batch.num_candidates)
         layout = _tree_layout(tree, len(batch.prompt_ids), self.decoder_start_id)
-        decoder = self.model.get_decoder()
-        # T5's self-attention position bias by relative position, from the decoder's own bias
-        # table (its first layer holds it and every layer shares it): [1, h, depth, depth]
         levels = len(tree.tokens) + 1
-        table = next(m for m in decoder.modules() if getattr(m, "has_relative_attention_bias", False)).compute_bias(
-            levels, levels, device=encoder_states.device)
+        table = self._decoder_position_bias(levels, levels, device=encoder_states.device)  # [1, h, depth, depth]
         position_bias = table[:, :, layout.depth[:, None], layout.depth[None, :]]
         blocked = torch.finfo(encoder_states.dtype).min
         tree_mask = torch.zeros(layout.ancestors.shape, dtype=encoder_states.dtype, device=encoder_states.device)
