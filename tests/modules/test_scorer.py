@@ -156,6 +156,21 @@ def test_exact_tokenisation_caches_the_encoder_decoder_continuations(tiny_paths,
     assert set(scorer._candidate_ids) == {" " + text for row in actions for text in row}
 
 
+def test_token_ids_are_those_of_the_tokenizers_own_call(kind, tiny_paths, make_scorer_for, playground_batch):
+    # the scorer asks the tokenizers library directly (no offsets); the ids must not change, and a
+    # tokenizer whose tokenizer.json pads or truncates by itself goes through transformers' call
+    scorer = make_scorer_for(tiny_paths[kind])
+    texts = playground_batch(3, 3, uneven=True)[0] + ["", "  Go  to\n\nthe red ", "ünïcödé Ω", " Grasp"]
+    for special in (True, False):
+        assert scorer._encode(texts, add_special_tokens=special) == \
+            scorer.tokenizer(texts, add_special_tokens=special)["input_ids"]
+    scorer.tokenizer.backend_tokenizer.enable_padding(pad_id=scorer.pad_id)
+    try:
+        assert len({len(ids) for ids in scorer._encode(texts)}) > 1  # not padded
+    finally:
+        scorer.tokenizer.backend_tokenizer.no_padding()
+
+
 def test_bfloat16_model_gives_float32_outputs_close_to_naive(kind, tiny_paths, make_scorer_for, playground_batch):
     # for T5: the prefix tree's mask and position bias in the model's dtype
     scorer = make_scorer_for(tiny_paths[kind], dtype="bfloat16")

@@ -206,17 +206,17 @@ class LLMScorer(nn.Module):
                   left_pad_prompts: bool) -> _Tokenised:
         if self.tokenization == "exact":
             return self._tokenise_exact(prompts, candidates, mask, left_pad_prompts)
-        prompt_rows = self.tokenizer(prompts)["input_ids"]
+        prompt_rows = self._encode(prompts)
         action_rows = self._tokenise_alone([text for row in candidates for text in row])
         return self._pack(prompt_rows, action_rows, mask, len(candidates[0]), left_pad_prompts)
 
     def _tokenise_exact(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
                         left_pad_prompts: bool) -> _Tokenised:
         """lm-evaluation-harness's ``_encode_pair``, batched (see the module docstring)."""
-        tokenizer, num_candidates = self.tokenizer, len(candidates[0])
+        num_candidates = len(candidates[0])
         contexts = [prompt.rstrip() for prompt in prompts]
         moved = [prompt[len(context):] for prompt, context in zip(prompts, contexts)]
-        context_ids = tokenizer(contexts)["input_ids"]
+        context_ids = self._encode(contexts)
         for prompt, ids in zip(prompts, context_ids):
             if not ids:
                 raise ValueError(f"the prompt {prompt!r} has no tokens once its trailing whitespace "
@@ -233,7 +233,7 @@ class LLMScorer(nn.Module):
             # from the continuation; the continuation is then tokenised alone instead, so that
             # context + continuation tokens still spell exactly prompt + candidate.
             pair_contexts = [ids for ids in context_ids for _ in range(num_candidates)]
-            wholes = tokenizer([contexts[i // num_candidates] + text for i, text in enumerate(continuations)])["input_ids"]
+            wholes = self._encode([contexts[i // num_candidates] + text for i, text in enumerate(continuations)])
             action_rows = [None] * len(wholes)
             crossing = []
             for i, (whole, context) in enumerate(zip(wholes, pair_contexts)):
@@ -253,9 +253,20 @@ class LLMScorer(nn.Module):
         if missing:
             if len(self._candidate_ids) > 100_000:  # open-ended action texts: do not grow forever
                 self._candidate_ids.clear()
-            rows = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
+            rows = self._encode(missing, add_special_tokens=False)
             self._candidate_ids.update({text: tuple(row) for text, row in zip(missing, rows)})
         return [self._candidate_ids[text] for text in texts]
+
+    def _encode(self, texts: list[str], add_special_tokens: bool = True) -> list[list[int]]:
+        """``tokenizer(texts, add_special_tokens=...)["input_ids"]``. A fast tokenizer that pads and
+        truncates nothing itself is asked directly, through the tokenizers library's
+        ``encode_batch_fast``: the same ids, without the character offsets that transformers' call
+        has computed and then dropped (128 full-set prompts: 5.8 -> 3.9 ms, session 26)."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        encode = getattr(backend, "encode_batch_fast", None)
+        if encode is None or backend.padding is not None or backend.truncation is not None:
+            return self.tokenizer(texts, add_special_tokens=add_special_tokens)["input_ids"]
+        return [encoding.ids for encoding in encode(texts, add_special_tokens=add_special_tokens)]
 
     def _pack(self, prompt_rows: list[list[int]], action_rows: list[Sequence[int]], mask: Tensor,
               num_candidates: int, left_pad_prompts: bool) -> _Tokenised:
