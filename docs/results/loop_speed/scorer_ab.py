@@ -31,14 +31,15 @@ from torchrl_glam.modules.loading import LLMConfig, load_llm
 from torchrl_glam.modules.offline import build_tiny_model
 
 
-def scorer_module_at(commit: str):
-    """``torchrl_glam/modules/scoring.py`` as it was at ``commit``, imported under another name."""
+def module_at(commit: str, path: str = "torchrl_glam/modules/scoring.py"):
+    """``path``, a module of this repository, as it was at ``commit``, imported under another name."""
     root = Path(__file__).resolve().parents[3]
-    source = subprocess.run(["git", "-C", str(root), "show", f"{commit}:torchrl_glam/modules/scoring.py"],
+    source = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{path}"],
                             check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "scoring_at_commit.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("scoring_at_commit", path)
+    name = f"{Path(path).stem}_at_commit"
+    copy = Path(tempfile.mkdtemp()) / f"{name}.py"
+    copy.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, copy)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -53,7 +54,7 @@ def main(commit: str = "fd56c8f", t5_small: bool = False) -> None:
         llm = load_llm(LLMConfig(str(path)))
     else:
         llm = load_llm(LLMConfig("offline:tiny-t5-pretrained"))
-    scorers = {commit: scorer_module_at(commit).LLMScorer(llm.model, llm.tokenizer, True),
+    scorers = {commit: module_at(commit).LLMScorer(llm.model, llm.tokenizer, True),
                "this tree": scoring.LLMScorer(llm.model, llm.tokenizer, True)}
 
     def update_like(scorer, batch):

@@ -12,17 +12,15 @@
 
     python docs/results/loop_speed/session26_ab.py [COMMIT]      # default f7c3c78
 """
-import importlib.util
 import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 
+from scorer_ab import module_at  # this folder's: run as a script
 from torchrl_glam.benchmarks.scoring import playground_batch
 from torchrl_glam.modules import attention, scoring
 from torchrl_glam.modules.loading import LLMConfig, load_llm
@@ -34,18 +32,6 @@ def uneven_batch(size):
     prompts = [p.replace("You have grown: nothing", "You have grown: " + (", ".join(["blue tree"] * (i % 5)) or "nothing"))
                for i, p in enumerate(prompts)]
     return prompts, candidates, mask
-
-
-def attention_at(commit):
-    root = Path(__file__).resolve().parents[3]
-    source = subprocess.run(["git", "-C", str(root), "show", f"{commit}:torchrl_glam/modules/attention.py"],
-                            check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "attention_at_commit.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("attention_at_commit", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def alternate(functions: dict, rounds: int) -> dict:
@@ -86,7 +72,7 @@ def main(commit="f7c3c78"):
         print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start_faults) / 9,
               (time.process_time() - start) / 9 * 1e3)
         return
-    implementations = {commit: attention_at(commit).tree_attention, "this tree": attention.tree_attention}
+    implementations = {commit: module_at(commit, "torchrl_glam/modules/attention.py").tree_attention, "this tree": attention.tree_attention}
     print(f"1. attention, {commit} -> this tree (CPU ms, medians of alternating rounds)")
     for label, work, rounds in (("update-like, 128 prompts", update_like, 9), ("acting, 32 prompts", acting, 15)):
         def using(name, work=work):
