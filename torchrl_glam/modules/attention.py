@@ -13,9 +13,10 @@ registers an attention function, through transformers' public ``AttentionInterfa
   ``glam_tree_position_bias`` keyword (transformers hands a model call's extra keywords down to its
   attention functions), uses that bias, [1, h, S, S] from the decoder's own bias table, instead of
   the one computed from the sequence's places;
-* everywhere else is T5's eager attention with the position bias and the mask added in one pass
-  before the score product (``baddbmm``) instead of three passes after it; on the CPU this beat
-  both the eager and the SDPA implementations at these sizes (``benchmarks/scoring.py``).
+* everywhere else is T5's eager attention, in the same order of operations (so the same numbers)
+  with the position bias and the mask added in place to the score product (``_attend``); on the
+  CPU this beat transformers' eager and SDPA implementations at these sizes
+  (``docs/results/loop_speed``, changes 2 and 8).
 
 The mask function registered with it is transformers' eager (additive float) mask.
 """
@@ -46,12 +47,12 @@ def tree_attention(
     bias = position_bias
     if glam_tree_position_bias is not None and getattr(module, "is_causal", False):
         bias = glam_tree_position_bias
-    return _attend(module, query, key, value, (bias, attention_mask), scaling, dropout).transpose(1, 2).contiguous(), None
+    return _attend(module, query, key, value, bias, attention_mask, scaling, dropout).transpose(1, 2).contiguous(), None
 
 
-def _attend(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, additive: tuple[Tensor | None, ...],
-            scaling: float, dropout: float) -> Tensor:
-    """softmax(scaling * q k^T + the additive terms) v over [b, h, Lq, d] x [b, h, Lk, d]."""
+def _attend(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None,
+            mask: Tensor | None, scaling: float, dropout: float) -> Tensor:
+    """softmax(scaling * q k^T + bias + mask) v over [b, h, Lq, d] x [b, h, Lk, d]."""
     scores = torch.matmul(query, key.transpose(2, 3))
     if scaling != 1.0:
         scores = scores * scaling
@@ -60,7 +61,7 @@ def _attend(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, additi
     # each other first builds a [b, h, Lq, Lk] tensor in the bias's layout (T5's is heads-last),
     # which folding the heads then copies, and which baddbmm copies once more (session 26: the
     # encoder's self-attention at [128, 4, 50, 16], forward and backward, 11.4 -> 7.5 ms).
-    for term in additive:
+    for term in (bias, mask):
         if term is not None:
             scores.add_(term)
     key_length = key.shape[-2]

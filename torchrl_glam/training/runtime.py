@@ -34,8 +34,9 @@ def reuse_freed_memory() -> bool:
 
     Why: a SAC-GLAM update on CPU allocates and frees ~100 MB of activations in blocks of 1-8 MB.
     By default glibc maps such blocks afresh or trims its heap once they are freed, so every
-    update touches new pages: ~7,400 page faults per scorer update of 128 full-set prompts, ~5% of
-    its time, against ~300 with this (session 26, ``docs/results/loop_speed``). PyTorch's CPU
+    update touches new pages: 1,000-8,700 page faults per scorer update of 128 full-set prompts,
+    1-7% of its time, against 130-510 with this (session 26, ``docs/results/loop_speed``,
+    ``session26_ab.txt``). PyTorch's CPU
     allocator has no cache of its own. The cost: a process keeps its peak heap until it exits,
     which the next update would take again anyway. Blocks above 32 MB are still mapped apart.
     """
@@ -45,7 +46,7 @@ def reuse_freed_memory() -> bool:
     try:
         libc = ctypes.CDLL(name or "libc.so.6")
         mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (e.g. musl has no mallopt)
+    except (OSError, AttributeError):  # no C library found, or one without mallopt
         return False
     # mallopt returns 1 on success; setting either threshold also stops glibc adjusting them
     return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
