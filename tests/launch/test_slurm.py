@@ -1,9 +1,10 @@
 """The launcher on a real Slurm cluster (slurm/start_local_slurm.sh starts one on this machine),
 and data-parallel training over gloo.
 
-The cluster tests need root and Debian's Slurm packages (the start script installs them); where
-that is impossible they are skipped with the reason, except under CI (``CI=true``), where they
-must run.
+The cluster tests change the machine (the start script installs Debian's Slurm and MariaDB
+packages and starts their daemons), so they are opt-in: ``TORCHRL_GLAM_SLURM_TESTS=1`` (``.ci/run``
+sets it). Opted in, a cluster that cannot start fails them; the daemons the tests started are
+stopped afterwards. Otherwise they are skipped with that reason.
 """
 import os
 import shutil
@@ -62,10 +63,15 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
 
 
 # ---------------------------------------------------------------------------- real Slurm
+OPT_IN = "TORCHRL_GLAM_SLURM_TESTS"
+
+
+def _cluster_answers() -> bool:
+    return bool(shutil.which("sinfo")) and subprocess.run(["sinfo"], capture_output=True).returncode == 0
+
+
 def _start_cluster() -> str | None:
-    """None when a cluster answers, else why not."""
-    if shutil.which("sinfo") and subprocess.run(["sinfo"], capture_output=True).returncode == 0:
-        return None
+    """None when the cluster started, else why not."""
     if os.geteuid() != 0:
         return "starting a local Slurm needs root"
     if not shutil.which("apt-get"):
@@ -78,12 +84,20 @@ def _start_cluster() -> str | None:
 
 @pytest.fixture(scope="module")
 def slurm():
+    """A Slurm cluster: the one that answers, or one started on this machine and stopped after."""
+    if _cluster_answers():
+        yield True
+        return
+    if os.environ.get(OPT_IN) != "1":
+        pytest.skip(f"opt-in: {OPT_IN}=1 installs Debian's Slurm and MariaDB and starts a local cluster "
+                    "(stopped after the tests)")
     reason = _start_cluster()
     if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the Slurm tests: {reason}")
-        pytest.skip(reason)
-    return True
+        pytest.fail(f"{OPT_IN}=1 asks for the Slurm tests, but: {reason}")
+    try:
+        yield True
+    finally:
+        subprocess.run(["bash", str(ROOT / "slurm" / "stop_local_slurm.sh")], capture_output=True, timeout=300)
 
 
 def _launch(argv):

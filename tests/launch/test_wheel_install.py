@@ -2,6 +2,7 @@
 training scripts are found by import name, not as files of a source checkout."""
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,14 @@ def _run(args, **kwargs):
     return done.stdout
 
 
+def _borrow_site_packages(python: Path) -> None:
+    """Puts this interpreter's site-packages after the new venv's own (a ``.pth`` file of plain paths:
+    their own ``.pth`` files, such as the checkout's editable install, are not processed)."""
+    venv_site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
+    ours = [p for p in (*site.getsitepackages(), site.getusersitepackages()) if Path(p).is_dir()]
+    (Path(venv_site) / "borrowed_site_packages.pth").write_text("\n".join(ours) + "\n")
+
+
 @pytest.mark.slow
 def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
     # the package's sources only (no examples/, tests/ or build leftovers of the checkout)
@@ -29,10 +38,13 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
           "-w", str(tmp_path / "dist"), str(source)])
     wheel = next((tmp_path / "dist").glob("torchrl_glam-*.whl"))
 
-    # a fresh venv that borrows torch & co. from the system, with the wheel installed into it
+    # a fresh venv that borrows torch & co. from the interpreter running the tests, with the wheel
+    # installed into it. ``--system-site-packages`` would borrow from the *base* interpreter, which
+    # lacks them when the tests run inside a virtual environment.
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
+    _run([sys.executable, "-m", "venv", str(venv)])
     python, bin_dir = venv / "bin" / "python", venv / "bin"
+    _borrow_site_packages(python)
     _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)])
 
     # run from an empty folder, with nothing pointing at a checkout

@@ -157,3 +157,11 @@ def test_a_dueling_critic_trains_the_llm_through_both_hidden_states(batch):
     with loss.warming_up():  # the warm-up detaches both hidden states
         grads = torch.autograd.grad(loss(batch.clone())["loss_qvalue"], llm, allow_unused=True)
         assert sum(g.abs().sum().item() for g in grads if g is not None) == 0
+
+
+def test_a_loss_built_for_another_number_of_candidates_is_refused(batch):
+    """The heads output one value per candidate: a mismatch with the environment's candidates must
+    not train on the wrong ones (the README's snippet once passed 5 for an environment with 8)."""
+    loss = SACGLAMLoss(make_scorer(None).module, num_actions=8, critic_width=16)
+    with pytest.raises(ValueError, match=r"5 candidate actions.*num_actions=8.*num_actions=5"):
+        loss(batch.clone())

@@ -3,7 +3,7 @@
 from torchrl_glam.envs.catalogue import GOAL_TYPES, GoalCatalogue, descriptions_of_object
 from torchrl_glam.envs.playground import GOAL_SETS, PlaygroundTextEnv, max_reports_per_step
 from torchrl_glam.envs.render import render_actions, render_batch, render_prompt
-from torchrl_glam.envs.transforms import STATE_KEYS, RenderText
+from torchrl_glam.envs.transforms import STATE_KEYS, PartialResetActionMask, RenderText
 from torchrl_glam.envs.rules import PlaygroundRules, action_mask_from_held, feeds, object_ids
 from torchrl_glam.envs.vocabulary import OBJECT_NAMES, OBJECT_TYPES, vocabulary_words
 
@@ -13,6 +13,7 @@ __all__ = [
     "GoalCatalogue",
     "OBJECT_NAMES",
     "OBJECT_TYPES",
+    "PartialResetActionMask",
     "PlaygroundRules",
     "PlaygroundTextEnv",
     "RenderText",

@@ -14,9 +14,10 @@ A second environment brings its own renderer; the scorer only reads the text key
 """
 from __future__ import annotations
 
+import torch
 from tensordict import TensorDictBase
 from torchrl.data import NonTensor
-from torchrl.envs.transforms import Transform
+from torchrl.envs.transforms import ActionMask, Transform
 
 from torchrl_glam.envs.catalogue import GoalCatalogue
 from torchrl_glam.envs.render import render_batch
@@ -79,4 +80,28 @@ class RenderText(Transform):
         return observation_spec
 
 
-__all__ = ["ACTIONS_KEY", "PROMPT_KEY", "RenderText", "STATE_KEYS", "STEP_STATE_KEYS"]
+class PartialResetActionMask(ActionMask):
+    """TorchRL's :class:`~torchrl.envs.transforms.ActionMask` (random actions that follow
+    "action_mask"), for batched environments whose sub-environments reset one by one.
+
+    A batched environment's partial reset (``SerialEnv``, ``ParallelEnv``; rollouts with
+    ``break_when_any_done=False``) hands the transform zeros for the sub-environments it did not
+    reset, and the stock transform copies those all-false rows into the action spec:
+    ``invalid multinomial distribution`` at the next random action. This one keeps the current mask
+    of the sub-environments that were not reset::
+
+        TransformedEnv(ParallelEnv(2, make_env), PartialResetActionMask())
+    """
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        spec = self.action_spec
+        mask = tensordict_reset.get(self.in_keys[1]).to(spec.device)
+        current = spec.mask  # the last step's masks (None before the first reset)
+        if tensordict is not None and "_reset" in tensordict.keys() and current is not None:
+            reset = tensordict.get("_reset").reshape(*mask.shape[:-1], 1).to(spec.device)
+            mask = torch.where(reset, mask, current.expand_as(mask))
+        spec.update_mask(mask)
+        return tensordict_reset
+
+
+__all__ = ["ACTIONS_KEY", "PROMPT_KEY", "PartialResetActionMask", "RenderText", "STATE_KEYS", "STEP_STATE_KEYS"]
