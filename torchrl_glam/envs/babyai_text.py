@@ -1,0 +1,242 @@
+"""BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
+
+Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv`
+("goal_id", "image": minigrid's 7x7x3 encoded view, "carrying": [type, color] indices or -1), so a
+replay buffer can store integers and re-render any prompt (:class:`RenderBabyAIText`), as
+Playground-Text does with :class:`~torchrl_glam.envs.RenderText`. A prompt reads::
+
+    Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle
+    Goal of the agent: go to the red ball
+    Observation: You see a wall 2 steps forward, You see a red ball 1 step left and 2 steps forward
+    Action: <- a trailing space, no newline
+
+The view is described as in GLAM (Carta et al. 2023): what is carried, the nearest wall straight
+ahead, left and right of the agent, then every visible object with its offset from the agent.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
+from tensordict import TensorDictBase
+from torchrl.data import NonTensor
+from torchrl.envs.transforms import Transform
+
+#: The six candidate actions, in minigrid's action order (turn left = 0 ... toggle = 5).
+ACTIONS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
+#: Types an instruction can name (minigrid.envs.babyai.core.verifier.OBJ_TYPES) and the movable ones.
+OBJ_TYPES = ("box", "ball", "key", "door")
+MOVABLE_TYPES = ("box", "ball", "key")
+#: Color-type pairs that MixedTrainLocal never names and MixedTestLocal always names (GLAM's split).
+HELD_OUT_PAIRS = frozenset({("yellow", "box"), ("red", "key"), ("red", "door"), ("green", "ball"), ("grey", "door")})
+#: The compact state, in :func:`render_batch`'s order; "goal_id" is constant within an episode.
+STATE_KEYS = ("goal_id", "image", "carrying")
+STEP_STATE_KEYS = ("image", "carrying")
+VIEW_SIZE = 7
+_AGENT = (VIEW_SIZE // 2, VIEW_SIZE - 1)  # the agent's cell in the egocentric view, facing "up"
+_WALL, _DOOR = OBJECT_TO_IDX["wall"], OBJECT_TO_IDX["door"]
+_NOT_OBJECTS = {OBJECT_TO_IDX[n] for n in ("unseen", "empty", "wall", "floor", "agent")}
+_DOOR_STATES = ("open", "closed", "locked")  # minigrid's STATE_TO_IDX order
+
+
+def describe_object(type_: str, color: str | None, article: str) -> str:
+    """The surface of minigrid's ``ObjDesc``: "the red ball" (one match), "a ball" (several)."""
+    return f"{article} {color} {type_}" if color else f"{article} {type_}"
+
+
+class BabyAIGoalCatalogue:
+    """Every instruction of the Mixed levels' grammar, with a fixed id each (7,168 goals).
+
+    An object description is ``<the|a> [color] <box|ball|key|door>`` (minigrid's ``ObjDesc`` without
+    locations). The instructions: "go to D", "pick up M", "open R", "put M next to D",
+    "pick up M, then go to D" and "go to D after you pick up M", where M is a movable object and R a
+    door, surfaced exactly as minigrid's ``Instr.surface``.
+    """
+
+    _instance: BabyAIGoalCatalogue | None = None
+
+    def __init__(self) -> None:
+        colors = (None, *COLOR_NAMES)
+        descs = [(t, c, a) for t in OBJ_TYPES for c in colors for a in ("the", "a")]
+        movable = [d for d in descs if d[0] in MOVABLE_TYPES]
+        doors = [d for d in descs if d[0] == "door"]
+        s = {d: describe_object(*d) for d in descs}
+        # (goal, the descriptions it names): the names decide the train/test split
+        named = [(f"go to {s[d]}", (d,)) for d in descs] + [(f"pick up {s[m]}", (m,)) for m in movable]
+        named += [(f"open {s[r]}", (r,)) for r in doors]
+        named += [(f"put {s[m]} next to {s[d]}", (m, d)) for m in movable for d in descs]
+        named += [(f"pick up {s[m]}, then go to {s[d]}", (m, d)) for m in movable for d in descs]
+        named += [(f"go to {s[d]} after you pick up {s[m]}", (m, d)) for m in movable for d in descs]
+        self.goals: tuple[str, ...] = tuple(g for g, _ in named)
+        self._ids = {g: i for i, g in enumerate(self.goals)}
+        self._pairs = [[(c, t) for t, c, _ in ds] for _, ds in named]
+
+    @classmethod
+    def default(cls) -> BabyAIGoalCatalogue:
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def __len__(self) -> int:
+        return len(self.goals)
+
+    def __contains__(self, goal: str) -> bool:
+        return goal in self._ids
+
+    def id_of(self, goal: str) -> int:
+        try:
+            return self._ids[goal]
+        except KeyError:
+            raise ValueError(
+                f"{goal!r} is not an instruction of the BabyAI-Text grammar (go to / pick up / open / "
+                "put ... next to / pick up ..., then go to ... / go to ... after you pick up ...)"
+            ) from None
+
+    def goal_set(self, name: str) -> np.ndarray:
+        """Ids of "all", "train" (names no held-out color-type pair) or "test" (names only held-out
+        pairs, and at least one): the supersets of what MixedTrainLocal / MixedTestLocal ask."""
+        if name == "all":
+            return np.arange(len(self.goals))
+        if name == "train":
+            keep = [not any(p in HELD_OUT_PAIRS for p in pairs) for pairs in self._pairs]
+        elif name == "test":
+            keep = [all(p in HELD_OUT_PAIRS for p in pairs) for pairs in self._pairs]
+        else:
+            raise ValueError(f"goal set {name!r}: choose 'all', 'train' or 'test'")
+        return np.flatnonzero(keep)
+
+
+def _steps(n: int, side: str) -> str:
+    return f"{n} step {side}" if n == 1 else f"{n} steps {side}"
+
+
+def _offset(dx: int, dy: int) -> str:
+    """"1 step left and 2 steps forward" for dx columns right of the agent, dy rows ahead."""
+    parts = []
+    if dx:
+        parts.append(_steps(abs(dx), "right" if dx > 0 else "left"))
+    if dy:
+        parts.append(_steps(dy, "forward"))
+    return " and ".join(parts)
+
+
+def describe_view(image: np.ndarray, carrying: Sequence[int]) -> list[str]:
+    """GLAM's sentences for one egocentric view: ``image`` is minigrid's encoded 7x7x3 view
+    (``image[x, y]``, the agent at (3, 6) facing up; unseen cells are 0) and ``carrying`` the
+    [type, color] indices of the carried object, or [-1, -1]."""
+    image = np.asarray(image)
+    ax, ay = _AGENT
+    sentences = []
+    if carrying[0] >= 0:
+        sentences.append(f"You carry a {IDX_TO_COLOR[int(carrying[1])]} {IDX_TO_OBJECT[int(carrying[0])]}")
+    # the nearest visible wall in each straight line from the agent (forward, left, right)
+    for side, cells in (
+        ("forward", [(ax, y) for y in range(ay - 1, -1, -1)]),
+        ("left", [(x, ay) for x in range(ax - 1, -1, -1)]),
+        ("right", [(x, ay) for x in range(ax + 1, VIEW_SIZE)]),
+    ):
+        for n, (x, y) in enumerate(cells, start=1):
+            if image[x, y, 0] == _WALL:
+                sentences.append(f"You see a wall {_steps(n, side)}")
+                break
+    for x in range(VIEW_SIZE):
+        for y in range(VIEW_SIZE):
+            kind = int(image[x, y, 0])
+            if kind in _NOT_OBJECTS or (x, y) == _AGENT:
+                continue
+            color, name = IDX_TO_COLOR[int(image[x, y, 1])], IDX_TO_OBJECT[kind]
+            if kind == _DOOR:
+                state = _DOOR_STATES[int(image[x, y, 2])]
+                what = f"an {state} {color} door" if state == "open" else f"a {state} {color} door"
+            else:
+                what = f"a {color} {name}"
+            sentences.append(f"You see {what} {_offset(x - ax, ay - y)}")
+    return sentences
+
+
+@lru_cache(maxsize=1)
+def _actions_line() -> str:
+    return "Possible actions of the agent: " + ", ".join(ACTIONS)
+
+
+def render_prompt(goal: str, image: np.ndarray, carrying: Sequence[int]) -> str:
+    """The prompt of one state (GLAM's layout, one observation, no history)."""
+    seen = describe_view(image, carrying)
+    return (
+        f"{_actions_line()}\nGoal of the agent: {goal}\n"
+        f"Observation: {', '.join(seen) if seen else 'You see nothing'}\nAction: "
+    )
+
+
+def render_batch(
+    goal_id: np.ndarray, image: np.ndarray, carrying: np.ndarray, catalogue: BabyAIGoalCatalogue | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch)."""
+    goals = (catalogue or BabyAIGoalCatalogue.default()).goals
+    goal_id, image, carrying = (np.asarray(x) for x in (goal_id, image, carrying))
+    prompts = [render_prompt(goals[int(g)], im, c) for g, im, c in zip(goal_id, image, carrying)]
+    return prompts, [list(ACTIONS) for _ in prompts]
+
+
+def _nest(flat: list, batch: Sequence[int]) -> list:
+    """A flat list of prod(batch) entries as nested lists of shape ``batch`` (at least 1-d)."""
+    for size in reversed(batch[1:]):
+        flat = [flat[i:i + size] for i in range(0, len(flat), size)]
+    return flat
+
+
+class RenderBabyAIText(Transform):
+    """Writes "prompt" and "actions" from BabyAI-Text's compact state (``text=False`` environments,
+    replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's)."""
+
+    def __init__(self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False) -> None:
+        super().__init__(in_keys=list(STATE_KEYS), out_keys=["prompt", "actions"])
+        self.catalogue = catalogue or BabyAIGoalCatalogue.default()
+        self.next_state = next_state
+
+    def render(self, td: TensorDictBase, source: TensorDictBase | None = None) -> TensorDictBase:
+        source = td if source is None else source
+        batch = td.batch_size
+        goal = source["goal_id"].reshape(-1).cpu()
+        image = td["image"].reshape(-1, VIEW_SIZE, VIEW_SIZE, 3).cpu()
+        carrying = td["carrying"].reshape(-1, 2).cpu()
+        prompts, actions = render_batch(goal, image, carrying, self.catalogue)
+        td.set_non_tensor("prompt", _nest(prompts, batch) if len(batch) else prompts[0])
+        td.set_non_tensor("actions", _nest(actions, batch) if len(batch) else actions[0])
+        return td
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.render(tensordict)
+        if self.next_state and "next" in tensordict.keys():
+            self.render(tensordict.get("next"), source=tensordict)
+        return tensordict
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return self.render(next_tensordict)
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        return self.render(tensordict_reset)
+
+    def transform_observation_spec(self, observation_spec):
+        shape, device = observation_spec.shape, observation_spec.device
+        observation_spec["prompt"] = NonTensor(shape=shape, example_data="", device=device)
+        observation_spec["actions"] = NonTensor(shape=shape, example_data=[""], device=device)
+        return observation_spec
+
+
+__all__ = [
+    "ACTIONS",
+    "BabyAIGoalCatalogue",
+    "HELD_OUT_PAIRS",
+    "MOVABLE_TYPES",
+    "OBJ_TYPES",
+    "RenderBabyAIText",
+    "STATE_KEYS",
+    "STEP_STATE_KEYS",
+    "describe_object",
+    "describe_view",
+    "render_batch",
+    "render_prompt",
+]
