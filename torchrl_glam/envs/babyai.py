@@ -27,6 +27,9 @@ Either way the episode terminates on success, exactly when the mission is among 
 """
 from __future__ import annotations
 
+import contextlib
+import io
+
 import numpy as np
 import torch
 from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX
@@ -344,7 +347,9 @@ class BabyAITextEnv(EnvBase):
         for b in np.flatnonzero(reset):
             kind = self._kinds[int(self.rng.integers(len(self._kinds)))]
             env = self.envs[b] = self._levels[b][kind]
-            obs, _ = env.reset(seed=int(self.rng.integers(2**31)))
+            # minigrid's own levels print each rejected draw; their mission is what matters here
+            with contextlib.redirect_stdout(io.StringIO()):
+                obs, _ = env.reset(seed=int(self.rng.integers(2**31)))
             self._goal_id[b] = self._mission_id(env)
             self._image[b] = obs["image"]
             self.partners[b].reset(env)
@@ -454,6 +459,7 @@ class BabyAITextEnv(EnvBase):
             out.set("actions", _text(actions, self.device))
             out.set("goal", _text([e.mission for e in self.envs], self.device))
             out.set("achieved_goals", _text([list(a) for a in self._achieved], self.device))
+        self.action_spec.update_mask(out["action_mask"])  # action_spec.rand() draws legal actions
         return out
 
 
