@@ -139,7 +139,10 @@ def test_env_draws_every_kind_and_grammar_levels_stay_in_the_grammar():
     env.reset()
     assert {type(e).__name__ + e.kind for e in env.envs} == {"MixedLocalLevel" + k for k in MIXED_KINDS}
     for level in GRAMMAR_LEVELS:  # a mission outside the grammar would raise at reset
-        BabyAITextEnv(num_envs=8, level=level, seed=0, text=False).reset()
+        env = BabyAITextEnv(num_envs=8, level=level, seed=0, text=False)
+        data = env.rollout(12, break_when_any_done=False)  # reward and reports agree there too
+        hit = ((data["next", "achieved_goal_ids"] == data["goal_id"].unsqueeze(-1)).any(-1))
+        assert torch.equal(hit, data["next", "reward"].squeeze(-1) > 0), level
 
 
 # ---------------------------------------------------------------------------- TorchRL environment
@@ -302,6 +305,26 @@ def test_masked_action_gives_a_clear_error():
     assert not td["action_mask"][:, ACTIONS.index("drop")].any()  # nothing carried at the start
     with pytest.raises(ValueError, match=r"action 4 \('drop'\) of sub-environment 0 is masked"):
         env.step(td.set("action", torch.tensor([4, 0])))
+
+
+def test_masked_actions_are_exactly_no_ops():
+    # a masked action, tried on a copy of the level, changes nothing: masking removes no behaviour
+    import copy
+
+    env = BabyAITextEnv(num_envs=4, seed=2, mask_noops=True, text=False)
+    td, gen, masked_seen = env.reset(), torch.Generator().manual_seed(0), 0
+    for _ in range(150):
+        for b, level in enumerate(env.envs):
+            for a in np.flatnonzero(~td["action_mask"][b].numpy()):
+                twin = copy.deepcopy(level)
+                twin.step(int(a))
+                assert np.array_equal(twin.grid.encode(), level.grid.encode())
+                assert (twin.carrying is None) == (level.carrying is None)
+                assert tuple(twin.agent_pos) == tuple(level.agent_pos) and twin.agent_dir == level.agent_dir
+                masked_seen += 1
+        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
+        _, td = env.step_and_maybe_reset(td)
+    assert masked_seen > 100
 
 
 @pytest.mark.parametrize(

@@ -63,8 +63,13 @@ from torchrl_glam.envs.babyai_text import (
 
 MIXED_KINDS = ("goto", "pickup", "open", "putnext", "pickup_then_goto")
 MIXED_LEVELS = {"MixedTrainLocal": "train", "MixedTestLocal": "test"}
-#: minigrid BabyAI levels whose missions all lie in the grammar (tests/envs/test_babyai_text.py checks)
-GRAMMAR_LEVELS = ("GoToRedBallGrey", "GoToRedBall", "GoToRedBallNoDists", "GoToObj", "GoToLocal", "PutNextLocal")
+#: minigrid BabyAI levels whose missions all lie in the grammar (one go to / pick up / open / put next
+#: to without locations; read from their gen_mission, checked in tests/envs/test_babyai_text.py)
+GRAMMAR_LEVELS = (
+    "GoToRedBallGrey", "GoToRedBall", "GoToRedBallNoDists", "GoToRedBlueBall", "GoToObj", "GoToLocal",
+    "GoToDoor", "GoToObjDoor", "GoTo", "GoToImpUnlock", "PickupAbove", "Pickup", "UnblockPickup", "OneRoomS8",
+    "OpenRedDoor", "Open", "Unlock", "UnlockLocal", "PutNextLocal", "ActionObjDoor",
+)  # fmt: skip
 LEVELS = (*MIXED_LEVELS, *GRAMMAR_LEVELS)
 #: An upper bound on the goals reported at one step, the width of "achieved_goal_ids" (exceeding it
 #: raises: a few goto / pick up / open / put-next reports, and 2 sequences per (picked, reached) pair).
