@@ -33,6 +33,7 @@ from torchrl_glam.envs.babyai import (  # noqa: E402
 from torchrl_glam.envs.babyai_text import (  # noqa: E402
     ACTIONS,
     HELD_OUT_PAIRS,
+    GOAL_TYPES,
     BabyAIGoalCatalogue,
     RenderBabyAIText,
     describe_view,
@@ -71,6 +72,10 @@ def test_catalogue_ids_round_trip_and_splits_are_disjoint():
     assert cat.goals[cat.id_of("put the red ball next to a blue key")] == "put the red ball next to a blue key"
     assert "pick up the grey ball, then go to a grey key" in cat
     assert "go to the red box after you pick up a ball" in cat
+    seq = cat.id_of("go to the red box after you pick up a ball")
+    assert cat.type_of(seq) == "pickup_then_goto" and cat.type_of("open the door") == "open"
+    assert [cat.goals[p] for p in cat.parts[seq]] == ["pick up a ball", "go to the red box"]
+    assert (cat.parts[cat.goal_type != GOAL_TYPES.index("pickup_then_goto")] == -1).all()
     train, test = set(cat.goal_set("train")), set(cat.goal_set("test"))
     assert not train & test
     assert cat.id_of("open the red door") in test and cat.id_of("open the door") in train

@@ -46,13 +46,20 @@ def describe_object(type_: str, color: str | None, article: str) -> str:
     return f"{article} {color} {type_}" if color else f"{article} {type_}"
 
 
+#: Goal types, for evaluation groups and curricula (the Mixed levels' task kinds; both surfaces of
+#: the sequence are one type).
+GOAL_TYPES = ("goto", "pickup", "open", "putnext", "pickup_then_goto")
+
+
 class BabyAIGoalCatalogue:
     """Every instruction of the Mixed levels' grammar, with a fixed id each (7,168 goals).
 
     An object description is ``<the|a> [color] <box|ball|key|door>`` (minigrid's ``ObjDesc`` without
     locations). The instructions: "go to D", "pick up M", "open R", "put M next to D",
     "pick up M, then go to D" and "go to D after you pick up M", where M is a movable object and R a
-    door, surfaced exactly as minigrid's ``Instr.surface``.
+    door, surfaced exactly as minigrid's ``Instr.surface``. Mirrors Playground-Text's
+    :class:`~torchrl_glam.envs.GoalCatalogue`: ``goals``, ``goal_to_id``, ``goal_type`` (an index
+    into :data:`GOAL_TYPES`), ``parts`` (a sequence's "pick up" and "go to" ids, -1 elsewhere).
     """
 
     _instance: BabyAIGoalCatalogue | None = None
@@ -63,18 +70,24 @@ class BabyAIGoalCatalogue:
         movable = [d for d in descs if d[0] in MOVABLE_TYPES]
         doors = [d for d in descs if d[0] == "door"]
         s = {d: describe_object(*d) for d in descs}
-        # (goal, the descriptions it names): the names decide the train/test split
-        named = [(f"go to {s[d]}", (d,)) for d in descs] + [(f"pick up {s[m]}", (m,)) for m in movable]
-        named += [(f"open {s[r]}", (r,)) for r in doors]
-        named += [(f"put {s[m]} next to {s[d]}", (m, d)) for m in movable for d in descs]
-        named += [(f"pick up {s[m]}, then go to {s[d]}", (m, d)) for m in movable for d in descs]
-        named += [(f"go to {s[d]} after you pick up {s[m]}", (m, d)) for m in movable for d in descs]
-        self.goals: tuple[str, ...] = tuple(g for g, _ in named)
-        self._ids = {g: i for i, g in enumerate(self.goals)}
-        self._pairs = [[(c, t) for t, c, _ in ds] for _, ds in named]
+        # (goal, type, the descriptions it names): the names decide the train/test split
+        rows = [(f"go to {s[d]}", 0, (d,)) for d in descs] + [(f"pick up {s[m]}", 1, (m,)) for m in movable]
+        rows += [(f"open {s[r]}", 2, (r,)) for r in doors]
+        rows += [(f"put {s[m]} next to {s[d]}", 3, (m, d)) for m in movable for d in descs]
+        rows += [(f"pick up {s[m]}, then go to {s[d]}", 4, (m, d)) for m in movable for d in descs]
+        rows += [(f"go to {s[d]} after you pick up {s[m]}", 4, (m, d)) for m in movable for d in descs]
+        self.goals: list[str] = [g for g, _, _ in rows]
+        self.goal_to_id: dict[str, int] = {g: i for i, g in enumerate(self.goals)}
+        self.goal_type = np.array([k for _, k, _ in rows], dtype=np.int64)
+        self.parts = np.full((len(rows), 2), -1, dtype=np.int64)
+        for i, (goal, kind, named) in enumerate(rows):
+            if kind == 4:
+                self.parts[i] = (self.goal_to_id[f"pick up {s[named[0]]}"], self.goal_to_id[f"go to {s[named[1]]}"])
+        self._pairs = [[(c, t) for t, c, _ in named] for _, _, named in rows]
 
     @classmethod
     def default(cls) -> BabyAIGoalCatalogue:
+        """A shared instance."""
         if cls._instance is None:
             cls._instance = cls()
         return cls._instance
@@ -83,20 +96,24 @@ class BabyAIGoalCatalogue:
         return len(self.goals)
 
     def __contains__(self, goal: str) -> bool:
-        return goal in self._ids
+        return goal in self.goal_to_id
 
     def id_of(self, goal: str) -> int:
         try:
-            return self._ids[goal]
+            return self.goal_to_id[goal]
         except KeyError:
             raise ValueError(
                 f"{goal!r} is not an instruction of the BabyAI-Text grammar (go to / pick up / open / "
                 "put ... next to / pick up ..., then go to ... / go to ... after you pick up ...)"
             ) from None
 
+    def type_of(self, goal: int | str) -> str:
+        """The type of a goal, one of :data:`GOAL_TYPES`."""
+        return GOAL_TYPES[self.goal_type[self.id_of(goal) if isinstance(goal, str) else goal]]
+
     def goal_set(self, name: str) -> np.ndarray:
         """Ids of "all", "train" (names no held-out color-type pair) or "test" (names only held-out
-        pairs, and at least one): the supersets of what MixedTrainLocal / MixedTestLocal ask."""
+        pairs): the supersets of what MixedTrainLocal / MixedTestLocal ask."""
         if name == "all":
             return np.arange(len(self.goals))
         if name == "train":
@@ -229,6 +246,7 @@ class RenderBabyAIText(Transform):
 __all__ = [
     "ACTIONS",
     "BabyAIGoalCatalogue",
+    "GOAL_TYPES",
     "HELD_OUT_PAIRS",
     "MOVABLE_TYPES",
     "OBJ_TYPES",
