@@ -143,6 +143,9 @@ def test_env_draws_every_kind_and_grammar_levels_stay_in_the_grammar():
     env = BabyAITextEnv(num_envs=16, level="MixedTrainLocal", seed=0, text=False)
     env.reset()
     assert {type(e).__name__ + e.kind for e in env.envs} == {"MixedLocalLevel" + k for k in MIXED_KINDS}
+    env = BabyAITextEnv(num_envs=8, seed=0, kinds=("goto", "pickup"), text=False)
+    goal_types = {env.catalogue.type_of(int(g)) for g in env.reset()["goal_id"]}
+    assert goal_types == {"goto", "pickup"}
     for level in GRAMMAR_LEVELS:  # a mission outside the grammar would raise at reset
         env = BabyAITextEnv(num_envs=8, level=level, seed=0, text=False)
         data = env.rollout(12, break_when_any_done=False)  # reward and reports agree there too
@@ -339,6 +342,8 @@ def test_masked_actions_are_exactly_no_ops():
         (dict(level="BossLevel"), "unknown level 'BossLevel'"),
         (dict(reward="dense"), "reward='dense': choose 'binary'"),
         (dict(num_envs=0), "num_envs=0 must be at least 1"),
+        (dict(kinds=("goto", "unlock")), r"kinds=\('goto', 'unlock'\): a non-empty subset of \('goto'"),
+        (dict(level="GoToLocal", kinds=("goto",)), "for the Mixed levels"),
     ],
 )
 def test_bad_constructor_arguments_give_clear_errors(kwargs, message):

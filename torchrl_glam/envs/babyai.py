@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -273,6 +274,8 @@ class BabyAITextEnv(EnvBase):
             compact state re-renders them (:class:`~torchrl_glam.envs.babyai_text.RenderBabyAIText`).
         reward: "binary" (1 on success) or "minigrid" (``1 - 0.9 * step_count / max_steps``).
         mask_noops: mask "pick up", "drop" and "toggle" where they cannot change anything.
+        kinds: for a Mixed level, the task kinds drawn (a subset of :data:`MIXED_KINDS`, e.g.
+            ``("goto", "pickup")`` for a cheaper training set); default all five.
         catalogue: the goal grammar (shared default when omitted).
     """
 
@@ -287,6 +290,7 @@ class BabyAITextEnv(EnvBase):
         text: bool = True,
         reward: str = "binary",
         mask_noops: bool = False,
+        kinds: Sequence[str] | None = None,
         catalogue: BabyAIGoalCatalogue | None = None,
     ) -> None:
         if level not in LEVELS:
@@ -298,11 +302,15 @@ class BabyAITextEnv(EnvBase):
             raise ValueError(f"reward={reward!r}: choose 'binary' (0/1) or 'minigrid' (1 - 0.9 t/T)")
         if num_envs < 1:
             raise ValueError(f"num_envs={num_envs} must be at least 1")
+        if kinds is not None and (level not in MIXED_LEVELS or not kinds or set(kinds) - set(MIXED_KINDS)):
+            raise ValueError(
+                f"kinds={kinds!r}: a non-empty subset of {MIXED_KINDS}, for the Mixed levels {tuple(MIXED_LEVELS)} only"
+            )
         super().__init__(device=device, batch_size=torch.Size([num_envs]))
         self.catalogue = catalogue or BabyAIGoalCatalogue.default()
         self.level, self.num_envs, self.text = level, num_envs, text
         self.reward_kind, self.mask_noops = reward, mask_noops
-        kinds = MIXED_KINDS if level in MIXED_LEVELS else (None,)
+        kinds = tuple(kinds or MIXED_KINDS) if level in MIXED_LEVELS else (None,)
         # one minigrid instance per (sub-environment, kind): a kind fixes the grid's size
         self._levels = [{k: make_level(level, k) for k in kinds} for _ in range(num_envs)]
         self._kinds = kinds
