@@ -36,6 +36,7 @@ from torchrl_glam.envs.babyai_text import (  # noqa: E402
     GOAL_TYPES,
     BabyAIGoalCatalogue,
     RenderBabyAIText,
+    action_mask_from_state,
     describe_view,
     render_prompt,
 )
@@ -186,6 +187,29 @@ def test_compact_state_re_renders_the_prompt():
     env = TransformedEnv(BabyAITextEnv(num_envs=2, seed=1, text=False), RenderBabyAIText())
     assert env.reset()["prompt"] == BabyAITextEnv(num_envs=2, seed=1).reset()["prompt"]
     check_env_specs(env, seed=None)
+
+
+def test_masks_follow_from_the_compact_state():
+    for mask_noops in (False, True):
+        data = random_rollout(BabyAITextEnv(num_envs=4, seed=4, text=False, mask_noops=mask_noops), 80, seed=0)
+        rule = action_mask_from_state(data["next", "image"], data["next", "carrying"], mask_noops)
+        assert torch.equal(rule, data["next", "action_mask"])
+        assert mask_noops or rule.all()
+
+
+def test_every_mission_and_report_fits_the_scene_of_its_episode():
+    env = BabyAITextEnv(num_envs=4, seed=6, text=False)
+    data = random_rollout(env, 150, seed=0)
+    goals = env.catalogue.goal_set("all")
+    for b in range(4):
+        for t in range(150):
+            if t % 10 and not data["next", "achieved_goal_count"][b, t]:
+                continue  # every tenth step, and every step with reports
+            fits = env.catalogue.goals_in_scene(data["objects"][b, t].numpy())
+            assert fits[data["goal_id"][b, t]]
+            reported = data["next", "achieved_goal_ids"][b, t, : data["next", "achieved_goal_count"][b, t]]
+            assert fits[reported].all()
+    assert 0 < fits.sum() < len(goals)
 
 
 def test_same_seed_same_rollout():
@@ -395,7 +419,8 @@ def test_collector_with_a_random_policy_module():
     from torchrl.collectors import Collector
 
     policy = TensorDictModule(RandomPolicy(), in_keys=["action_mask"], out_keys=["action"])
-    collector = Collector(BabyAITextEnv(num_envs=4, seed=0), policy, frames_per_batch=40, total_frames=120)
+    env = BabyAITextEnv(num_envs=4, seed=0)
+    collector = Collector(env, policy, frames_per_batch=40, total_frames=120, auto_register_policy_transforms=False)
     try:
         batches = list(collector)
     finally:

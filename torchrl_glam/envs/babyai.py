@@ -12,6 +12,7 @@ key                      shape          meaning
 "goal", "goal_id"        [B]            the mission, as text and as a catalogue index
 "image"                  [B, 7, 7, 3]   compact state: minigrid's encoded egocentric view (uint8)
 "carrying"               [B, 2] int     compact state: [type, color] indices of the carried object, -1
+"objects"                [B, M, 2] int  the scene at the reset: (type, color) of each object, -1 rows
 "achieved_goals"         [B] text       the social partner's reports at the last step (a list each)
 "achieved_goal_ids"      [B, K] int     the same as catalogue ids, padded with -1 ...
 "achieved_goal_count"    [B] int        ... and how many are valid
@@ -58,6 +59,7 @@ from torchrl_glam.envs.babyai_text import (
     OBJ_TYPES,
     VIEW_SIZE,
     BabyAIGoalCatalogue,
+    action_mask_from_state,
     describe_object,
     render_batch,
 )
@@ -320,6 +322,8 @@ class BabyAITextEnv(EnvBase):
         self._success = np.zeros(num_envs, dtype=bool)
         self._goal_id = np.zeros(num_envs, dtype=np.int64)
         self._image = np.zeros((num_envs, VIEW_SIZE, VIEW_SIZE, 3), dtype=np.uint8)
+        self.max_objects = 16 if level in MIXED_LEVELS else 64  # Mixed: at most 10; minigrid's 3x3 mazes: ~40
+        self._objects = np.full((num_envs, self.max_objects, 2), -1, dtype=np.int64)
         self._make_specs()
         self.set_seed(seed)
 
@@ -332,6 +336,7 @@ class BabyAITextEnv(EnvBase):
             goal_id=Categorical(len(self.catalogue), shape=(B,), dtype=torch.int64, device=dev),
             image=Bounded(low=0, high=top, shape=(B, VIEW_SIZE, VIEW_SIZE, 3), dtype=torch.uint8, device=dev),
             carrying=Bounded(low=-1, high=top, shape=(B, 2), dtype=torch.int64, device=dev),
+            objects=Bounded(low=-1, high=top, shape=(B, self.max_objects, 2), dtype=torch.int64, device=dev),
             achieved_goal_ids=Bounded(low=-1, high=len(self.catalogue) - 1, shape=(B, K), dtype=torch.int64, device=dev),
             achieved_goal_count=Bounded(low=0, high=K, shape=(B,), dtype=torch.int64, device=dev),
             success=Categorical(2, shape=(B,), dtype=torch.bool, device=dev),
@@ -366,6 +371,11 @@ class BabyAITextEnv(EnvBase):
             self._goal_id[b] = self._mission_id(env)
             self._image[b] = obs["image"]
             self.partners[b].reset(env)
+            self._objects[b] = -1
+            scene = [(OBJECT_TO_IDX[o.type], COLOR_TO_IDX[o.color]) for o in env.grid.grid if o is not None and o.type in OBJ_TYPES]
+            if len(scene) > self.max_objects:
+                raise RuntimeError(f"{len(scene)} objects in a {self.level} scene, more than max_objects={self.max_objects}")
+            self._objects[b, : len(scene)] = scene
             self._achieved[b], self._success[b] = [], False
         out = self._observation()
         zeros = torch.zeros(B, 1, dtype=torch.bool, device=self.device)
@@ -430,32 +440,28 @@ class BabyAITextEnv(EnvBase):
         return out
 
     # ------------------------------------------------------------------ output
-    def _action_mask(self) -> np.ndarray:
-        mask = np.ones((self.num_envs, len(ACTIONS)), dtype=bool)
-        if not self.mask_noops:
-            return mask
-        for b, env in enumerate(self.envs):
-            front = env.grid.get(*env.front_pos)
-            mask[b, _PICKUP] = env.carrying is None and front is not None and front.can_pickup()
-            mask[b, _DROP] = env.carrying is not None and front is None
-            mask[b, _TOGGLE] = front is not None and front.type in ("door", "box")
-        return mask
+    def _carrying(self) -> np.ndarray:
+        return np.array(
+            [(OBJECT_TO_IDX[e.carrying.type], COLOR_TO_IDX[e.carrying.color]) if e.carrying else _NOTHING for e in self.envs],
+            dtype=np.int64,
+        )
+
+    def _action_mask(self, carrying: np.ndarray | None = None) -> np.ndarray:
+        # the rule of the compact state, so that a replay buffer recomputes the same masks
+        carrying = self._carrying() if carrying is None else carrying
+        mask = action_mask_from_state(torch.from_numpy(self._image), torch.from_numpy(carrying), self.mask_noops)
+        return mask.numpy()
 
     def _observation(self) -> TensorDict:
         B = self.num_envs
         ids = np.full((B, MAX_REPORTS), -1, dtype=np.int64)
         for b, achieved in enumerate(self._achieved):
             ids[b, : len(achieved)] = [self.catalogue.id_of(g) for g in achieved]
-        carrying = np.array(
-            [
-                (OBJECT_TO_IDX[e.carrying.type], COLOR_TO_IDX[e.carrying.color]) if e.carrying else _NOTHING
-                for e in self.envs
-            ],
-            dtype=np.int64,
-        )
+        carrying = self._carrying()
         out = TensorDict(
             {
-                "action_mask": torch.from_numpy(self._action_mask()),
+                "action_mask": torch.from_numpy(self._action_mask(carrying)),
+                "objects": torch.from_numpy(self._objects.copy()),
                 "goal_id": torch.from_numpy(self._goal_id.copy()),
                 "image": torch.from_numpy(self._image.copy()),
                 "carrying": torch.from_numpy(carrying),

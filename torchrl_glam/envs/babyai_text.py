@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+import torch
 from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
 from tensordict import TensorDictBase
 from torchrl.data import NonTensor
@@ -84,6 +85,10 @@ class BabyAIGoalCatalogue:
             if kind == 4:
                 self.parts[i] = (self.goal_to_id[f"pick up {s[named[0]]}"], self.goal_to_id[f"go to {s[named[1]]}"])
         self._pairs = [[(c, t) for t, c, _ in named] for _, _, named in rows]
+        # the descriptions each goal names, as indices into ``descriptions`` (-1 pads singles)
+        self.descriptions: list[tuple] = descs
+        index = {d: i for i, d in enumerate(descs)}
+        self.named = np.array([[index[d] for d in named] + [-1] * (2 - len(named)) for _, _, named in rows])
 
     @classmethod
     def default(cls) -> BabyAIGoalCatalogue:
@@ -111,6 +116,22 @@ class BabyAIGoalCatalogue:
         """The type of a goal, one of :data:`GOAL_TYPES`."""
         return GOAL_TYPES[self.goal_type[self.id_of(goal) if isinstance(goal, str) else goal]]
 
+    def goals_in_scene(self, objects: np.ndarray) -> np.ndarray:
+        """bool [G]: the goals whose surfaces fit a scene, ``objects`` [N, 2] its (type, color)
+        indices (-1 rows ignored, e.g. the env's "objects"): every description matches an object,
+        with "the" for exactly one match and "a" for several (as ``ObjDesc.surface`` reads them)."""
+        objects = [tuple(o) for o in np.asarray(objects).tolist() if o[0] >= 0]
+        names = [(IDX_TO_OBJECT[t], IDX_TO_COLOR[c]) for t, c in objects]
+        fits = np.array(
+            [
+                (n := sum(t == typ and (c is None or c == col) for typ, col in names)) > 0
+                and (n == 1) == (article == "the")
+                for t, c, article in self.descriptions
+            ]
+            + [True]  # index -1: no second description
+        )
+        return fits[self.named].all(axis=1)
+
     def goal_set(self, name: str) -> np.ndarray:
         """Ids of "all", "train" (names no held-out color-type pair) or "test" (names only held-out
         pairs): the supersets of what MixedTrainLocal / MixedTestLocal ask."""
@@ -123,6 +144,28 @@ class BabyAIGoalCatalogue:
         else:
             raise ValueError(f"goal set {name!r}: choose 'all', 'train' or 'test'")
         return np.flatnonzero(keep)
+
+
+_PICKABLE = [OBJECT_TO_IDX[t] for t in MOVABLE_TYPES]
+_TOGGLEABLE = [OBJECT_TO_IDX[t] for t in ("door", "box")]
+
+
+def action_mask_from_state(image: torch.Tensor, carrying: torch.Tensor, mask_noops: bool = True) -> torch.Tensor:
+    """bool [..., 6]: the legal actions of compact states (the rule the environment applies).
+
+    All six are legal unless ``mask_noops``: then "pick up" needs a movable object in front and
+    empty hands, "drop" something carried and an empty cell in front, "toggle" a door or a box in
+    front: exactly minigrid's conditions for those actions to change anything. The cell in front
+    is the view's (3, 5), always visible.
+    """
+    mask = torch.ones(*carrying.shape[:-1], len(ACTIONS), dtype=torch.bool, device=carrying.device)
+    if mask_noops:
+        front = image[..., _AGENT[0], _AGENT[1] - 1, 0].long()
+        empty_hands = carrying[..., 0] < 0
+        mask[..., ACTIONS.index("pick up")] = empty_hands & torch.isin(front, torch.tensor(_PICKABLE, device=front.device))
+        mask[..., ACTIONS.index("drop")] = ~empty_hands & (front == OBJECT_TO_IDX["empty"])
+        mask[..., ACTIONS.index("toggle")] = torch.isin(front, torch.tensor(_TOGGLEABLE, device=front.device))
+    return mask
 
 
 def _steps(n: int, side: str) -> str:
@@ -253,6 +296,7 @@ __all__ = [
     "RenderBabyAIText",
     "STATE_KEYS",
     "STEP_STATE_KEYS",
+    "action_mask_from_state",
     "describe_object",
     "describe_view",
     "render_batch",
