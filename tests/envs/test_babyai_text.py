@@ -39,6 +39,7 @@ from torchrl_glam.envs.babyai_text import (  # noqa: E402
     action_mask_from_state,
     describe_view,
     render_prompt,
+    vocabulary_words,
 )
 
 
@@ -119,6 +120,17 @@ def test_view_description_reads_like_glam():
         "Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle\n"
         "Goal of the agent: go to the red ball\nObservation: You see nothing\nAction: "
     )
+
+
+def test_vocabulary_covers_every_prompt_goal_and_action():
+    import re
+
+    vocabulary = set(vocabulary_words())
+    words = lambda text: set(re.findall(r"\w+|[^\w\s]", text))  # noqa: E731  (the tokenizer's split)
+    assert set().union(*map(words, BabyAIGoalCatalogue.default().goals)) <= vocabulary
+    data = random_rollout(BabyAITextEnv(num_envs=4, level="MixedTestLocal", seed=0), 50, seed=0)
+    assert set().union(*(words(p) for row in data["prompt"] for p in row)) <= vocabulary
+    assert set().union(*map(words, ACTIONS)) <= vocabulary
 
 
 # ---------------------------------------------------------------------------- levels

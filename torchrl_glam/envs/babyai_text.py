@@ -240,6 +240,15 @@ def render_batch(
     return prompts, [list(ACTIONS) for _ in prompts]
 
 
+def vocabulary_words() -> list[str]:
+    """Every word of a prompt, a goal or an action (punctuation apart, as a word-level tokenizer
+    splits "Action:"), for building the tiny models' tokenizers as for Playground-Text."""
+    words = "Possible actions of the agent Goal Observation Action You see carry a an the wall nothing and"
+    words += " step steps left right forward 1 2 3 4 5 6 go to pick up put next then after you open"
+    words += " turn drop toggle " + " ".join(_DOOR_STATES + tuple(COLOR_NAMES) + OBJ_TYPES)
+    return list(dict.fromkeys(words.split() + [":", ","]))
+
+
 def _nest(flat: list, batch: Sequence[int]) -> list:
     """A flat list of prod(batch) entries as nested lists of shape ``batch`` (at least 1-d)."""
     for size in reversed(batch[1:]):
@@ -301,4 +310,5 @@ __all__ = [
     "describe_view",
     "render_batch",
     "render_prompt",
+    "vocabulary_words",
 ]
