@@ -9,15 +9,7 @@ import torch
 pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra: pip install 'minigrid>=3.0'")
 
 from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX  # noqa: E402
-from minigrid.envs.babyai.core.verifier import (  # noqa: E402
-    AfterInstr,
-    BeforeInstr,
-    GoToInstr,
-    ObjDesc,
-    OpenInstr,
-    PickupInstr,
-    PutNextInstr,
-)
+from minigrid.envs.babyai.core import verifier  # noqa: E402
 from tensordict.nn import TensorDictModule  # noqa: E402
 from torchrl.envs import ParallelEnv, RewardSum, SerialEnv, StepCounter, TransformedEnv  # noqa: E402
 from torchrl.envs.utils import check_env_specs  # noqa: E402
@@ -225,16 +217,14 @@ def test_every_mission_and_report_fits_the_scene_of_its_episode():
 
 
 def test_same_seed_same_rollout():
-    runs = [random_rollout(BabyAITextEnv(num_envs=4, seed=7, text=False), 60, seed=0) for _ in range(2)]
-    for key in ["goal_id", "image", "carrying", ("next", "reward"), ("next", "done"), ("next", "achieved_goal_ids")]:
-        assert torch.equal(runs[0][key], runs[1][key]), key
-    other = random_rollout(BabyAITextEnv(num_envs=4, seed=8, text=False), 60, seed=0)
-    assert not torch.equal(runs[0]["image"], other["image"])
-    env = BabyAITextEnv(num_envs=4)
+    keys = ["goal_id", "objects", "image", "carrying", ("next", "reward"), ("next", "done"), ("next", "achieved_goal_ids")]
+    first, again, other = (random_rollout(BabyAITextEnv(num_envs=4, seed=s, text=False), 60, seed=0) for s in (7, 7, 8))
+    assert all(torch.equal(first[k], again[k]) for k in keys)
+    assert not torch.equal(first["image"], other["image"])
+    # set_seed re-seeds an existing environment: its next reset repeats the first one of that seed
+    env = BabyAITextEnv(num_envs=4, text=False)
     env.set_seed(7)
-    first = env.reset()["image"]
-    env.set_seed(7)
-    assert torch.equal(env.reset()["image"], first)
+    assert torch.equal(env.reset()["objects"], first["objects"][:, 0])
 
 
 def test_partial_reset_resets_only_the_flagged_sub_environments():
@@ -284,15 +274,15 @@ def _verifiers(level, partner):
     keys = list(partner.matches)
     movable = [k for k in keys if k[0] != "door"]
     s = partner.surface
-    instrs = [(GoToInstr(ObjDesc(*k)), f"go to {s[k]}") for k in keys]
-    instrs += [(PickupInstr(ObjDesc(*k)), f"pick up {s[k]}") for k in movable]
-    instrs += [(OpenInstr(ObjDesc(*k)), f"open {s[k]}") for k in keys if k[0] == "door"]
+    instrs = [(verifier.GoToInstr(verifier.ObjDesc(*k)), f"go to {s[k]}") for k in keys]
+    instrs += [(verifier.PickupInstr(verifier.ObjDesc(*k)), f"pick up {s[k]}") for k in movable]
+    instrs += [(verifier.OpenInstr(verifier.ObjDesc(*k)), f"open {s[k]}") for k in keys if k[0] == "door"]
     for m in movable:
         for k in keys:
             if not {id(o) for o in partner.matches[m]} & {id(o) for o in partner.matches[k]}:
-                instrs.append((PutNextInstr(ObjDesc(*m), ObjDesc(*k)), f"put {s[m]} next to {s[k]}"))
-            instrs.append((BeforeInstr(PickupInstr(ObjDesc(*m)), GoToInstr(ObjDesc(*k))), f"pick up {s[m]}, then go to {s[k]}"))
-            instrs.append((AfterInstr(GoToInstr(ObjDesc(*k)), PickupInstr(ObjDesc(*m))), f"go to {s[k]} after you pick up {s[m]}"))
+                instrs.append((verifier.PutNextInstr(verifier.ObjDesc(*m), verifier.ObjDesc(*k)), f"put {s[m]} next to {s[k]}"))
+            instrs.append((verifier.BeforeInstr(verifier.PickupInstr(verifier.ObjDesc(*m)), verifier.GoToInstr(verifier.ObjDesc(*k))), f"pick up {s[m]}, then go to {s[k]}"))
+            instrs.append((verifier.AfterInstr(verifier.GoToInstr(verifier.ObjDesc(*k)), verifier.PickupInstr(verifier.ObjDesc(*m))), f"go to {s[k]} after you pick up {s[m]}"))
     for instr, _ in instrs:
         instr.reset_verifier(level)
     return instrs

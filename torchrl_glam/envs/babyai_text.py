@@ -22,8 +22,9 @@ import numpy as np
 import torch
 from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
 from tensordict import TensorDictBase
-from torchrl.data import NonTensor
 from torchrl.envs.transforms import Transform
+
+from torchrl_glam.envs.transforms import RenderText
 
 #: The six candidate actions, in minigrid's action order (turn left = 0 ... toggle = 5).
 ACTIONS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
@@ -256,12 +257,14 @@ def _nest(flat: list, batch: Sequence[int]) -> list:
     return flat
 
 
-class RenderBabyAIText(Transform):
+class RenderBabyAIText(RenderText):
     """Writes "prompt" and "actions" from BabyAI-Text's compact state (``text=False`` environments,
-    replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's)."""
+    replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's).
+    Playground-Text's :class:`~torchrl_glam.envs.RenderText` with this environment's renderer."""
 
     def __init__(self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False) -> None:
-        super().__init__(in_keys=list(STATE_KEYS), out_keys=["prompt", "actions"])
+        # Transform's own init: RenderText's would build Playground-Text's catalogue and keys
+        Transform.__init__(self, in_keys=list(STATE_KEYS), out_keys=["prompt", "actions"])
         self.catalogue = catalogue or BabyAIGoalCatalogue.default()
         self.next_state = next_state
 
@@ -275,24 +278,6 @@ class RenderBabyAIText(Transform):
         td.set_non_tensor("prompt", _nest(prompts, batch) if len(batch) else prompts[0])
         td.set_non_tensor("actions", _nest(actions, batch) if len(batch) else actions[0])
         return td
-
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        self.render(tensordict)
-        if self.next_state and "next" in tensordict.keys():
-            self.render(tensordict.get("next"), source=tensordict)
-        return tensordict
-
-    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        return self.render(next_tensordict)
-
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        return self.render(tensordict_reset)
-
-    def transform_observation_spec(self, observation_spec):
-        shape, device = observation_spec.shape, observation_spec.device
-        observation_spec["prompt"] = NonTensor(shape=shape, example_data="", device=device)
-        observation_spec["actions"] = NonTensor(shape=shape, example_data=[""], device=device)
-        return observation_spec
 
 
 __all__ = [
