@@ -268,6 +268,19 @@ def test_text_reports_match_their_ids():
     assert count.sum() > 0
 
 
+def test_training_reports_never_name_held_out_goals():
+    cat = BabyAIGoalCatalogue.default()
+    for level, sets, other in [("MixedTrainLocal", ("train",), None), ("MixedTestLocal", ("train", "test"), ("all",))]:
+        allowed = np.zeros(len(cat), dtype=bool)
+        allowed[np.concatenate([cat.goal_set(n) for n in sets])] = True
+        data = random_rollout(BabyAITextEnv(num_envs=8, level=level, seed=0, text=False), 100, seed=0)
+        ids = data["next", "achieved_goal_ids"]
+        assert allowed[ids[ids >= 0]].all() and (ids >= 0).sum() > 100
+    wide = random_rollout(BabyAITextEnv(num_envs=8, level="MixedTestLocal", seed=0, text=False, reported_goals=other), 100, seed=0)
+    assert (wide["next", "achieved_goal_count"] >= data["next", "achieved_goal_count"]).all()
+    assert not allowed[wide["next", "achieved_goal_ids"][wide["next", "achieved_goal_ids"] >= 0]].all()
+
+
 def _verifiers(level, partner):
     """One minigrid verifier per instruction the partner could report in this episode, with the
     surface the partner uses (the articles of the reset)."""
@@ -370,6 +383,7 @@ def test_masked_actions_are_exactly_no_ops():
         (dict(num_envs=0), "num_envs=0 must be at least 1"),
         (dict(kinds=("goto", "unlock")), r"kinds=\('goto', 'unlock'\): a non-empty subset of \('goto'"),
         (dict(level="GoToLocal", kinds=("goto",)), "for the Mixed levels"),
+        (dict(reported_goals=("held_out",)), "goal set 'held_out': choose 'all', 'train' or 'test'"),
     ],
 )
 def test_bad_constructor_arguments_give_clear_errors(kwargs, message):

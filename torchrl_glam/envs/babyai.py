@@ -278,6 +278,9 @@ class BabyAITextEnv(EnvBase):
         mask_noops: mask "pick up", "drop" and "toggle" where they cannot change anything.
         kinds: for a Mixed level, the task kinds drawn (a subset of :data:`MIXED_KINDS`, e.g.
             ``("goto", "pickup")`` for a cheaper training set); default all five.
+        reported_goals: the goal sets of the catalogue the social partner reports ("all", "train",
+            "test"); default: "train" on MixedTrainLocal, so that hindsight relabeling never trains
+            on the held-out goals, "train" and "test" on MixedTestLocal, "all" elsewhere.
         catalogue: the goal grammar (shared default when omitted).
     """
 
@@ -293,6 +296,7 @@ class BabyAITextEnv(EnvBase):
         reward: str = "binary",
         mask_noops: bool = False,
         kinds: Sequence[str] | None = None,
+        reported_goals: Sequence[str] | None = None,
         catalogue: BabyAIGoalCatalogue | None = None,
     ) -> None:
         if level not in LEVELS:
@@ -310,6 +314,11 @@ class BabyAITextEnv(EnvBase):
             )
         super().__init__(device=device, batch_size=torch.Size([num_envs]))
         self.catalogue = catalogue or BabyAIGoalCatalogue.default()
+        if reported_goals is None:
+            reported_goals = {"MixedTrainLocal": ("train",), "MixedTestLocal": ("train", "test")}.get(level, ("all",))
+        self.reportable = np.zeros(len(self.catalogue), dtype=bool)
+        for name in reported_goals:
+            self.reportable[self.catalogue.goal_set(name)] = True
         self.level, self.num_envs, self.text = level, num_envs, text
         self.reward_kind, self.mask_noops = reward, mask_noops
         kinds = tuple(kinds or MIXED_KINDS) if level in MIXED_LEVELS else (None,)
@@ -318,7 +327,7 @@ class BabyAITextEnv(EnvBase):
         self._kinds = kinds
         self.envs: list[RoomGridLevel] = [lv[kinds[0]] for lv in self._levels]
         self.partners = [SocialPartner() for _ in range(num_envs)]
-        self._achieved: list[list[str]] = [[] for _ in range(num_envs)]
+        self._achieved: list[list[int]] = [[] for _ in range(num_envs)]  # goal ids
         self._success = np.zeros(num_envs, dtype=bool)
         self._goal_id = np.zeros(num_envs, dtype=np.int64)
         self._image = np.zeros((num_envs, VIEW_SIZE, VIEW_SIZE, 3), dtype=np.uint8)
@@ -424,7 +433,8 @@ class BabyAITextEnv(EnvBase):
             carried_before = env.carrying
             obs, r, term, trunc, _ = env.step(int(action[b]))
             self._image[b] = obs["image"]
-            achieved = self.partners[b].step(int(action[b]), carried_before)
+            ids = [self.catalogue.id_of(g) for g in self.partners[b].step(int(action[b]), carried_before)]
+            achieved = [g for g in ids if self.reportable[g]]
             if len(achieved) > MAX_REPORTS:
                 raise RuntimeError(f"{len(achieved)} goals reported at one step, more than MAX_REPORTS={MAX_REPORTS}")
             self._achieved[b] = achieved
@@ -456,7 +466,7 @@ class BabyAITextEnv(EnvBase):
         B = self.num_envs
         ids = np.full((B, MAX_REPORTS), -1, dtype=np.int64)
         for b, achieved in enumerate(self._achieved):
-            ids[b, : len(achieved)] = [self.catalogue.id_of(g) for g in achieved]
+            ids[b, : len(achieved)] = achieved
         carrying = self._carrying()
         out = TensorDict(
             {
@@ -477,7 +487,8 @@ class BabyAITextEnv(EnvBase):
             out.set("prompt", _text(prompts, self.device))
             out.set("actions", _text(actions, self.device))
             out.set("goal", _text([e.mission for e in self.envs], self.device))
-            out.set("achieved_goals", _text([list(a) for a in self._achieved], self.device))
+            goals = self.catalogue.goals
+            out.set("achieved_goals", _text([[goals[g] for g in a] for a in self._achieved], self.device))
         self.action_spec.update_mask(out["action_mask"])  # action_spec.rand() draws legal actions
         return out
 
