@@ -257,6 +257,12 @@ def _text(values: list, device: torch.device) -> NonTensorStack:
 
 
 _NOTHING = (-1, -1)
+
+
+def _indices(obj) -> tuple[int, int]:
+    """(type, color) of a minigrid object, as minigrid's encoding numbers them."""
+    return OBJECT_TO_IDX[obj.type], COLOR_TO_IDX[obj.color]
+
 _EXAMPLE_PROMPT = (
     "Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle\n"
     "Goal of the agent: go to the red ball\nObservation: You see a wall 2 steps forward\nAction: "
@@ -346,14 +352,21 @@ class BabyAITextEnv(EnvBase):
             image=Bounded(low=0, high=top, shape=(B, VIEW_SIZE, VIEW_SIZE, 3), dtype=torch.uint8, device=dev),
             carrying=Bounded(low=-1, high=top, shape=(B, 2), dtype=torch.int64, device=dev),
             objects=Bounded(low=-1, high=top, shape=(B, self.max_objects, 2), dtype=torch.int64, device=dev),
-            achieved_goal_ids=Bounded(low=-1, high=len(self.catalogue) - 1, shape=(B, K), dtype=torch.int64, device=dev),
+            achieved_goal_ids=Bounded(
+                low=-1, high=len(self.catalogue) - 1, shape=(B, K), dtype=torch.int64, device=dev
+            ),
             achieved_goal_count=Bounded(low=0, high=K, shape=(B,), dtype=torch.int64, device=dev),
             success=Categorical(2, shape=(B,), dtype=torch.bool, device=dev),
             shape=(B,),
             device=dev,
         )
         if self.text:
-            examples = {"prompt": _EXAMPLE_PROMPT, "actions": list(ACTIONS), "goal": "go to the red ball", "achieved_goals": []}
+            examples = {
+                "prompt": _EXAMPLE_PROMPT,
+                "actions": list(ACTIONS),
+                "goal": "go to the red ball",
+                "achieved_goals": [],
+            }
             for key, example in examples.items():
                 self.observation_spec[key] = NonTensor(shape=(B,), example_data=example, device=dev)
         self.action_spec = Categorical(A, shape=(B,), dtype=torch.int64, device=dev)
@@ -381,9 +394,11 @@ class BabyAITextEnv(EnvBase):
             self._image[b] = obs["image"]
             self.partners[b].reset(env)
             self._objects[b] = -1
-            scene = [(OBJECT_TO_IDX[o.type], COLOR_TO_IDX[o.color]) for o in env.grid.grid if o is not None and o.type in OBJ_TYPES]
+            scene = [_indices(o) for o in env.grid.grid if o is not None and o.type in OBJ_TYPES]
             if len(scene) > self.max_objects:
-                raise RuntimeError(f"{len(scene)} objects in a {self.level} scene, more than max_objects={self.max_objects}")
+                raise RuntimeError(
+                    f"{len(scene)} objects in a {self.level} scene, more than max_objects={self.max_objects}"
+                )
             self._objects[b, : len(scene)] = scene
             self._achieved[b], self._success[b] = [], False
         out = self._observation()
@@ -406,7 +421,9 @@ class BabyAITextEnv(EnvBase):
         if action.numel() == self.num_envs:  # [B] or [B, 1]
             action = action.reshape(self.num_envs)
         if action.shape != (self.num_envs,):
-            raise ValueError(f"'action' must be {self.num_envs} indices (shape [{self.num_envs}]), got {tuple(action.shape)}")
+            raise ValueError(
+                f"'action' must be {self.num_envs} indices (shape [{self.num_envs}]), got {tuple(action.shape)}"
+            )
         action = action.cpu().numpy()
         bad = np.flatnonzero((action < 0) | (action >= len(ACTIONS)))
         if bad.size:
@@ -452,7 +469,7 @@ class BabyAITextEnv(EnvBase):
     # ------------------------------------------------------------------ output
     def _carrying(self) -> np.ndarray:
         return np.array(
-            [(OBJECT_TO_IDX[e.carrying.type], COLOR_TO_IDX[e.carrying.color]) if e.carrying else _NOTHING for e in self.envs],
+            [_indices(e.carrying) if e.carrying else _NOTHING for e in self.envs],
             dtype=np.int64,
         )
 

@@ -163,9 +163,10 @@ def action_mask_from_state(image: torch.Tensor, carrying: torch.Tensor, mask_noo
     if mask_noops:
         front = image[..., _AGENT[0], _AGENT[1] - 1, 0].long()
         empty_hands = carrying[..., 0] < 0
-        mask[..., ACTIONS.index("pick up")] = empty_hands & torch.isin(front, torch.tensor(_PICKABLE, device=front.device))
+        pickable, toggleable = (torch.tensor(kinds, device=front.device) for kinds in (_PICKABLE, _TOGGLEABLE))
+        mask[..., ACTIONS.index("pick up")] = empty_hands & torch.isin(front, pickable)
         mask[..., ACTIONS.index("drop")] = ~empty_hands & (front == OBJECT_TO_IDX["empty"])
-        mask[..., ACTIONS.index("toggle")] = torch.isin(front, torch.tensor(_TOGGLEABLE, device=front.device))
+        mask[..., ACTIONS.index("toggle")] = torch.isin(front, toggleable)
     return mask
 
 
