@@ -1,0 +1,300 @@
+"""BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
+
+Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv`
+("goal_id", "image": minigrid's 7x7x3 encoded view, "carrying": [type, color] indices or -1), so a
+replay buffer can store integers and re-render any prompt (:class:`RenderBabyAIText`), as
+Playground-Text does with :class:`~torchrl_glam.envs.RenderText`. A prompt reads::
+
+    Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle
+    Goal of the agent: go to the red ball
+    Observation: You see a wall 2 steps forward, You see a red ball 1 step left and 2 steps forward
+    Action: <- a trailing space, no newline
+
+The view is described as in GLAM (Carta et al. 2023): what is carried, the nearest wall straight
+ahead, left and right of the agent, then every visible object with its offset from the agent.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import torch
+from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
+from tensordict import TensorDictBase
+from torchrl.envs.transforms import Transform
+
+from torchrl_glam.envs.transforms import RenderText
+
+#: The six candidate actions, in minigrid's action order (turn left = 0 ... toggle = 5).
+ACTIONS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
+#: Types an instruction can name (minigrid.envs.babyai.core.verifier.OBJ_TYPES) and the movable ones.
+OBJ_TYPES = ("box", "ball", "key", "door")
+MOVABLE_TYPES = ("box", "ball", "key")
+#: Color-type pairs that MixedTrainLocal never names and MixedTestLocal always names (GLAM's split).
+HELD_OUT_PAIRS = frozenset({("yellow", "box"), ("red", "key"), ("red", "door"), ("green", "ball"), ("grey", "door")})
+#: The compact state, in :func:`render_batch`'s order; "goal_id" is constant within an episode.
+STATE_KEYS = ("goal_id", "image", "carrying")
+STEP_STATE_KEYS = ("image", "carrying")
+VIEW_SIZE = 7
+_AGENT = (VIEW_SIZE // 2, VIEW_SIZE - 1)  # the agent's cell in the egocentric view, facing "up"
+_WALL, _DOOR = OBJECT_TO_IDX["wall"], OBJECT_TO_IDX["door"]
+_NOT_OBJECTS = {OBJECT_TO_IDX[n] for n in ("unseen", "empty", "wall", "floor", "agent")}
+_DOOR_STATES = ("open", "closed", "locked")  # minigrid's STATE_TO_IDX order
+
+
+def describe_object(type_: str, color: str | None, article: str) -> str:
+    """The surface of minigrid's ``ObjDesc``: "the red ball" (one match), "a ball" (several)."""
+    return f"{article} {color} {type_}" if color else f"{article} {type_}"
+
+
+#: Goal types, for evaluation groups and curricula (the Mixed levels' task kinds; both surfaces of
+#: the sequence are one type).
+GOAL_TYPES = ("goto", "pickup", "open", "putnext", "pickup_then_goto")
+
+
+class BabyAIGoalCatalogue:
+    """Every instruction of the Mixed levels' grammar, with a fixed id each (7,168 goals).
+
+    An object description is ``<the|a> [color] <box|ball|key|door>`` (minigrid's ``ObjDesc`` without
+    locations). The instructions: "go to D", "pick up M", "open R", "put M next to D",
+    "pick up M, then go to D" and "go to D after you pick up M", where M is a movable object and R a
+    door, surfaced exactly as minigrid's ``Instr.surface``. Mirrors Playground-Text's
+    :class:`~torchrl_glam.envs.GoalCatalogue`: ``goals``, ``goal_to_id``, ``goal_type`` (an index
+    into :data:`GOAL_TYPES`), ``parts`` (a sequence's "pick up" and "go to" ids, -1 elsewhere).
+    """
+
+    _instance: BabyAIGoalCatalogue | None = None
+
+    def __init__(self) -> None:
+        colors = (None, *COLOR_NAMES)
+        descs = [(t, c, a) for t in OBJ_TYPES for c in colors for a in ("the", "a")]
+        movable = [d for d in descs if d[0] in MOVABLE_TYPES]
+        doors = [d for d in descs if d[0] == "door"]
+        s = {d: describe_object(*d) for d in descs}
+        # (goal, type, the descriptions it names): the names decide the train/test split
+        rows = [(f"go to {s[d]}", 0, (d,)) for d in descs] + [(f"pick up {s[m]}", 1, (m,)) for m in movable]
+        rows += [(f"open {s[r]}", 2, (r,)) for r in doors]
+        rows += [(f"put {s[m]} next to {s[d]}", 3, (m, d)) for m in movable for d in descs]
+        rows += [(f"pick up {s[m]}, then go to {s[d]}", 4, (m, d)) for m in movable for d in descs]
+        rows += [(f"go to {s[d]} after you pick up {s[m]}", 4, (m, d)) for m in movable for d in descs]
+        self.goals: list[str] = [g for g, _, _ in rows]
+        self.goal_to_id: dict[str, int] = {g: i for i, g in enumerate(self.goals)}
+        self.goal_type = np.array([k for _, k, _ in rows], dtype=np.int64)
+        self.parts = np.full((len(rows), 2), -1, dtype=np.int64)
+        for i, (goal, kind, named) in enumerate(rows):
+            if kind == 4:
+                self.parts[i] = (self.goal_to_id[f"pick up {s[named[0]]}"], self.goal_to_id[f"go to {s[named[1]]}"])
+        self._pairs = [[(c, t) for t, c, _ in named] for _, _, named in rows]
+        # the descriptions each goal names, as indices into ``descriptions`` (-1 pads singles)
+        self.descriptions: list[tuple] = descs
+        index = {d: i for i, d in enumerate(descs)}
+        self.named = np.array([[index[d] for d in named] + [-1] * (2 - len(named)) for _, _, named in rows])
+
+    @classmethod
+    def default(cls) -> BabyAIGoalCatalogue:
+        """A shared instance."""
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def __len__(self) -> int:
+        return len(self.goals)
+
+    def __contains__(self, goal: str) -> bool:
+        return goal in self.goal_to_id
+
+    def id_of(self, goal: str) -> int:
+        try:
+            return self.goal_to_id[goal]
+        except KeyError:
+            raise ValueError(
+                f"{goal!r} is not an instruction of the BabyAI-Text grammar (go to / pick up / open / "
+                "put ... next to / pick up ..., then go to ... / go to ... after you pick up ...)"
+            ) from None
+
+    def type_of(self, goal: int | str) -> str:
+        """The type of a goal, one of :data:`GOAL_TYPES`."""
+        return GOAL_TYPES[self.goal_type[self.id_of(goal) if isinstance(goal, str) else goal]]
+
+    def goals_in_scene(self, objects: np.ndarray) -> np.ndarray:
+        """bool [G]: the goals whose surfaces fit a scene, ``objects`` [N, 2] its (type, color)
+        indices (-1 rows ignored, e.g. the env's "objects"): every description matches an object,
+        with "the" for exactly one match and "a" for several (as ``ObjDesc.surface`` reads them)."""
+        objects = [tuple(o) for o in np.asarray(objects).tolist() if o[0] >= 0]
+        names = [(IDX_TO_OBJECT[t], IDX_TO_COLOR[c]) for t, c in objects]
+        fits = np.array(
+            [
+                (n := sum(t == typ and (c is None or c == col) for typ, col in names)) > 0
+                and (n == 1) == (article == "the")
+                for t, c, article in self.descriptions
+            ]
+            + [True]  # index -1: no second description
+        )
+        return fits[self.named].all(axis=1)
+
+    def goal_set(self, name: str) -> np.ndarray:
+        """Ids of "all", "train" (names no held-out color-type pair) or "test" (names only held-out
+        pairs): the supersets of what MixedTrainLocal / MixedTestLocal ask."""
+        if name == "all":
+            return np.arange(len(self.goals))
+        if name == "train":
+            keep = [not any(p in HELD_OUT_PAIRS for p in pairs) for pairs in self._pairs]
+        elif name == "test":
+            keep = [all(p in HELD_OUT_PAIRS for p in pairs) for pairs in self._pairs]
+        else:
+            raise ValueError(f"goal set {name!r}: choose 'all', 'train' or 'test'")
+        return np.flatnonzero(keep)
+
+
+_PICKABLE = [OBJECT_TO_IDX[t] for t in MOVABLE_TYPES]
+_TOGGLEABLE = [OBJECT_TO_IDX[t] for t in ("door", "box")]
+
+
+def action_mask_from_state(image: torch.Tensor, carrying: torch.Tensor, mask_noops: bool = True) -> torch.Tensor:
+    """bool [..., 6]: the legal actions of compact states (the rule the environment applies).
+
+    All six are legal unless ``mask_noops``: then "pick up" needs a movable object in front and
+    empty hands, "drop" something carried and an empty cell in front, "toggle" a door or a box in
+    front: exactly minigrid's conditions for those actions to change anything. The cell in front
+    is the view's (3, 5), always visible.
+    """
+    mask = torch.ones(*carrying.shape[:-1], len(ACTIONS), dtype=torch.bool, device=carrying.device)
+    if mask_noops:
+        front = image[..., _AGENT[0], _AGENT[1] - 1, 0].long()
+        empty_hands = carrying[..., 0] < 0
+        pickable, toggleable = (torch.tensor(kinds, device=front.device) for kinds in (_PICKABLE, _TOGGLEABLE))
+        mask[..., ACTIONS.index("pick up")] = empty_hands & torch.isin(front, pickable)
+        mask[..., ACTIONS.index("drop")] = ~empty_hands & (front == OBJECT_TO_IDX["empty"])
+        mask[..., ACTIONS.index("toggle")] = torch.isin(front, toggleable)
+    return mask
+
+
+def _steps(n: int, side: str) -> str:
+    return f"{n} step {side}" if n == 1 else f"{n} steps {side}"
+
+
+def _offset(dx: int, dy: int) -> str:
+    """"1 step left and 2 steps forward" for dx columns right of the agent, dy rows ahead."""
+    parts = []
+    if dx:
+        parts.append(_steps(abs(dx), "right" if dx > 0 else "left"))
+    if dy:
+        parts.append(_steps(dy, "forward"))
+    return " and ".join(parts)
+
+
+def describe_view(image: np.ndarray, carrying: Sequence[int]) -> list[str]:
+    """GLAM's sentences for one egocentric view: ``image`` is minigrid's encoded 7x7x3 view
+    (``image[x, y]``, the agent at (3, 6) facing up; unseen cells are 0) and ``carrying`` the
+    [type, color] indices of the carried object, or [-1, -1]."""
+    image = np.asarray(image)
+    ax, ay = _AGENT
+    sentences = []
+    if carrying[0] >= 0:
+        sentences.append(f"You carry a {IDX_TO_COLOR[int(carrying[1])]} {IDX_TO_OBJECT[int(carrying[0])]}")
+    # the nearest visible wall in each straight line from the agent (forward, left, right)
+    for side, cells in (
+        ("forward", [(ax, y) for y in range(ay - 1, -1, -1)]),
+        ("left", [(x, ay) for x in range(ax - 1, -1, -1)]),
+        ("right", [(x, ay) for x in range(ax + 1, VIEW_SIZE)]),
+    ):
+        for n, (x, y) in enumerate(cells, start=1):
+            if image[x, y, 0] == _WALL:
+                sentences.append(f"You see a wall {_steps(n, side)}")
+                break
+    for x in range(VIEW_SIZE):
+        for y in range(VIEW_SIZE):
+            kind = int(image[x, y, 0])
+            if kind in _NOT_OBJECTS or (x, y) == _AGENT:
+                continue
+            color, name = IDX_TO_COLOR[int(image[x, y, 1])], IDX_TO_OBJECT[kind]
+            if kind == _DOOR:
+                state = _DOOR_STATES[int(image[x, y, 2])]
+                what = f"an {state} {color} door" if state == "open" else f"a {state} {color} door"
+            else:
+                what = f"a {color} {name}"
+            sentences.append(f"You see {what} {_offset(x - ax, ay - y)}")
+    return sentences
+
+
+@lru_cache(maxsize=1)
+def _actions_line() -> str:
+    return "Possible actions of the agent: " + ", ".join(ACTIONS)
+
+
+def render_prompt(goal: str, image: np.ndarray, carrying: Sequence[int]) -> str:
+    """The prompt of one state (GLAM's layout, one observation, no history)."""
+    seen = describe_view(image, carrying)
+    return (
+        f"{_actions_line()}\nGoal of the agent: {goal}\n"
+        f"Observation: {', '.join(seen) if seen else 'You see nothing'}\nAction: "
+    )
+
+
+def render_batch(
+    goal_id: np.ndarray, image: np.ndarray, carrying: np.ndarray, catalogue: BabyAIGoalCatalogue | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch)."""
+    goals = (catalogue or BabyAIGoalCatalogue.default()).goals
+    goal_id, image, carrying = (np.asarray(x) for x in (goal_id, image, carrying))
+    prompts = [render_prompt(goals[int(g)], im, c) for g, im, c in zip(goal_id, image, carrying)]
+    return prompts, [list(ACTIONS) for _ in prompts]
+
+
+def vocabulary_words() -> list[str]:
+    """Every word of a prompt, a goal or an action (punctuation apart, as a word-level tokenizer
+    splits "Action:"), for building the tiny models' tokenizers as for Playground-Text."""
+    words = "Possible actions of the agent Goal Observation Action You see carry a an the wall nothing and"
+    words += " step steps left right forward 1 2 3 4 5 6 go to pick up put next then after you open"
+    words += " turn drop toggle " + " ".join(_DOOR_STATES + tuple(COLOR_NAMES) + OBJ_TYPES)
+    return list(dict.fromkeys(words.split() + [":", ","]))
+
+
+def _nest(flat: list, batch: Sequence[int]) -> list:
+    """A flat list of prod(batch) entries as nested lists of shape ``batch`` (at least 1-d)."""
+    for size in reversed(batch[1:]):
+        flat = [flat[i:i + size] for i in range(0, len(flat), size)]
+    return flat
+
+
+class RenderBabyAIText(RenderText):
+    """Writes "prompt" and "actions" from BabyAI-Text's compact state (``text=False`` environments,
+    replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's).
+    Playground-Text's :class:`~torchrl_glam.envs.RenderText` with this environment's renderer."""
+
+    def __init__(self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False) -> None:
+        # Transform's own init: RenderText's would build Playground-Text's catalogue and keys
+        Transform.__init__(self, in_keys=list(STATE_KEYS), out_keys=["prompt", "actions"])
+        self.catalogue = catalogue or BabyAIGoalCatalogue.default()
+        self.next_state = next_state
+
+    def render(self, td: TensorDictBase, source: TensorDictBase | None = None) -> TensorDictBase:
+        source = td if source is None else source
+        batch = td.batch_size
+        goal = source["goal_id"].reshape(-1).cpu()
+        image = td["image"].reshape(-1, VIEW_SIZE, VIEW_SIZE, 3).cpu()
+        carrying = td["carrying"].reshape(-1, 2).cpu()
+        prompts, actions = render_batch(goal, image, carrying, self.catalogue)
+        td.set_non_tensor("prompt", _nest(prompts, batch) if len(batch) else prompts[0])
+        td.set_non_tensor("actions", _nest(actions, batch) if len(batch) else actions[0])
+        return td
+
+
+__all__ = [
+    "ACTIONS",
+    "BabyAIGoalCatalogue",
+    "GOAL_TYPES",
+    "HELD_OUT_PAIRS",
+    "MOVABLE_TYPES",
+    "OBJ_TYPES",
+    "RenderBabyAIText",
+    "STATE_KEYS",
+    "STEP_STATE_KEYS",
+    "action_mask_from_state",
+    "describe_object",
+    "describe_view",
+    "render_batch",
+    "render_prompt",
+    "vocabulary_words",
+]
