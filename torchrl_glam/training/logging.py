@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -36,15 +37,38 @@ def make_loggers(cfg: GLAMConfig) -> list[Logger]:
     """TorchRL loggers writing under ``run_dir``; optional backends only when installed."""
     run_dir = Path(cfg.run_dir)
     loggers: list[Logger] = [CSVLogger(exp_name="logs", log_dir=str(run_dir))]
-    if "tensorboard" in cfg.loggers and importlib.util.find_spec("tensorboard"):
+    wanted = [name for name in cfg.loggers if name != "csv"]
+    missing = [name for name in wanted if importlib.util.find_spec(name) is None]
+    if missing:
+        warnings.warn(f"no {' or '.join(missing)} logs: {' and '.join(missing)} not installed (pip install "
+                      f"{' '.join(missing)}; or loggers=csv to ask only for the CSV logs)", stacklevel=2)
+    if "tensorboard" in wanted and "tensorboard" not in missing:
         from torchrl.record.loggers import TensorboardLogger
 
         loggers.append(TensorboardLogger(exp_name="tensorboard", log_dir=str(run_dir)))
-    if "wandb" in cfg.loggers and importlib.util.find_spec("wandb"):
+    if "wandb" in wanted and "wandb" not in missing:
         from torchrl.record.loggers import WandbLogger
 
         loggers.append(WandbLogger(exp_name=run_dir.name, save_dir=str(run_dir), config=cfg.to_dict()))
     return loggers
+
+
+def last_evaluations(run_dir: str | Path) -> dict[str, float]:
+    """The last evaluation of each set in ``run_dir/evaluations.jsonl``, as ``{"<set>/<metric>": value}``
+    (``RunLogger.last_evaluation``'s form); torn lines are skipped."""
+    path, last = Path(run_dir) / "evaluations.jsonl", {}
+    if not path.exists():
+        return last
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            name = record.pop("set")
+        except (json.JSONDecodeError, KeyError, AttributeError):
+            continue
+        for key in ("env_steps", "wall_seconds"):
+            record.pop(key, None)
+        last.update({f"{name}/{key}": value for key, value in record.items() if isinstance(value, (int, float))})
+    return last
 
 
 class RunLogger:

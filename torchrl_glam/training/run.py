@@ -38,6 +38,8 @@ stops a diverging run (``divergence.py``); checkpoints load without running code
 from __future__ import annotations
 
 import argparse
+import functools
+import logging
 import sys
 import time
 from collections import deque
@@ -49,6 +51,7 @@ from typing import Any, Protocol
 from tensordict import TensorDictBase
 from torchrl.envs import TransformedEnv
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.training.checkpoint import (
@@ -63,13 +66,46 @@ from torchrl_glam.training.distributed import any_true, init_distributed
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
-from torchrl_glam.training.logging import RunLogger
+from torchrl_glam.modules.loading import ModelNotFoundError
+from torchrl_glam.modules.shipped import ShippedWeightsError
+from torchrl_glam.training.checkpoint import CheckpointError
+from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
-from torchrl_glam.training.resume import apply_resume, resume_changes
-from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
+from torchrl_glam.training.resume import ResumeError, apply_resume, resume_changes
+from torchrl_glam.training.rundir import RunDirError, prepare_run_dir, truncate_logs
 from torchrl_glam.training.runtime import apply_runtime
 
-__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "parse_command_line", "PREEMPTED"]
+__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "command_line_main", "parse_command_line",
+           "PREEMPTED"]
+
+#: Refusals whose message says what to do: a script's command line prints them without a traceback.
+USER_ERRORS = (RunDirError, ResumeError, CheckpointError, ModelNotFoundError, ShippedWeightsError)
+#: The exit code of such a refusal (argparse's for a bad command line).
+USAGE_ERROR = 2
+
+
+def command_line_main(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
+    """Wraps a training script's ``main(argv) -> int``: a refusal of :data:`USER_ERRORS` is printed
+    as ``error: <message>`` and exits with :data:`USAGE_ERROR`; anything else keeps its traceback."""
+
+    @functools.wraps(main)
+    def wrapper(argv: list[str] | None = None) -> int:
+        try:
+            return main(argv)
+        except USER_ERRORS as err:
+            print(f"error: {err}", file=sys.stderr)
+            return USAGE_ERROR
+
+    return wrapper
+
+
+def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]], preset: str) -> str:
+    """The config fields a command line may set, with the default preset's values."""
+    cfg = config_from_preset(config_class, presets, preset)
+    lines = [f"fields (field=value; the values of --preset {preset}, which other presets change):"]
+    lines += [f"  {name}={value}" for name, value in cfg.to_dict().items()]
+    lines.append(f"\nlogs and checkpoints go to run_dir ({cfg.run_dir!r} for this preset) unless --run-dir says otherwise")
+    return "\n".join(lines)
 
 
 @dataclass
@@ -91,9 +127,11 @@ def parse_command_line(config_class: type[GLAMConfig], presets: dict[str, dict[s
     The overrides are typed by ``config_class``'s fields and may come before or after the flags.
     """
     parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=_fields_epilog(config_class, presets, default_preset))
     parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
-    parser.add_argument("--run-dir", default=None, help="where logs and checkpoints go (run_dir=...)")
+    parser.add_argument("--run-dir", default=None,
+                        help="where logs and checkpoints go (run_dir=...; default: the preset's run_dir)")
     parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
     parser.add_argument("--overwrite", action="store_true", help="discard what run_dir holds and start afresh")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -197,8 +235,11 @@ class TrainingRun:
             td = self.acting_env.reset()
         self.logger = RunLogger(self.cfg) if self.main_rank else None
         stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
-        self.progress = tqdm(total=self.cfg.total_steps, initial=self.steps, unit="step",
+        self.progress = tqdm(total=self.cfg.total_steps, initial=min(self.steps, self.cfg.total_steps), unit="step",
                              disable=not self.options.progress or not self.main_rank, dynamic_ncols=True)
+        # library log lines (torchrl's INFO) printed above the bar instead of through it
+        self._log_redirect = logging_redirect_tqdm([logging.getLogger("torchrl"), logging.getLogger()])
+        self._log_redirect.__enter__()
         return td
 
     def restore(self) -> TensorDictBase | None:
@@ -234,7 +275,8 @@ class TrainingRun:
         observation, the episodes that finished or ``None``). Logs finished episodes."""
         step, td = self.acting_env.step_and_maybe_reset(td)
         episodes = self.assembler.add(step)
-        self.progress.update(self.cfg.num_envs)
+        # the last iteration may pass total_steps (whole iterations of num_envs steps); the bar stops at it
+        self.progress.update(max(min(self.cfg.num_envs, self.cfg.total_steps - self.progress.n), 0))
         if episodes is not None:
             if self.logger:
                 self.logger.episodes(episodes)
@@ -253,11 +295,15 @@ class TrainingRun:
         steps, cfg, last = self.steps, self.cfg, self.steps >= self.cfg.total_steps
         if self.logger and self.every(cfg.log_every):
             self.logger.flush(steps, self.wall_seconds)
-            self.progress.set_postfix(success=f"{sum(self.recent) / max(len(self.recent), 1):.2f}", **postfix)
+            # the success of the sampled (exploring) policy on its last 200 training episodes
+            self.progress.set_postfix(sampled_success=f"{sum(self.recent) / max(len(self.recent), 1):.2f}", **postfix)
         if self.main_rank and (self.every(cfg.eval_every) or last) and self.greedy_policy is not None:
+            report = []
             for name, eval_env in self.eval_envs.items():
                 results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy)
                 self.logger.evaluation(name, results, steps, self.wall_seconds)
+                report.append(f"{name} {results['success']:.2f}")
+            self._print(f"evaluation at {steps} steps ({self.wall_seconds:.0f} s): success " + ", ".join(report))
         if self.every(cfg.checkpoint_every) or last:
             self.checkpoint()
         if any_true(STOP.requested):  # preemption, time limit, Ctrl-C: save and return
@@ -266,6 +312,13 @@ class TrainingRun:
             print(f"rank {self.rank}: stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
             self.stopped = True
             STOP.acknowledge()
+
+    def _print(self, line: str) -> None:
+        """A line above the progress bar (or plain, without one)."""
+        if self.progress is not None and not self.progress.disable:
+            self.progress.write(line)
+        else:
+            print(line, flush=True)
 
     # ---- the end
     def __enter__(self) -> TrainingRun:
@@ -282,6 +335,9 @@ class TrainingRun:
         and, on rank 0 of a finished run, the final report (``updates``: e.g. "12 updates")."""
         if self.progress is not None:
             self.progress.close()
+        if getattr(self, "_log_redirect", None) is not None:
+            self._log_redirect.__exit__(None, None, None)
+            self._log_redirect = None
         if self.failure is not None:
             print(f"stopped: {self.failure}. The last good checkpoint is kept in {self.cfg.run_dir}; resume "
                   "from it with --resume after changing the settings (e.g. a lower learning rate).",
@@ -290,7 +346,8 @@ class TrainingRun:
         if self.stopped:
             return PREEMPTED
         if self.main_rank and self.logger is not None:
-            final = self.logger.last_evaluation
+            # a resumed run that had already finished evaluated nothing now: its last evaluations
+            final = self.logger.last_evaluation or last_evaluations(self.cfg.run_dir)
             print(f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; greedy success "
                   + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success")))
             print(f"logs and checkpoint in {Path(self.cfg.run_dir).resolve()}")

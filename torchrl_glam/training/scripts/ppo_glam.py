@@ -23,11 +23,12 @@ from torchrl_glam.training.distributed import broadcast_parameters
 from torchrl_glam.training.factories import act
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
-from torchrl_glam.training.run import StateOf, TrainingRun, parse_command_line
+from torchrl_glam.training.run import StateOf, TrainingRun, command_line_main, parse_command_line
 
 CONFIG_CLASS, CONFIG_PRESETS = PPOGLAMConfig, PPO_PRESETS
 
 
+@command_line_main
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)
     run = TrainingRun(cfg, options, per_rank=("num_envs", "minibatch_size"))

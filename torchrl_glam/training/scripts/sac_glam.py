@@ -24,11 +24,12 @@ from torchrl_glam.training.factories import act
 from torchrl_glam.training.sac import (
     SACGLAMUpdater, make_agent, make_episode_processing, make_goal_choice, make_replay,
 )
-from torchrl_glam.training.run import StateOf, TrainingRun, parse_command_line
+from torchrl_glam.training.run import StateOf, TrainingRun, command_line_main, parse_command_line
 
 CONFIG_CLASS, CONFIG_PRESETS = SACGLAMConfig, PRESETS
 
 
+@command_line_main
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
     run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))

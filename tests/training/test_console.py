@@ -1,0 +1,69 @@
+"""What a user sees on the console: evaluations as they happen, a progress bar that says what it
+shows and ends at the steps asked for, refusals without tracebacks, a finished run's report on
+--resume, a --help that lists the fields, and a word when an asked-for logger is missing."""
+import importlib.util
+
+import pytest
+
+from torchrl_glam.training.scripts.sac_glam import main
+
+SMOKE = ["--preset", "smoke", "total_steps=20", "eval_every=16", "checkpoint_every=16", "learning_starts=8", "log_every=8"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("console") / "run"
+    capture = pytest.MonkeyPatch()
+    import io
+    import sys
+
+    out, err = io.StringIO(), io.StringIO()
+    capture.setattr(sys, "stdout", out)
+    capture.setattr(sys, "stderr", err)
+    try:
+        code = main([*SMOKE, "--run-dir", str(run), "loggers=csv"])
+    finally:
+        capture.undo()
+    return run, code, out.getvalue(), err.getvalue()
+
+
+def test_evaluations_are_printed_as_they_happen(finished_run):
+    _, code, out, err = finished_run
+    assert code == 0
+    console = out + err
+    assert "evaluation at 16 steps" in console and "evaluation at 24 steps" in console
+    assert "success train " in console and "held_out " in console
+
+
+def test_the_bar_names_the_sampled_success_and_ends_at_the_steps_asked_for(finished_run):
+    _, _, _, err = finished_run
+    assert "sampled_success=" in err
+    assert "20/20" in err and "24/20" not in err  # 3 iterations of 8 environments: 24 steps run
+
+
+def test_a_used_run_dir_is_refused_without_a_traceback(finished_run, capsys):
+    run, *_ = finished_run
+    assert main([*SMOKE, "--run-dir", str(run), "loggers=csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--resume" in err and "Traceback" not in err
+
+
+def test_resuming_a_finished_run_reports_its_last_evaluation(finished_run, capsys):
+    run, *_ = finished_run
+    assert main([*SMOKE, "--run-dir", str(run), "loggers=csv", "--resume", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "greedy success train/success 0." in out or "greedy success train/success 1." in out, out
+
+
+def test_help_lists_the_fields_and_the_default_run_dir(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "total_steps=50000" in out and "batch_size=" in out and "run_dir" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="tensorboard is installed")
+def test_a_missing_logger_that_was_asked_for_is_named(tmp_path):
+    with pytest.warns(UserWarning, match="tensorboard not installed.*pip install tensorboard"):
+        assert main([*SMOKE, "--run-dir", str(tmp_path / "run"), "--no-progress", "loggers=csv,tensorboard"]) == 0
