@@ -237,9 +237,6 @@ class TrainingRun:
         stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
         self.progress = tqdm(total=self.cfg.total_steps, initial=min(self.steps, self.cfg.total_steps), unit="step",
                              disable=not self.options.progress or not self.main_rank, dynamic_ncols=True)
-        # library log lines (torchrl's INFO) printed above the bar instead of through it
-        self._log_redirect = logging_redirect_tqdm([logging.getLogger("torchrl"), logging.getLogger()])
-        self._log_redirect.__enter__()
         return td
 
     def restore(self) -> TensorDictBase | None:
@@ -322,9 +319,13 @@ class TrainingRun:
 
     # ---- the end
     def __enter__(self) -> TrainingRun:
+        # library log lines (torchrl's INFO) printed above the progress bar instead of through it
+        self._log_redirect = logging_redirect_tqdm([logging.getLogger("torchrl"), logging.getLogger()])
+        self._log_redirect.__enter__()
         return self
 
     def __exit__(self, kind, error, traceback) -> bool:
+        self._log_redirect.__exit__(kind, error, traceback)
         if isinstance(error, (NonFiniteLossError, DivergenceError)):  # stop; the last good checkpoint stays
             self.failure = str(error)
             return True
@@ -335,9 +336,6 @@ class TrainingRun:
         and, on rank 0 of a finished run, the final report (``updates``: e.g. "12 updates")."""
         if self.progress is not None:
             self.progress.close()
-        if getattr(self, "_log_redirect", None) is not None:
-            self._log_redirect.__exit__(None, None, None)
-            self._log_redirect = None
         if self.failure is not None:
             print(f"stopped: {self.failure}. The last good checkpoint is kept in {self.cfg.run_dir}; resume "
                   "from it with --resume after changing the settings (e.g. a lower learning rate).",
