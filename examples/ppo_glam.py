@@ -6,7 +6,7 @@ script is the ``ppo-glam`` command, and the Slurm launcher runs it with ``--algo
 """
 import sys
 
-from torchrl_glam.training.scripts.ppo_glam import main
+from torchrl_glam.training.scripts.ppo_glam import cli, main  # noqa: F401  main: for Python callers
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from torchrl_glam.training.scripts.sac_glam import main
+from torchrl_glam.training.scripts.sac_glam import cli, main
 
 SMOKE = ["--preset", "smoke", "total_steps=20", "eval_every=16", "checkpoint_every=16", "learning_starts=8", "log_every=8"]
 
@@ -43,7 +43,7 @@ def test_the_bar_names_the_sampled_success_and_ends_at_the_steps_asked_for(finis
 
 def test_a_used_run_dir_is_refused_without_a_traceback(finished_run, capsys):
     run, *_ = finished_run
-    assert main([*SMOKE, "--run-dir", str(run), "loggers=csv"]) == 2
+    assert cli([*SMOKE, "--run-dir", str(run), "loggers=csv"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "--resume" in err and "Traceback" not in err
 

@@ -38,7 +38,6 @@ stops a diverging run (``divergence.py``); checkpoints load without running code
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import sys
 import time
@@ -75,7 +74,7 @@ from torchrl_glam.training.resume import ResumeError, apply_resume, resume_chang
 from torchrl_glam.training.rundir import RunDirError, prepare_run_dir, truncate_logs
 from torchrl_glam.training.runtime import apply_runtime
 
-__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "command_line_main", "parse_command_line",
+__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "command_line", "parse_command_line",
            "PREEMPTED"]
 
 #: Refusals whose message says what to do: a script's command line prints them without a traceback.
@@ -84,19 +83,16 @@ USER_ERRORS = (RunDirError, ResumeError, CheckpointError, ModelNotFoundError, Sh
 USAGE_ERROR = 2
 
 
-def command_line_main(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
-    """Wraps a training script's ``main(argv) -> int``: a refusal of :data:`USER_ERRORS` is printed
-    as ``error: <message>`` and exits with :data:`USAGE_ERROR`; anything else keeps its traceback."""
-
-    @functools.wraps(main)
-    def wrapper(argv: list[str] | None = None) -> int:
-        try:
-            return main(argv)
-        except USER_ERRORS as err:
-            print(f"error: {err}", file=sys.stderr)
-            return USAGE_ERROR
-
-    return wrapper
+def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
+    """Runs a training script's ``main(argv) -> int`` for a command line (the scripts' ``cli``): a
+    refusal of :data:`USER_ERRORS` is printed as ``error: <message>`` and exits with
+    :data:`USAGE_ERROR`; anything else keeps its traceback. ``main`` itself raises them (callers in
+    Python, the launcher's jobs)."""
+    try:
+        return main(argv)
+    except USER_ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
 
 
 def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]], preset: str) -> str:

@@ -23,12 +23,11 @@ from torchrl_glam.training.distributed import broadcast_parameters
 from torchrl_glam.training.factories import act
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
-from torchrl_glam.training.run import StateOf, TrainingRun, command_line_main, parse_command_line
+from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
 CONFIG_CLASS, CONFIG_PRESETS = PPOGLAMConfig, PPO_PRESETS
 
 
-@command_line_main
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)
     run = TrainingRun(cfg, options, per_rank=("num_envs", "minibatch_size"))
@@ -57,5 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     return run.finish(f"{updater.iterations} updates ({updater.updates} gradient steps)")
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """The command line (``sac-glam``, ``examples/*.py``): refusals printed without a traceback."""
+    return command_line(main, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -24,12 +24,11 @@ from torchrl_glam.training.factories import act
 from torchrl_glam.training.sac import (
     SACGLAMUpdater, make_agent, make_episode_processing, make_goal_choice, make_replay,
 )
-from torchrl_glam.training.run import StateOf, TrainingRun, command_line_main, parse_command_line
+from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
 CONFIG_CLASS, CONFIG_PRESETS = SACGLAMConfig, PRESETS
 
 
-@command_line_main
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
     run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
@@ -78,5 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     return run.finish(f"{updater.updates} updates")
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """The command line (``sac-glam``, ``examples/*.py``): refusals printed without a traceback."""
+    return command_line(main, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())
