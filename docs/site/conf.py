@@ -21,6 +21,7 @@ copyright = "torchrl_glam contributors"
 
 extensions = [
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "myst_parser",
@@ -40,6 +41,7 @@ autodoc_typehints = "description"
 # show the base class's docstring, whose RST is written for those projects' sites.
 autodoc_inherit_docstrings = False
 autodoc_default_options = {"members": True, "show-inheritance": True}
+autosummary_generate = False  # the tables of the rooms' exports link to the module pages below
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 
@@ -61,16 +63,35 @@ def _write_api_pages() -> None:
         )
         rooms.append(package.__name__)
         lines = [package.__name__, "=" * len(package.__name__), "",
-                 f".. automodule:: {package.__name__}", "   :no-members:", "",
-                 ".. toctree::", "   :maxdepth: 1", ""]
-        lines += [f"   {name}" for name in modules]
+                 f".. automodule:: {package.__name__}", "   :no-members:", ""]
+        exported = _exported_callables(package)
+        if exported:
+            lines += [f"``from {package.__name__} import ...``", "", ".. autosummary::", "",
+                      *[f"   ~{target}" for target in exported], ""]
+        lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", "", *[f"   {name}" for name in modules]]
         _write(out / f"{package.__name__}.rst", lines)
         for name in modules:
-            _write(out / f"{name}.rst", [name, "=" * len(name), "", f".. automodule:: {name}"])
+            page = [name, "=" * len(name), "", f".. automodule:: {name}"]
+            if ".scripts." in name:  # a training script is read as a whole: it is the algorithm's loop
+                source = Path(import_module(name).__file__).relative_to(ROOT)
+                page += ["", "Source", "------", "", f".. literalinclude:: /../../{source}", "   :language: python"]
+            _write(out / f"{name}.rst", page)
     _write(out / "index.rst", ["API reference", "=============", "",
                                "Generated from the docstrings of the public modules, room by room: a room imports only",
                                "from the rooms above it.", "",
                                ".. toctree::", "   :maxdepth: 2", "", *[f"   {r}" for r in rooms]])
+
+
+def _exported_callables(package) -> list[str]:
+    """The classes and functions of a room's ``__all__``, by the module that defines them (where
+    their documentation is)."""
+    targets = []
+    for name in getattr(package, "__all__", []):
+        obj = getattr(package, name)
+        if callable(obj) and getattr(obj, "__module__", "").startswith(package.__name__ + "."):
+            # relative to the room: autosummary resolves it against the page's current module
+            targets.append(f"{obj.__module__.removeprefix(package.__name__ + '.')}.{obj.__qualname__}")
+    return targets
 
 
 def _write(path: Path, lines: list[str]) -> None:
