@@ -2,6 +2,7 @@
 
 Build: ``python -m sphinx -W --keep-going -b html docs/site docs/_build/html`` (tests/test_docs.py runs it).
 """
+import inspect
 import pkgutil
 import re
 import sys
@@ -36,6 +37,7 @@ html_theme = "furo"
 html_title = f"torchrl_glam {release}"
 
 autodoc_member_order = "bysource"
+add_module_names = False  # the page title names the module; signatures read "PlaygroundTextEnv(...)"
 autodoc_typehints = "description"
 # Overrides of TorchRL / tensordict / torch methods without a docstring of their own would otherwise
 # show the base class's docstring, whose RST is written for those projects' sites.
@@ -116,5 +118,20 @@ def _escape_shape_stars(app, what, name, obj, options, lines: list[str]) -> None
         lines[i] = "".join(parts)
 
 
+def _init_signature(app, what, name, obj, options, signature, return_annotation):
+    """TorchRL's ``EnvBase`` and transforms construct through a metaclass ``__call__(*args, **kwargs)``,
+    which autodoc shows as the class's signature: show ``__init__``'s parameters instead."""
+    if what != "class" or signature != "(*args, **kwargs)":
+        return None
+    try:
+        init = inspect.signature(obj.__init__)
+    except (TypeError, ValueError):
+        return None
+    empty = inspect.Parameter.empty
+    parameters = [p.replace(annotation=empty) for p in list(init.parameters.values())[1:]]
+    return str(init.replace(parameters=parameters, return_annotation=empty)), return_annotation
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _escape_shape_stars)
+    app.connect("autodoc-process-signature", _init_signature)
