@@ -82,6 +82,9 @@ def _write_api_pages() -> None:
                                "Generated from the docstrings of the public modules, room by room: a room imports only",
                                "from the rooms above it.", "",
                                ".. toctree::", "   :maxdepth: 2", "", *[f"   {r}" for r in rooms]])
+    # a module renamed or removed since the last build leaves its page: drop it (it is in no toctree)
+    for stale in set(out.glob("*.rst")) - _WRITTEN:
+        stale.unlink()
 
 
 def _exported_callables(package) -> list[str]:
@@ -96,7 +99,11 @@ def _exported_callables(package) -> list[str]:
     return targets
 
 
+_WRITTEN: set[Path] = set()
+
+
 def _write(path: Path, lines: list[str]) -> None:
+    _WRITTEN.add(path)
     text = "\n".join(lines) + "\n"
     if not path.exists() or path.read_text() != text:  # unchanged pages keep their mtime: no rebuild
         path.write_text(text)
