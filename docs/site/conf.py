@@ -126,9 +126,11 @@ def _escape_shape_stars(app, what, name, obj, options, lines: list[str]) -> None
 
 
 def _init_signature(app, what, name, obj, options, signature, return_annotation):
-    """TorchRL's ``EnvBase`` and transforms construct through a metaclass ``__call__(*args, **kwargs)``,
-    which autodoc shows as the class's signature: show ``__init__``'s parameters instead."""
-    if what != "class" or signature != "(*args, **kwargs)":
+    """A class's signature is its ``__init__``'s parameters, without annotations (they are listed under
+    Parameters). TorchRL's ``EnvBase`` and transforms construct through a metaclass
+    ``__call__(*args, **kwargs)``, which autodoc would show instead; and the configs' dataclass
+    signatures would repeat every field's annotation as a quoted string."""
+    if what != "class" or not signature or (signature != "(*args, **kwargs)" and ":" not in signature):
         return None
     try:
         init = inspect.signature(obj.__init__)
