@@ -1,7 +1,8 @@
-"""Every code block of the README runs as written: Python blocks are executed; each command of a
-shell block is checked without its hours of training (a training script's command line is parsed
-into its config, which validates presets and fields; the launcher runs with ``--dry-run``; other
-modules must accept ``--help``). ``pip`` lines are what ``.ci/run`` itself executes."""
+"""Every code block of the README and of the documentation site's pages runs as written: Python
+blocks are executed; each command of a shell block is checked without its hours of training (a
+training script's command line is parsed into its config, which validates presets and fields; the
+launcher runs with ``--dry-run``; other modules must accept ``--help``). ``pip`` lines are what
+``.ci/run`` itself executes."""
 import os
 import re
 import shlex
@@ -15,27 +16,32 @@ from torchrl_glam.training.run import parse_command_line
 from torchrl_glam.training.scripts import get_script
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md"]
+# the README and the documentation site's Markdown pages (docs/babyai_text.md is included by the site)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "site").glob("*.md")), ROOT / "docs" / "babyai_text.md"]
 
 
 def code_blocks(language: str) -> list[tuple[str, str]]:
     """(page:line, code) of every fenced block of ``language`` in the user-facing pages."""
-    blocks = []
+    blocks, seen = [], set()
     for page in PAGES:
         text = page.read_text()
         for match in re.finditer(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M):
             line = text[: match.start()].count("\n") + 1
-            blocks.append((f"{page.name}:{line}", match.group(1)))
+            if match.group(1) not in seen:  # a block the README and a page share runs once
+                seen.add(match.group(1))
+                blocks.append((f"{page.relative_to(ROOT)}:{line}", match.group(1)))
     return blocks
 
 
 def shell_commands() -> list[tuple[str, list[str]]]:
-    commands = []
+    commands, seen = [], set()
     for where, code in code_blocks("bash"):
         for line in code.splitlines():
             line = line.split(" #")[0].strip()
             for command in filter(None, (c.strip() for c in line.split("&&"))):
-                commands.append((where, shlex.split(command)))
+                if command not in seen:
+                    seen.add(command)
+                    commands.append((where, shlex.split(command)))
     return commands
 
 

@@ -1,8 +1,8 @@
 """Which goal to practise: uniform over the known goals, or a learning-progress (LP) curriculum.
 
 Learning progress (Oudeyer et al. 2007; CURIOUS, Colas et al. 2019; MAGELLAN, Gaven et al. 2025)
-is the absolute change of success: for a group of goals, |success rate over its last ``window``
-attempts - success rate over the ``window`` attempts before|. Goals whose competence is changing,
+is the absolute change of success: for a group of goals, the absolute value of (success rate over its last
+``window`` attempts - success rate over the ``window`` attempts before). Goals whose competence is changing,
 up or down, are where practice pays. It is estimated per *group* of goals because an agent
 attempts each of hundreds of goals too rarely for a per-goal estimate; the goal grammar gives
 natural groups (:func:`goal_groups`): goal type, the object category and the colour its
@@ -96,7 +96,7 @@ class LearningProgress:
             self.successes[group] += int(ok)
 
     def progress(self) -> torch.Tensor:
-        """float [num_groups]: |recent success - earlier success|. With n < 2 * window outcomes,
+        """float [num_groups]: ``abs(recent success - earlier success)``. With n < 2 * window outcomes,
         the two halves are the last n // 2 outcomes and the n // 2 before them; 0 below 2."""
         lp = torch.zeros(self.num_groups)
         for group, history in enumerate(self.history):

@@ -1,6 +1,6 @@
 """The goal grammar of Playground-Text: every goal, its type, its parts, and the train/test splits.
 
-Terms (shared/spec/playground-text.md, "Goals"):
+Terms (docs/site/playground_text_spec.md, "Goals"):
 
 * a *description* names a set of objects: "red cat", "red animal", "any cat", "any red thing";
 * a *single goal* is a verb and a description: "Grasp red cat", "Grow any animal" (246 of them);

@@ -86,7 +86,7 @@ def _per_env(value, batch_size: int, key: str) -> list:
 
 
 class PlaygroundTextEnv(EnvBase):
-    """Playground-Text (shared/spec/playground-text.md), batched over ``num_envs`` scenes.
+    """Playground-Text (docs/site/playground_text_spec.md), batched over ``num_envs`` scenes.
 
     Args:
         num_envs: number of sub-environments stepped together (the batch size).

@@ -1,4 +1,4 @@
-"""The words of Playground-Text (shared/spec/playground-text.md, "Vocabulary").
+"""The words of Playground-Text (docs/site/playground_text_spec.md, "Vocabulary").
 
 Everything here is plain data, in a fixed order: the goal catalogue, the object ids of a scene and
 the offline tokenizer are all built from these tuples, so their order is part of the format of a

@@ -3,7 +3,7 @@
 The four designs of App. B are two independent choices:
 
 * ``critic_input="observation_action"``: one Q-value per candidate, from the hidden state at the
-  candidate's last token (``"action_hidden"`` [*B, A, H] -> [*B, A]); ``"observation"``: |A|
+  candidate's last token (``"action_hidden"`` [*B, A, H] -> [*B, A]); ``"observation"``: ``A``
   Q-values from the prompt's representation (``"prompt_hidden"`` [*B, H] -> [*B, A]).
 * ``critic_backprop=True``: the critic loss trains the shared LLM weights too (its gradient flows
   back through the hidden states); ``False``: the head reads detached hidden states.

@@ -6,7 +6,7 @@ an episode lasts at most that many steps). SAC's soft values add the entropy bon
 ``alpha * log(num_actions)`` per step at most: about 0.1 with the presets' alpha. A critic whose
 values pass ``DIVERGENCE_MARGIN`` (10) times the bound is diverging, never learning: 10x leaves
 room for the entropy bonus with alpha up to ~4 and for early noise, while the runs that diverged
-(``critic_lr=1e9``) reached |Q| ~ 1e10. PPO's value loss is checked against the same bound
+(``critic_lr=1e9``) reached ``abs(Q) ~ 1e10``. PPO's value loss is checked against the same bound
 (a value and its target both within it differ by at most twice the bound).
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ class DivergenceError(RuntimeError):
 
 
 def value_bound(cfg: GLAMConfig) -> float:
-    """The largest |value| a return can have: max_reward / (1 - gamma), or max_steps x max_reward."""
+    """The largest ``abs(value)`` a return can have: max_reward / (1 - gamma), or max_steps x max_reward."""
     gamma = getattr(cfg, "gamma", 0.99)
     horizon = cfg.max_steps if gamma >= 1.0 else 1.0 / (1.0 - gamma)  # bootstraps past truncation
     return MAX_REWARD * max(horizon, 1.0)
