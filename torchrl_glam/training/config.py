@@ -101,6 +101,7 @@ class GLAMConfig:
             "device": _is_device(self.device),
             "dtype": self.dtype in ("float32", "float16", "bfloat16"),
             "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
+            "run_dir": isinstance(self.run_dir, str) and bool(self.run_dir.strip()),
         }
 
     def _expected(self) -> dict[str, str]:
@@ -117,6 +118,7 @@ class GLAMConfig:
                                        "be trained; only LoRA adapters on them), or quantization=none",
             "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
             "dtype": "'float32', 'float16' or 'bfloat16'",
+            "run_dir": "a directory path (pass --run-dir DIR; an empty one would mean the current folder)",
         }
 
     def validate(self: C) -> C:

@@ -30,6 +30,7 @@ from torchrl.record.loggers import CSVLogger, Logger
 
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
 from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.rundir import append_line, write_atomic
 
 
 def make_loggers(cfg: GLAMConfig) -> list[Logger]:
@@ -53,7 +54,7 @@ class RunLogger:
     def __init__(self, cfg: GLAMConfig) -> None:
         self.run_dir = run_dir = Path(cfg.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.json").write_text(cfg.to_json())
+        write_atomic(run_dir / "config.json", cfg.to_json())  # a kill never leaves half of it
         self.loggers = make_loggers(cfg)
         self.catalogue = GoalCatalogue.default()
         self._sums: dict[str, float] = defaultdict(float)
@@ -143,11 +144,11 @@ class RunLogger:
         self._goals_logged = known.clone()
         new_ids = torch.nonzero(new).squeeze(-1)
         new_ids = new_ids[torch.argsort(first_seen[new_ids], stable=True)].tolist()
-        with open(self.run_dir / "autotelic.jsonl", "a") as f:
-            f.write(json.dumps({"env_steps": env_steps, "discovered": len(goals.memory),
-                                "discovered_train_fraction": metrics["autotelic/discovered_train_fraction"],
-                                "new": {goals.catalogue.goals[i]: int(first_seen[i]) for i in new_ids},
-                                "groups_with_goals": len(table), "groups": {g: table[g] for g in sorted(shown)}}) + "\n")
+        line = {"env_steps": env_steps, "discovered": len(goals.memory),
+                "discovered_train_fraction": metrics["autotelic/discovered_train_fraction"],
+                "new": {goals.catalogue.goals[i]: int(first_seen[i]) for i in new_ids},
+                "groups_with_goals": len(table), "groups": {g: table[g] for g in sorted(shown)}}
+        append_line(self.run_dir / "autotelic.jsonl", json.dumps(line) + "\n")
         goals.reset_choice_counts()
 
     def evaluation(self, name: str, results: dict[str, float], env_steps: int, wall_seconds: float) -> None:
@@ -155,5 +156,5 @@ class RunLogger:
             self._log(f"eval/{name}/{key}", value, env_steps)
             self.last_evaluation[f"{name}/{key}"] = value
         self._log("time/wall_seconds", wall_seconds, env_steps)
-        with open(self.run_dir / "evaluations.jsonl", "a") as f:
-            f.write(json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n")
+        append_line(self.run_dir / "evaluations.jsonl",
+                    json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n")
