@@ -136,7 +136,7 @@ class TrainingRun:
 
     def __init__(self, cfg: GLAMConfig, options: RunOptions | None = None,
                  per_rank: Iterable[str] = ("num_envs",)) -> None:
-        self.cfg, self.options = cfg, options or RunOptions()
+        self.cfg, self.options = cfg.validate(), options or RunOptions()  # before the run dir is touched
         apply_runtime(cfg)  # cfg.num_threads torch threads; a missing GPU fails here, before any model loads
         self.rank, self.world = init_distributed(cfg.device)  # several processes: data parallel
         uneven = [name for name in per_rank if getattr(cfg, name) % self.world]
@@ -160,6 +160,8 @@ class TrainingRun:
         self.recent = deque(maxlen=200)  # recent episode successes, for the progress bar
         self.progress: tqdm | None = None
         self.stopped = False  # a stop request was honoured (checkpoint written)
+        # the step whose evaluation a stop request put off (run first thing after the resume)
+        self.pending_evaluation: int | None = None
         self.failure: str | None = None  # why the run ended early (a non-finite loss)
         self._start = time.perf_counter()
 
@@ -196,6 +198,9 @@ class TrainingRun:
                 truncate_logs(self.cfg.run_dir, 0)
             td = self.acting_env.reset()
         self.logger = RunLogger(self.cfg) if self.main_rank else None
+        if self.pending_evaluation is not None and self.main_rank:
+            self.evaluate()
+        self.pending_evaluation = None
         stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
         self.progress = tqdm(total=self.cfg.total_steps, initial=self.steps, unit="step",
                              disable=not self.options.progress or not self.main_rank, dynamic_ncols=True)
@@ -212,13 +217,15 @@ class TrainingRun:
             piece.load_state_dict(state[name])
         set_rng_state(state["rng"])
         self._start = time.perf_counter() - state["wall_seconds"]
+        self.pending_evaluation = state.get("pending_evaluation")
         apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
         print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
         return self.env.observation()
 
     def checkpoint(self) -> None:
         state = {name: piece.state_dict() for name, piece in self.pieces.items()}
-        state.update(rng=rng_state(), wall_seconds=self.wall_seconds, config=self.cfg.to_dict())
+        state.update(rng=rng_state(), wall_seconds=self.wall_seconds, config=self.cfg.to_dict(),
+                     pending_evaluation=self.pending_evaluation)
         save_checkpoint(state, self.checkpoint_dir)
 
     # ---- the loop
@@ -247,21 +254,28 @@ class TrainingRun:
         if self.logger:
             self.logger.update(metrics, self.steps, replay)
 
+    def evaluate(self) -> None:
+        """Evaluates the greedy policy on every evaluation set and logs it at this step."""
+        for name, eval_env in self.eval_envs.items():
+            results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy)
+            self.logger.evaluation(name, results, self.steps, self.wall_seconds)
+
     def end_iteration(self, **postfix) -> None:
         """Logs, evaluates, checkpoints on their schedules; honours a stop request (every rank
         agrees, writes its checkpoint and the loop ends). ``postfix``: progress-bar values."""
         steps, cfg, last = self.steps, self.cfg, self.steps >= self.cfg.total_steps
+        stop = any_true(STOP.requested)  # preemption, time limit, Ctrl-C: save and return
         if self.logger and self.every(cfg.log_every):
             self.logger.flush(steps, self.wall_seconds)
             self.progress.set_postfix(success=f"{sum(self.recent) / max(len(self.recent), 1):.2f}", **postfix)
         if self.main_rank and (self.every(cfg.eval_every) or last) and self.greedy_policy is not None:
-            for name, eval_env in self.eval_envs.items():
-                results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy)
-                self.logger.evaluation(name, results, steps, self.wall_seconds)
-        if self.every(cfg.checkpoint_every) or last:
+            if stop:  # a stop does not wait for an evaluation: the resumed run does it first, same weights
+                self.pending_evaluation = steps
+            else:
+                self.evaluate()
+        if stop or self.every(cfg.checkpoint_every) or last:
             self.checkpoint()
-        if any_true(STOP.requested):  # preemption, time limit, Ctrl-C: save and return
-            self.checkpoint()
+        if stop:
             self.progress.close()
             print(f"rank {self.rank}: stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
             self.stopped = True
