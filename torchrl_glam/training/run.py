@@ -52,6 +52,8 @@ from tqdm import tqdm
 
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.training.checkpoint import (
+    CHECKPOINT_NAME,
+    CheckpointError,
     load_checkpoint,
     rng_state,
     save_checkpoint,
@@ -212,15 +214,30 @@ class TrainingRun:
         state = load_checkpoint(self.checkpoint_dir)
         if state is None:
             return None
+        self._require(state, ["config"])
         changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
+        self._require(state, ["rng", "wall_seconds", *self.pieces])
         for name, piece in self.pieces.items():
-            piece.load_state_dict(state[name])
+            try:
+                piece.load_state_dict(state[name])
+            except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as err:
+                raise CheckpointError(
+                    f"{self.checkpoint_dir / CHECKPOINT_NAME}: its {name!r} does not fit this run "
+                    f"({type(err).__name__}: {str(err)[:300]}). It was written by another version or "
+                    "model: resume it with those, or start a new --run-dir.") from err
         set_rng_state(state["rng"])
         self._start = time.perf_counter() - state["wall_seconds"]
         self.pending_evaluation = state.get("pending_evaluation")
         apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
         print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
         return self.env.observation()
+
+    def _require(self, state: dict, keys: list[str]) -> None:
+        missing = [key for key in keys if key not in state]
+        if missing:
+            raise CheckpointError(
+                f"{self.checkpoint_dir / CHECKPOINT_NAME} lacks {', '.join(missing)}: it is not a checkpoint of "
+                "this training script. Resume it with the script that wrote it, or start a new --run-dir.")
 
     def checkpoint(self) -> None:
         state = {name: piece.state_dict() for name, piece in self.pieces.items()}
