@@ -64,6 +64,18 @@ class RunLogger:
         self._replay_share: float | None = None  # SAC-GLAM's replay only
         self._goals_logged: torch.Tensor | None = None  # autotelic: the goals autotelic.jsonl has listed
 
+    def state_dict(self) -> dict:
+        """What the next flush still needs (means since the last flush, its step and time): in the
+        checkpoint, so that a resumed run writes the rows an uninterrupted one writes."""
+        return {"sums": dict(self._sums), "counts": dict(self._counts), "last_flush": self._last_flush,
+                "replay_share": self._replay_share, "goals_logged": self._goals_logged}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._sums = defaultdict(float, state["sums"])
+        self._counts = defaultdict(int, state["counts"])
+        self._last_flush = tuple(state["last_flush"]) if state["last_flush"] is not None else None
+        self._replay_share, self._goals_logged = state["replay_share"], state["goals_logged"]
+
     def _add(self, name: str, value: float, count: int = 1) -> None:
         self._sums[name] += value
         self._counts[name] += count

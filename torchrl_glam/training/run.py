@@ -164,6 +164,7 @@ class TrainingRun:
         self.stopped = False  # a stop request was honoured (checkpoint written)
         # the step whose evaluation a stop request put off (run first thing after the resume)
         self.pending_evaluation: int | None = None
+        self._logger_state: dict | None = None  # the restored logger's, until the logger exists
         self.failure: str | None = None  # why the run ended early (a non-finite loss)
         self._start = time.perf_counter()
 
@@ -200,6 +201,8 @@ class TrainingRun:
                 truncate_logs(self.cfg.run_dir, 0)
             td = self.acting_env.reset()
         self.logger = RunLogger(self.cfg) if self.main_rank else None
+        if self.logger is not None and self._logger_state is not None:
+            self.logger.load_state_dict(self._logger_state)
         if self.pending_evaluation is not None and self.main_rank:
             self.evaluate()
         self.pending_evaluation = None
@@ -228,6 +231,7 @@ class TrainingRun:
         set_rng_state(state["rng"])
         self._start = time.perf_counter() - state["wall_seconds"]
         self.pending_evaluation = state.get("pending_evaluation")
+        self._logger_state = state.get("logger")  # absent from older checkpoints: means restart
         apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
         print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
         return self.env.observation()
@@ -243,6 +247,8 @@ class TrainingRun:
         state = {name: piece.state_dict() for name, piece in self.pieces.items()}
         state.update(rng=rng_state(), wall_seconds=self.wall_seconds, config=self.cfg.to_dict(),
                      pending_evaluation=self.pending_evaluation)
+        if self.logger is not None:
+            state["logger"] = self.logger.state_dict()
         save_checkpoint(state, self.checkpoint_dir)
 
     # ---- the loop
