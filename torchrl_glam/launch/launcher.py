@@ -27,6 +27,7 @@ import yaml
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
 from torchrl_glam.training.config import coerce_value, config_from_preset, parse_overrides
+from torchrl_glam.training.rundir import write_atomic
 from torchrl_glam.training.scripts import SCRIPTS, get_script
 
 
@@ -146,7 +147,7 @@ def submit(runs: list[RunSpec], executor: submitit.Executor) -> list[submitit.Jo
         jobs = [executor.submit(job) for job in jobs_input]
     for run, job in zip(runs, jobs):
         Path(run.run_dir).mkdir(parents=True, exist_ok=True)
-        (Path(run.run_dir) / "launch.json").write_text(json.dumps({
+        write_atomic(Path(run.run_dir) / "launch.json", json.dumps({
             "job_id": job.job_id, "algorithm": run.algorithm, "preset": run.preset, "seed": run.seed,
             "overrides": run.overrides, "argv": run.argv(),
         }, indent=2, default=str))
