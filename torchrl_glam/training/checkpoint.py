@@ -90,9 +90,10 @@ def content_digest(obj) -> str:
 
 def _hash_into(digest, obj) -> None:
     if isinstance(obj, torch.Tensor):
-        tensor = obj.detach().cpu().contiguous().reshape(-1)
-        digest.update(f"tensor {tensor.dtype} {tuple(obj.shape)}:".encode())
-        digest.update(tensor.view(torch.uint8).numpy())  # the raw bytes, whatever the dtype
+        digest.update(f"tensor {obj.dtype} {tuple(obj.shape)}:".encode())
+        if obj.layout == torch.strided and not obj.is_quantized and obj.device.type != "meta":
+            tensor = obj.detach().cpu().contiguous().reshape(-1)
+            digest.update(tensor.view(torch.uint8).numpy())  # the raw bytes, whatever the dtype
     elif isinstance(obj, dict):
         digest.update(f"dict {len(obj)}:".encode())
         for key, value in obj.items():
