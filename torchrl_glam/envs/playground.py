@@ -229,7 +229,8 @@ class PlaygroundTextEnv(EnvBase):
         action = tensordict.get("action")
         if action.numel() == self.num_envs:  # [B] or [B, 1]
             action = action.reshape(self.num_envs)
-        if action.shape != (self.num_envs,) or action.dtype.is_floating_point:
+        integer = not (action.dtype.is_floating_point or action.dtype.is_complex or action.dtype == torch.bool)
+        if action.shape != (self.num_envs,) or not integer:
             raise ValueError(
                 f"'action' must be {self.num_envs} integer indices (shape [{self.num_envs}]), got "
                 f"{tuple(action.shape)} {action.dtype}"

@@ -64,19 +64,24 @@ def read_scalar(path: Path) -> dict[int, float]:
     return values
 
 
-def read_records(path: Path, required: set[str]) -> list[tuple[int, dict]]:
+def read_records(path: Path, required: set[str], check=None) -> list[tuple[int, dict]]:
     """The JSON objects of a run's ``.jsonl`` log that hold the ``required`` keys, with their line
-    numbers. A torn or malformed line (a run killed while writing it) is skipped with a warning
-    naming the file and line; the rest of the log still counts."""
+    numbers. A torn or malformed line (a run killed while writing it, bytes that are not UTF-8, a
+    record ``check(entry)`` finds fault with: it returns what is wrong, or ``None``) is skipped with
+    a warning naming the file and line; the rest of the log still counts."""
     records = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        if not raw.strip():
             continue
+        line = raw.decode("utf-8", errors="replace")
         try:
-            entry = json.loads(line)
+            entry = json.loads(raw.decode("utf-8"))
             if not isinstance(entry, dict) or not required <= set(entry):
                 raise ValueError(f"not a record with {', '.join(sorted(required))}")
-        except ValueError as err:
+            problem = check(entry) if check is not None else None
+            if problem:
+                raise ValueError(problem)
+        except ValueError as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             warnings.warn(f"{path}:{number}: skipping a torn or malformed line ({err}): {line[:80]!r}", stacklevel=3)
             continue
         records.append((number, entry))

@@ -3,7 +3,7 @@
 ``TrainingJob(algorithm, argv)()`` runs ``main(argv)`` of the algorithm's training script
 (``torchrl_glam.training.scripts``, found by import name, so a wheel install works) in a worker
 thread. The main thread stays free for submitit's signal handler: on preemption or
-timeout it calls :meth:`TrainingJob.checkpoint`, which asks the loop to stop at its next iteration
+timeout (Slurm's USR2, or USR1: both are handled) it calls :meth:`TrainingJob.checkpoint`, which asks the loop to stop at its next iteration
 boundary (``training/preemption.py``), waits until the loop has written its checkpoint, and hands
 submitit the same job to requeue. The script's command line always carries ``--resume``, so the
 requeued job continues from that checkpoint. In a multi-task job, every task exports the
@@ -16,7 +16,7 @@ import threading
 
 import submitit
 
-from torchrl_glam.training.preemption import PREEMPTED, STOP
+from torchrl_glam.training.preemption import PREEMPTED, STOP, requeue_on_both_user_signals
 from torchrl_glam.training.scripts import get_script
 
 
@@ -38,6 +38,7 @@ class TrainingJob(submitit.helpers.Checkpointable):
             )
             os.environ.setdefault("CUDA_VISIBLE_DEVICES", str(environment.local_rank))
         STOP.reset()
+        requeue_on_both_user_signals()  # submitit handles only USR2; scancel --signal=USR1 would kill
         main = get_script(self.algorithm).main
         outcome: dict = {}
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -22,8 +25,9 @@ import submitit
 import yaml
 
 from torchrl_glam.launch.job import TrainingJob
-from torchrl_glam.launch.sweeps import RunSpec, load_sweep, parse_seeds
+from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
 from torchrl_glam.training.config import coerce_value, config_from_preset, parse_overrides
+from torchrl_glam.training.rundir import write_atomic
 from torchrl_glam.training.scripts import SCRIPTS, get_script
 
 
@@ -32,6 +36,7 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
     that its run dir stays under ``runs_root``: a bad sweep fails here, at submission (and in
     ``--dry-run``), not inside queued jobs."""
     root = Path(runs_root).resolve()
+    _refuse_shared_run_dirs(runs)
     for run in runs:
         where = f"run {run.run_dir}"
         if run.algorithm not in SCRIPTS:
@@ -55,6 +60,33 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
                                {**overrides, "seed": run.seed, "run_dir": run.run_dir})
         except (ValueError, TypeError) as err:
             raise ValueError(f"{where} ({run.algorithm}, preset {run.preset!r}): {err}") from None
+
+
+def _refuse_shared_run_dirs(runs: list[RunSpec]) -> None:
+    """Two runs in one run dir would be refused at the second's start, on the cluster: refuse here."""
+    seen: dict[str, RunSpec] = {}
+    for run in runs:
+        key = str(Path(run.run_dir).resolve())
+        if key in seen:
+            first = seen[key]
+            raise ValueError(
+                f"two runs write to {run.run_dir}: seed {first.seed} with {first.overrides} and seed "
+                f"{run.seed} with {run.overrides} (a seed or grid value given twice, e.g. 0.0001 and "
+                "'1e-4'): list each value once")
+        seen[key] = run
+
+
+def max_array_size() -> int:
+    """Slurm's MaxArraySize when ``scontrol`` answers, else :data:`MAX_RUNS` (Slurm's default)."""
+    if not shutil.which("scontrol"):
+        return MAX_RUNS
+    try:
+        shown = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return MAX_RUNS
+    match = re.search(r"^MaxArraySize\s*=\s*(\d+)", shown, re.MULTILINE)
+    return int(match.group(1)) if match else MAX_RUNS
+
 
 SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
     "partition": "slurm_partition",
@@ -115,7 +147,7 @@ def submit(runs: list[RunSpec], executor: submitit.Executor) -> list[submitit.Jo
         jobs = [executor.submit(job) for job in jobs_input]
     for run, job in zip(runs, jobs):
         Path(run.run_dir).mkdir(parents=True, exist_ok=True)
-        (Path(run.run_dir) / "launch.json").write_text(json.dumps({
+        write_atomic(Path(run.run_dir) / "launch.json", json.dumps({
             "job_id": job.job_id, "algorithm": run.algorithm, "preset": run.preset, "seed": run.seed,
             "overrides": run.overrides, "argv": run.argv(),
         }, indent=2, default=str))
@@ -123,9 +155,10 @@ def submit(runs: list[RunSpec], executor: submitit.Executor) -> list[submitit.Jo
 
 
 def build_runs(args) -> list[RunSpec]:
-    seeds = parse_seeds(args.seeds) if args.seeds is not None else None
+    max_runs = MAX_RUNS if args.local else max_array_size()
+    seeds = parse_seeds(args.seeds, max_runs) if args.seeds is not None else None
     if args.sweep:
-        runs = load_sweep(args.sweep, args.runs_root, seeds)
+        runs = load_sweep(args.sweep, args.runs_root, seeds, max_runs)
     else:
         overrides = parse_overrides(args.overrides, get_script(args.algorithm).config_class)
         if "seed" in overrides:

@@ -91,15 +91,51 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
     return sorted(set(runs))
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _evaluation_problem(entry: dict) -> str | None:
+    """What makes an ``evaluations.jsonl`` record unusable, or ``None``."""
+    if not isinstance(entry["env_steps"], int) or isinstance(entry["env_steps"], bool):
+        return f"env_steps {entry['env_steps']!r} is not an integer"
+    if not isinstance(entry["set"], str):
+        return f"set {entry['set']!r} is not a name"
+    if not _is_number(entry.get("wall_seconds")):
+        return f"wall_seconds {entry.get('wall_seconds')!r} is not a number"
+    bad = [key for key, value in entry.items() if key.startswith("success") and not _is_number(value)]
+    return f"{', '.join(bad)} not a number" if bad else None
+
+
 def load_run(run: Path) -> dict:
     """A run's evaluations and config. A torn line (a run killed while writing it) is skipped with a
-    warning naming the file and line; the rest of the run still counts."""
-    evaluations = [entry for _, entry in read_records(run / "evaluations.jsonl", {"env_steps", "set"})]
-    config = json.loads((run / "config.json").read_text()) if (run / "config.json").exists() else {}
+    warning naming the file and line; the rest of the run still counts. A config.json that cannot
+    be read raises a ``ValueError`` naming it."""
+    evaluations = [entry for _, entry in read_records(run / "evaluations.jsonl", {"env_steps", "set"},
+                                                      _evaluation_problem)]
+    config = {}
+    if (run / "config.json").exists():
+        try:
+            config = json.loads((run / "config.json").read_bytes().decode("utf-8"))
+        except ValueError as err:
+            raise ValueError(f"{run / 'config.json'} is not readable JSON ({err})") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{run / 'config.json'} holds a {type(config).__name__}, not a config")
     # a run written before a field's rename groups with the runs written after it
     for script in SCRIPTS.values():
         config, _ = upgrade_names(script.config_class, config, warn=False)
     return {"run": run, "config": config, "evaluations": evaluations}
+
+
+def _load_runs(paths: list[Path]) -> list[dict]:
+    """The runs that can be read; each one that cannot is skipped with a warning naming why."""
+    runs = []
+    for path in paths:
+        try:
+            runs.append(load_run(path))
+        except (OSError, ValueError) as err:
+            warnings.warn(f"skipping run {path}: {err}", stacklevel=3)
+    return runs
 
 
 def group_of(run: dict, group_by: str) -> str:
@@ -182,7 +218,7 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [load_run(r) for r in find_runs(paths)]
+    runs = _load_runs(find_runs(paths))
     if not runs:
         raise FileNotFoundError(f"no run directories (with evaluations.jsonl) under {[str(p) for p in paths]}")
     for run in runs:

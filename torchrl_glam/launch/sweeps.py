@@ -15,10 +15,16 @@ A sweep file (YAML, under ``slurm/sweeps/``)::
 
 Each run gets ``<runs_root>/<name>/<variant>/seed<k>`` as its run directory; the variant's name
 lists its grid values (``critic_input-observation__critic_backprop-false``).
+
+Sizes are checked before anything grows: a sweep file is at most :data:`MAX_SWEEP_BYTES` and
+:data:`MAX_SWEEP_NODES` values once its YAML aliases are expanded, and a sweep or seed range at
+most ``max_runs`` runs (:data:`MAX_RUNS`, Slurm's default ``MaxArraySize`` of 1001 tasks, unless the
+cluster says otherwise: ``launcher.max_array_size``).
 """
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,9 @@ from typing import Any
 import yaml
 
 SWEEP_KEYS = {"name", "algorithm", "preset", "overrides", "grid", "variants", "seeds"}
+MAX_RUNS = 1001  # Slurm's default MaxArraySize: one array job holds at most this many tasks
+MAX_SWEEP_BYTES = 1 << 20
+MAX_SWEEP_NODES = 100_000  # values in the parsed file, aliases counted each time they are used
 
 
 @dataclass(frozen=True)
@@ -56,33 +65,55 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def parse_seeds(text: str | int | list) -> list[int]:
-    """"0-3" -> [0, 1, 2, 3]; "0,2,5" -> [0, 2, 5]; 4 -> [4]."""
-    if isinstance(text, int):
-        return [text]
+def parse_seeds(text: str | int | list, max_runs: int = MAX_RUNS) -> list[int]:
+    """"0-3" -> [0, 1, 2, 3]; "0,2,5" -> [0, 2, 5]; 4 -> [4]. A seed given twice ("0,00") or more
+    than ``max_runs`` seeds are refused."""
     if isinstance(text, list):
-        return [int(s) for s in text]
+        parts = text
+    elif isinstance(text, int) and not isinstance(text, bool):
+        parts = [text]
+    else:
+        parts = [part.strip() for part in str(text).split(",") if part.strip()]
     seeds: list[int] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if "-" in part:
-            low, high = part.split("-", 1)
-            if int(high) < int(low):
-                raise ValueError(f"bad seed range {part!r}: write low-high, e.g. 0-3")
-            seeds.extend(range(int(low), int(high) + 1))
-        elif part:
-            seeds.append(int(part))
+    for part in parts:
+        low, high = _seed_range(part, text)
+        if len(seeds) + high - low + 1 > max_runs:
+            raise ValueError(f"seeds {text!r} give more than {max_runs} runs (one Slurm array job's "
+                             "limit): split them over several launches")
+        seeds.extend(range(low, high + 1))
     if not seeds:
         raise ValueError(f"no seeds in {text!r}: write e.g. 0-3 or 0,1,5")
+    repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+    if repeated:
+        raise ValueError(f"seeds {text!r} give seed(s) {repeated} more than once (two runs in one run "
+                         "dir): list each seed once")
     return seeds
+
+
+def _seed_range(part: Any, text: Any) -> tuple[int, int]:
+    """One item of a seed list: an integer, "k" or "low-high" -> (low, high)."""
+    if isinstance(part, int) and not isinstance(part, bool):
+        return part, part
+    if not isinstance(part, str):
+        raise ValueError(f"bad seed {part!r} in {text!r}: seeds are integers, e.g. 0-3 or 0,1,5")
+    low, dash, high = part.partition("-") if not part.startswith("-") else (part, "", "")
+    try:
+        low, high = int(low), int(high) if dash else int(low)
+    except ValueError:
+        raise ValueError(f"bad seed {part!r} in {text!r}: seeds are integers, e.g. 0-3 or 0,1,5") from None
+    if high < low:
+        raise ValueError(f"bad seed range {part!r}: write low-high, e.g. 0-3")
+    return low, high
 
 
 def _variant_name(values: dict[str, Any]) -> str:
     return "__".join(f"{k}-{_text(v)}" for k, v in values.items()) or "default"
 
 
-def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] | None = None) -> list[RunSpec]:
-    """The runs of a sweep (a parsed sweep file): variants x grid x seeds."""
+def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] | None = None,
+                 max_runs: int = MAX_RUNS) -> list[RunSpec]:
+    """The runs of a sweep (a parsed sweep file): variants x grid x seeds, refused beyond
+    ``max_runs`` before any is built."""
     unknown = set(sweep) - SWEEP_KEYS
     if unknown:
         raise ValueError(f"unknown sweep keys {sorted(unknown)}; a sweep has {sorted(SWEEP_KEYS)}")
@@ -102,7 +133,11 @@ def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] 
                     f"sweep {name!r} sets {key!r} in its {where}: the launcher sets it per run "
                     + ("from the sweep's `seeds:` list or --seeds (one value here would give every seed the "
                        "same run)" if key == "seed" else "under --runs-root") + "; remove it")
-    seeds = seeds if seeds is not None else parse_seeds(sweep.get("seeds", [0]))
+    seeds = seeds if seeds is not None else parse_seeds(sweep.get("seeds", [0]), max_runs)
+    count = len(variants) * math.prod(len(values) for values in grid.values()) * len(seeds)
+    if count > max_runs:
+        raise ValueError(f"sweep {name!r} has {count} runs (variants x grid x seeds), more than {max_runs} "
+                         "(one Slurm array job's limit): make the grid smaller or split the sweep")
     runs = []
     for variant, settings in variants.items():
         settings = dict(settings or {})
@@ -118,10 +153,30 @@ def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] 
     return runs
 
 
-def load_sweep(path: str | Path, runs_root: str | Path, seeds: list[int] | None = None) -> list[RunSpec]:
+def load_sweep(path: str | Path, runs_root: str | Path, seeds: list[int] | None = None,
+               max_runs: int = MAX_RUNS) -> list[RunSpec]:
+    if Path(path).stat().st_size > MAX_SWEEP_BYTES:
+        raise ValueError(f"sweep file {path} is over {MAX_SWEEP_BYTES} bytes: a sweep is a short YAML file")
     with open(path) as f:
         sweep = yaml.safe_load(f)
     if not isinstance(sweep, dict):
         raise ValueError(f"sweep file {path} must hold a mapping (name, grid, seeds, ...)")
+    if _count_values(sweep, MAX_SWEEP_NODES) > MAX_SWEEP_NODES:
+        raise ValueError(f"sweep file {path} expands to more than {MAX_SWEEP_NODES} values (YAML aliases "
+                         "count each time they are used): write the values out, without nested aliases")
     sweep.setdefault("name", Path(path).stem)
-    return expand_sweep(sweep, runs_root, seeds)
+    return expand_sweep(sweep, runs_root, seeds, max_runs)
+
+
+def _count_values(obj: Any, cap: int) -> int:
+    """The values in ``obj`` (an alias counts each time it is used), counting stops past ``cap``."""
+    count, stack = 0, [obj]
+    while stack and count <= cap:
+        value = stack.pop()
+        count += 1
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return count

@@ -29,6 +29,7 @@ quantised LLM go to eval mode; dropout is switched off once at load time instead
 from __future__ import annotations
 
 import os
+import struct
 import warnings
 from dataclasses import dataclass, field
 from typing import Literal, Sequence
@@ -39,6 +40,18 @@ from torch import nn
 
 class ModelNotFoundError(OSError):
     """The model could not be found locally nor downloaded."""
+
+
+class ModelFilesError(ValueError):
+    """The model's files are there but cannot be read as a model (damaged or of another kind)."""
+
+
+def _damaged(name: str, gguf_file: str | None, error: Exception) -> ModelFilesError:
+    what = f"the GGUF file {gguf_file} in {name}" if gguf_file else f"the model files in {name} (config.json, weights)"
+    return ModelFilesError(
+        f"cannot read {what}: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}. "
+        "They are damaged (e.g. a truncated download) or not a transformers model's: download or "
+        "reinstall the model, or compare its config.json with the original's.")
 
 
 @dataclass
@@ -257,6 +270,8 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
         tokenizer = AutoTokenizer.from_pretrained(name, **hub_kwargs)
     except OSError as error:
         raise _not_found(name, str(error).splitlines()[0]) from error
+    except Exception as error:  # a bad config.json or a truncated GGUF: TypeError, struct.error, ...
+        raise _damaged(name, gguf_file, error) from error
 
     if config.architecture == "auto":
         is_encoder_decoder = bool(getattr(model_config, "is_encoder_decoder", False))
@@ -273,7 +288,10 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
             config.device).type == "cuda" else {"": str(config.device)}
     if _use_fused_gelu(model_config):
         kwargs["config"] = model_config
-    model = auto_class.from_pretrained(name, **kwargs)
+    try:
+        model = auto_class.from_pretrained(name, **kwargs)
+    except (struct.error, EOFError) as error:  # a GGUF torn after its header
+        raise _damaged(name, gguf_file, error) from error
     if config.quantization is None:
         model = model.to(config.device)
     if config.disable_dropout:

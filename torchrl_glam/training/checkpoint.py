@@ -9,10 +9,17 @@ checkpoint file can never run code (a pickle can, and run dirs get copied betwee
 Writing goes through a temporary file and a rename, so a crash never leaves a half-written
 ``checkpoint.pt``; the checkpoint it replaces becomes ``checkpoint.prev.pt``, used (with a
 warning) if the newest one cannot be read. Temporaries left by a killed process are removed.
+
+Integrity: the payload carries the SHA-256 of its own content (every tensor's bytes, dtype and
+shape, and every other value, in order) under :data:`DIGEST_KEY`; loading recomputes it, so a file
+changed after it was written (a flipped bit, a copy gone wrong) counts as unreadable instead of
+training on. A checkpoint from before the digest loads unverified.
 """
 from __future__ import annotations
 
 import copy
+import errno
+import hashlib
 import os
 import pickle
 import random
@@ -27,6 +34,7 @@ from tensordict import TensorDict, TensorDictBase
 CHECKPOINT_NAME = "checkpoint.pt"
 PREVIOUS_NAME = "checkpoint.prev.pt"
 _TMP_PREFIX, _TMP_SUFFIX = ".checkpoint-", ".tmp"
+DIGEST_KEY = "content_sha256"
 
 
 class CheckpointError(RuntimeError):
@@ -73,6 +81,32 @@ def _from_plain(obj):
     return obj
 
 
+def content_digest(obj) -> str:
+    """The SHA-256 of a checkpoint's plain content (as written by :func:`_to_plain`)."""
+    digest = hashlib.sha256()
+    _hash_into(digest, obj)
+    return digest.hexdigest()
+
+
+def _hash_into(digest, obj) -> None:
+    if isinstance(obj, torch.Tensor):
+        digest.update(f"tensor {obj.dtype} {tuple(obj.shape)}:".encode())
+        if obj.layout == torch.strided and not obj.is_quantized and obj.device.type != "meta":
+            tensor = obj.detach().cpu().contiguous().reshape(-1)
+            digest.update(tensor.view(torch.uint8).numpy())  # the raw bytes, whatever the dtype
+    elif isinstance(obj, dict):
+        digest.update(f"dict {len(obj)}:".encode())
+        for key, value in obj.items():
+            _hash_into(digest, key)
+            _hash_into(digest, value)
+    elif isinstance(obj, (list, tuple)):
+        digest.update(f"{type(obj).__name__} {len(obj)}:".encode())
+        for value in obj:
+            _hash_into(digest, value)
+    else:
+        digest.update(f"{type(obj).__name__} {obj!r};".encode())
+
+
 def remove_stale_temporaries(run_dir: str | os.PathLike) -> list[Path]:
     """Removes ``.checkpoint-*.tmp`` files a killed process left behind (one process owns a run
     dir at a time: see ``training/rundir.py``, so no live writer is using them)."""
@@ -87,31 +121,54 @@ def remove_stale_temporaries(run_dir: str | os.PathLike) -> list[Path]:
 
 
 def save_checkpoint(state: dict, run_dir: str | os.PathLike) -> Path:
-    """Writes ``state`` to ``run_dir/checkpoint.pt`` through a temporary file and a rename; the
-    checkpoint it replaces is kept as ``checkpoint.prev.pt``."""
+    """Writes ``state`` to ``run_dir/checkpoint.pt`` through a temporary file and a rename, with
+    its content digest; the checkpoint it replaces is kept as ``checkpoint.prev.pt``. A full disk
+    raises an ``OSError`` that says so and names the file."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(run_dir)
     path = run_dir / CHECKPOINT_NAME
     fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
     try:
+        plain = _to_plain(state)
         with os.fdopen(fd, "wb") as f:
-            torch.save(_to_plain(state), f)
+            torch.save({**plain, DIGEST_KEY: content_digest(plain)}, f)
             f.flush()
             os.fsync(f.fileno())
         if path.exists():
             os.replace(path, run_dir / PREVIOUS_NAME)  # a kill between the renames: prev is read
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one
-    except BaseException:
+    except BaseException as err:
         if os.path.exists(tmp):
             os.remove(tmp)
+        if _is_disk_full(err):
+            raise OSError(errno.ENOSPC, f"No space left on device while writing {path}: free space "
+                          "there (the previous checkpoint is intact), then continue with --resume") from None
         raise
     return path
 
 
+def _is_disk_full(err: BaseException) -> bool:
+    # torch's zip writer reports a full disk as a RuntimeError carrying the C library's text
+    return getattr(err, "errno", None) == errno.ENOSPC or "No space left on device" in str(err)
+
+
+def _verified(path: Path, plain) -> dict:
+    """``plain`` without its digest; raises a :class:`CheckpointError` when the digest disagrees."""
+    if not isinstance(plain, dict):
+        raise CheckpointError(f"{path} holds a {type(plain).__name__}, not a checkpoint's dict: "
+                              "it is corrupted or not a torchrl_glam checkpoint")
+    plain = dict(plain)
+    saved = plain.pop(DIGEST_KEY, None)
+    if saved is not None and saved != content_digest(plain):
+        raise CheckpointError(f"{path} is corrupted: its content fails the integrity check (SHA-256 "
+                              "of what was written), so it changed after it was written (a damaged disk or copy)")
+    return plain
+
+
 def _read(path: Path) -> dict:
     try:
-        return _from_plain(torch.load(path, map_location="cpu", weights_only=True))
+        plain = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         # torch words every failure of a weights-only load "Weights only load failed" (a text file
         # too); only a global the unpickler refused means the file asks to run code.
@@ -128,6 +185,7 @@ def _read(path: Path) -> dict:
             f"{path} is not a readable checkpoint ({size} bytes; {type(err).__name__}: {err}): "
             "it is truncated or corrupted"
         ) from err
+    return _from_plain(_verified(path, plain))
 
 
 def read_checkpoint(path: str | os.PathLike) -> dict:

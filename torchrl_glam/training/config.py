@@ -14,12 +14,21 @@ import json
 import math
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar, get_type_hints
+import types
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from torchrl_glam.envs.playground import GOAL_SETS
+from torchrl_glam.envs.vocabulary import OBJECT_NAMES
 from torchrl_glam.training.evaluation import EVAL_SETS
 
 C = TypeVar("C", bound="GLAMConfig")
+
+#: Bounds that keep a run within what numpy, the machine and the episode buffers take: numpy seeds
+#: are below 2**32 and runs add up to 1000 x rank and 30,000 (evaluation sets) to the seed.
+MAX_SEED = 2**31 - 1
+MAX_THREADS = 1024
+MAX_EPISODE_STEPS = 1_000  # episodes are padded to max_steps in memory; the paper's are 10 steps
+MAX_TOTAL_STEPS = 10**12
 
 
 @dataclass
@@ -83,30 +92,37 @@ class GLAMConfig:
             "normalization": self.normalization in ("sum", "mean"),
             "tokenization": self.tokenization in ("exact", "separate"),
             "quantization": self.quantization in (None, "4bit", "8bit"),
+            "seed": 0 <= self.seed <= MAX_SEED,
             "num_envs": self.num_envs >= 1,
-            "max_steps": self.max_steps >= 1,
-            "total_steps": self.total_steps >= 1,
+            "max_steps": 1 <= self.max_steps <= MAX_EPISODE_STEPS,
+            "total_steps": 1 <= self.total_steps <= MAX_TOTAL_STEPS,
             "eval_every": self.eval_every >= 1,
             "eval_episodes": self.eval_episodes >= 1,
             "eval_sets": (len(self.eval_sets) >= 1 and len(set(self.eval_sets)) == len(self.eval_sets)
                           and set(self.eval_sets) <= set(EVAL_SETS)),
             "log_every": self.log_every >= 1,
             "checkpoint_every": self.checkpoint_every >= 1,
-            "num_threads": self.num_threads >= 1,
+            "num_threads": 1 <= self.num_threads <= MAX_THREADS,
             "lora_rank": self.lora_rank >= 0,
             "lora_alpha": self.lora_alpha >= 1,
-            "num_objects": self.num_objects is None or self.num_objects >= 2,
+            "num_objects": self.num_objects is None or 2 <= self.num_objects <= len(OBJECT_NAMES),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
             "quantization_needs_lora": self.quantization is None or self.lora_rank >= 1,
             "device": _is_device(self.device),
             "dtype": self.dtype in ("float32", "float16", "bfloat16"),
             "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
+            "run_dir": isinstance(self.run_dir, str) and bool(self.run_dir.strip()),
         }
 
     def _expected(self) -> dict[str, str]:
         """Field name -> what a good value is, for the error message (default: see the class)."""
         return {
             "goals": f"one of {GOAL_SETS}",
+            "seed": f"an integer from 0 to {MAX_SEED} (numpy's generators take seeds below 2**32)",
+            "max_steps": f"an episode length from 1 to {MAX_EPISODE_STEPS}",
+            "total_steps": f"a number of environment steps from 1 to {MAX_TOTAL_STEPS:.0e}",
+            "num_threads": f"from 1 to {MAX_THREADS} torch threads (about the cores of the node)",
+            "num_objects": f"none, or from 2 to {len(OBJECT_NAMES)} objects per scene",
             "goal_sampling": "'uniform' (over the task set) or 'by_type' (goal types equally often)",
             "normalization": "'sum' or 'mean'",
             "tokenization": "'exact' or 'separate'",
@@ -117,10 +133,18 @@ class GLAMConfig:
                                        "be trained; only LoRA adapters on them), or quantization=none",
             "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
             "dtype": "'float32', 'float16' or 'bfloat16'",
+            "run_dir": "a directory path (pass --run-dir DIR; an empty one would mean the current folder)",
         }
 
     def validate(self: C) -> C:
-        """Raises a ``ValueError`` naming the first field with a bad value."""
+        """Raises a ``ValueError`` naming the first field with a bad value (of the wrong type first:
+        ``num_envs: 8.5`` or ``true`` from a YAML file would pass the comparisons below)."""
+        hints = get_type_hints(type(self))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not _has_type(value, hints[f.name]):
+                raise ValueError(f"bad config value {f.name}={value!r}: expected {_type_name(hints[f.name])}, "
+                                 f"got {type(value).__name__}")
         for f in fields(self):  # inf and nan pass every comparison below the wrong way
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
@@ -212,6 +236,34 @@ def upgrade_names(config_class: type[GLAMConfig], values: dict[str, Any],
     for name, value in values.items():
         out[renamed.get(name, name)] = value
     return out, given_as
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the field type ``hint`` (bool is no int here; an int is a float)."""
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return any(_has_type(value, option) for option in get_args(hint))
+    if origin is list:
+        (item,) = get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_has_type(v, item) for v in value)
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _type_name(hint: Any) -> str:
+    names = {int: "an integer", float: "a number", bool: "true or false", str: "text", type(None): "none"}
+    if get_origin(hint) in (Union, types.UnionType):
+        return " or ".join(_type_name(option) for option in get_args(hint))
+    if get_origin(hint) is list:
+        return f"a list of {_type_name(get_args(hint)[0])}"
+    return names.get(hint, str(hint))
 
 
 def _is_device(name: str) -> bool:

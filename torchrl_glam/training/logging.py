@@ -31,6 +31,7 @@ from torchrl.record.loggers import CSVLogger, Logger
 
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
 from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.rundir import append_line, write_atomic
 
 
 def make_loggers(cfg: GLAMConfig) -> list[Logger]:
@@ -77,7 +78,7 @@ class RunLogger:
     def __init__(self, cfg: GLAMConfig) -> None:
         self.run_dir = run_dir = Path(cfg.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.json").write_text(cfg.to_json())
+        write_atomic(run_dir / "config.json", cfg.to_json())  # a kill never leaves half of it
         self.loggers = make_loggers(cfg)
         self.catalogue = GoalCatalogue.default()
         self._sums: dict[str, float] = defaultdict(float)
@@ -86,6 +87,18 @@ class RunLogger:
         self.last_evaluation: dict[str, float] = {}
         self._replay_share: float | None = None  # SAC-GLAM's replay only
         self._goals_logged: torch.Tensor | None = None  # autotelic: the goals autotelic.jsonl has listed
+
+    def state_dict(self) -> dict:
+        """What the next flush still needs (means since the last flush, its step and time): in the
+        checkpoint, so that a resumed run writes the rows an uninterrupted one writes."""
+        return {"sums": dict(self._sums), "counts": dict(self._counts), "last_flush": self._last_flush,
+                "replay_share": self._replay_share, "goals_logged": self._goals_logged}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._sums = defaultdict(float, state["sums"])
+        self._counts = defaultdict(int, state["counts"])
+        self._last_flush = tuple(state["last_flush"]) if state["last_flush"] is not None else None
+        self._replay_share, self._goals_logged = state["replay_share"], state["goals_logged"]
 
     def _add(self, name: str, value: float, count: int = 1) -> None:
         self._sums[name] += value
@@ -167,11 +180,11 @@ class RunLogger:
         self._goals_logged = known.clone()
         new_ids = torch.nonzero(new).squeeze(-1)
         new_ids = new_ids[torch.argsort(first_seen[new_ids], stable=True)].tolist()
-        with open(self.run_dir / "autotelic.jsonl", "a") as f:
-            f.write(json.dumps({"env_steps": env_steps, "discovered": len(goals.memory),
-                                "discovered_train_fraction": metrics["autotelic/discovered_train_fraction"],
-                                "new": {goals.catalogue.goals[i]: int(first_seen[i]) for i in new_ids},
-                                "groups_with_goals": len(table), "groups": {g: table[g] for g in sorted(shown)}}) + "\n")
+        line = {"env_steps": env_steps, "discovered": len(goals.memory),
+                "discovered_train_fraction": metrics["autotelic/discovered_train_fraction"],
+                "new": {goals.catalogue.goals[i]: int(first_seen[i]) for i in new_ids},
+                "groups_with_goals": len(table), "groups": {g: table[g] for g in sorted(shown)}}
+        append_line(self.run_dir / "autotelic.jsonl", json.dumps(line) + "\n")
         goals.reset_choice_counts()
 
     def evaluation(self, name: str, results: dict[str, float], env_steps: int, wall_seconds: float) -> None:
@@ -179,5 +192,5 @@ class RunLogger:
             self._log(f"eval/{name}/{key}", value, env_steps)
             self.last_evaluation[f"{name}/{key}"] = value
         self._log("time/wall_seconds", wall_seconds, env_steps)
-        with open(self.run_dir / "evaluations.jsonl", "a") as f:
-            f.write(json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n")
+        append_line(self.run_dir / "evaluations.jsonl",
+                    json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n")

@@ -5,7 +5,9 @@ catch the loop in the middle of an optimiser step (a torn checkpoint), so the ha
 (:meth:`StopRequest.request`); the loop checks :attr:`StopRequest.requested` between iterations,
 writes its checkpoint, and acknowledges. The Slurm launcher runs the loop in a worker thread and
 waits for that acknowledgement before requeueing the job; a plain ``python examples/...`` run
-installs :func:`stop_on_signals` so that Ctrl-C or SIGTERM also end with a checkpoint.
+installs :func:`stop_on_signals` so that Ctrl-C, SIGTERM and Slurm's USR1 / USR2 (``sbatch
+--signal``) also end with a checkpoint. Under submitit, :func:`requeue_on_both_user_signals` makes
+USR1 do what submitit does on USR2 (checkpoint and requeue) instead of killing the job.
 """
 from __future__ import annotations
 
@@ -45,7 +47,10 @@ class StopRequest:
 STOP = StopRequest()
 
 
-def stop_on_signals(signals=(signal.SIGINT, signal.SIGTERM)) -> None:
+USER_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
+
+
+def stop_on_signals(signals=(signal.SIGINT, signal.SIGTERM, *USER_SIGNALS)) -> None:
     """Turns these signals into a stop request (main thread only; a second Ctrl-C still kills)."""
     if threading.current_thread() is not threading.main_thread():
         return
@@ -57,3 +62,19 @@ def stop_on_signals(signals=(signal.SIGINT, signal.SIGTERM)) -> None:
 
     for sig in signals:
         signal.signal(sig, handler)
+
+
+def requeue_on_both_user_signals() -> None:
+    """Gives USR1 and USR2 the same handler (main thread only): submitit's checkpoint-and-requeue
+    where it installed one on either, else a stop request. Slurm sends whichever ``--signal``
+    names, and an unhandled USR1 ends the job without a checkpoint."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    installed = [signal.getsignal(sig) for sig in USER_SIGNALS]
+    handler = next((h for h in installed if callable(h)), None)
+    if handler is None:
+        def handler(signum, frame):
+            STOP.request()
+    for sig, current in zip(USER_SIGNALS, installed):
+        if not callable(current):
+            signal.signal(sig, handler)

@@ -38,6 +38,7 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
 
     Raises a :class:`ResumeError` naming every changed field a resume may not change."""
     new = cfg.to_dict()
+    _refuse_another_algorithm(saved, cfg)
     saved, _ = upgrade_names(type(cfg), saved, warn=False)  # a checkpoint written before a field's rename
     # a field missing from an older checkpoint's config had its default then
     default = type(cfg)().to_dict()
@@ -54,6 +55,28 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
             "(without --resume)."
         )
     return changes
+
+
+def _refuse_another_algorithm(saved: dict[str, Any], cfg: GLAMConfig) -> None:
+    """Raises when ``saved`` (a checkpoint's config) is another training script's: resuming it
+    would list every field the two configs do not share instead of saying so."""
+    from torchrl_glam.training.scripts import SCRIPTS  # the registry imports every config module
+
+    own = set(upgrade_names(type(cfg), saved, warn=False)[0])
+    unknown = sorted(own - set(cfg.to_dict()))
+    if not unknown:
+        return
+    for name, script in SCRIPTS.items():
+        if script.config_class is type(cfg):
+            continue
+        theirs = set(upgrade_names(script.config_class, saved, warn=False)[0])
+        if theirs <= set(script.config_class().to_dict()):
+            raise ResumeError(
+                f"{cfg.run_dir} is a {name.replace('_', '-').upper()} run dir (its checkpoint's config "
+                f"has {', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}, which "
+                f"{type(cfg).__name__} lacks): resume it with the {name} script (python "
+                f"examples/{name}.py --resume, or the launcher's --algorithm {name}), or give this run "
+                "another --run-dir.")
 
 
 def apply_resume(cfg: GLAMConfig, changes: dict[str, tuple[Any, Any]],

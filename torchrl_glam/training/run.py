@@ -54,6 +54,8 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.training.checkpoint import (
+    CHECKPOINT_NAME,
+    CheckpointError,
     load_checkpoint,
     rng_state,
     save_checkpoint,
@@ -170,7 +172,7 @@ class TrainingRun:
 
     def __init__(self, cfg: GLAMConfig, options: RunOptions | None = None,
                  per_rank: Iterable[str] = ("num_envs",)) -> None:
-        self.cfg, self.options = cfg, options or RunOptions()
+        self.cfg, self.options = cfg.validate(), options or RunOptions()  # before the run dir is touched
         apply_runtime(cfg)  # cfg.num_threads torch threads; a missing GPU fails here, before any model loads
         self.rank, self.world = init_distributed(cfg.device)  # several processes: data parallel
         uneven = [name for name in per_rank if getattr(cfg, name) % self.world]
@@ -194,6 +196,9 @@ class TrainingRun:
         self.recent = deque(maxlen=200)  # recent episode successes, for the progress bar
         self.progress: tqdm | None = None
         self.stopped = False  # a stop request was honoured (checkpoint written)
+        # the step whose evaluation a stop request put off (run first thing after the resume)
+        self.pending_evaluation: int | None = None
+        self._logger_state: dict | None = None  # the restored logger's, until the logger exists
         self.failure: str | None = None  # why the run ended early (a non-finite loss)
         self._start = time.perf_counter()
 
@@ -230,6 +235,11 @@ class TrainingRun:
                 truncate_logs(self.cfg.run_dir, 0)
             td = self.acting_env.reset()
         self.logger = RunLogger(self.cfg) if self.main_rank else None
+        if self.logger is not None and self._logger_state is not None:
+            self.logger.load_state_dict(self._logger_state)
+        if self.pending_evaluation is not None and self.main_rank:
+            self.evaluate()
+        self.pending_evaluation = None
         stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
         self.progress = tqdm(total=self.cfg.total_steps, initial=min(self.steps, self.cfg.total_steps), unit="step",
                              disable=not self.options.progress or not self.main_rank, dynamic_ncols=True)
@@ -241,18 +251,38 @@ class TrainingRun:
         state = load_checkpoint(self.checkpoint_dir)
         if state is None:
             return None
+        self._require(state, ["config"])
         changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
+        self._require(state, ["rng", "wall_seconds", *self.pieces])
         for name, piece in self.pieces.items():
-            piece.load_state_dict(state[name])
+            try:
+                piece.load_state_dict(state[name])
+            except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as err:
+                raise CheckpointError(
+                    f"{self.checkpoint_dir / CHECKPOINT_NAME}: its {name!r} does not fit this run "
+                    f"({type(err).__name__}: {str(err)[:300]}). It was written by another version or "
+                    "model: resume it with those, or start a new --run-dir.") from err
         set_rng_state(state["rng"])
         self._start = time.perf_counter() - state["wall_seconds"]
+        self.pending_evaluation = state.get("pending_evaluation")
+        self._logger_state = state.get("logger")  # absent from older checkpoints: means restart
         apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
         print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
         return self.env.observation()
 
+    def _require(self, state: dict, keys: list[str]) -> None:
+        missing = [key for key in keys if key not in state]
+        if missing:
+            raise CheckpointError(
+                f"{self.checkpoint_dir / CHECKPOINT_NAME} lacks {', '.join(missing)}: it is not a checkpoint of "
+                "this training script. Resume it with the script that wrote it, or start a new --run-dir.")
+
     def checkpoint(self) -> None:
         state = {name: piece.state_dict() for name, piece in self.pieces.items()}
-        state.update(rng=rng_state(), wall_seconds=self.wall_seconds, config=self.cfg.to_dict())
+        state.update(rng=rng_state(), wall_seconds=self.wall_seconds, config=self.cfg.to_dict(),
+                     pending_evaluation=self.pending_evaluation)
+        if self.logger is not None:
+            state["logger"] = self.logger.state_dict()
         save_checkpoint(state, self.checkpoint_dir)
 
     # ---- the loop
@@ -282,25 +312,32 @@ class TrainingRun:
         if self.logger:
             self.logger.update(metrics, self.steps, replay)
 
+    def evaluate(self) -> None:
+        """Evaluates the greedy policy on every evaluation set, logs it at this step and prints it."""
+        report = []
+        for name, eval_env in self.eval_envs.items():
+            results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy)
+            self.logger.evaluation(name, results, self.steps, self.wall_seconds)
+            report.append(f"{name} {results['success']:.2f}")
+        self._print(f"evaluation at {self.steps} steps ({self.wall_seconds:.0f} s): success " + ", ".join(report))
+
     def end_iteration(self, **postfix) -> None:
         """Logs, evaluates, checkpoints on their schedules; honours a stop request (every rank
         agrees, writes its checkpoint and the loop ends). ``postfix``: progress-bar values."""
         steps, cfg, last = self.steps, self.cfg, self.steps >= self.cfg.total_steps
+        stop = any_true(STOP.requested)  # preemption, time limit, Ctrl-C: save and return
         if self.logger and self.every(cfg.log_every):
             self.logger.flush(steps, self.wall_seconds)
             # the success of the sampled (exploring) policy on its last 200 training episodes
             self.progress.set_postfix(sampled_success=f"{sum(self.recent) / max(len(self.recent), 1):.2f}", **postfix)
         if self.main_rank and (self.every(cfg.eval_every) or last) and self.greedy_policy is not None:
-            report = []
-            for name, eval_env in self.eval_envs.items():
-                results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy)
-                self.logger.evaluation(name, results, steps, self.wall_seconds)
-                report.append(f"{name} {results['success']:.2f}")
-            self._print(f"evaluation at {steps} steps ({self.wall_seconds:.0f} s): success " + ", ".join(report))
-        if self.every(cfg.checkpoint_every) or last:
+            if stop:  # a stop does not wait for an evaluation: the resumed run does it first, same weights
+                self.pending_evaluation = steps
+            else:
+                self.evaluate()
+        if stop or self.every(cfg.checkpoint_every) or last:
             self.checkpoint()
-        if any_true(STOP.requested):  # preemption, time limit, Ctrl-C: save and return
-            self.checkpoint()
+        if stop:
             self.progress.close()
             print(f"rank {self.rank}: stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
             self.stopped = True
