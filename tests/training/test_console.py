@@ -67,3 +67,13 @@ def test_help_lists_the_fields_and_the_default_run_dir(capsys):
 def test_a_missing_logger_that_was_asked_for_is_named(tmp_path):
     with pytest.warns(UserWarning, match="tensorboard not installed.*pip install tensorboard"):
         assert main([*SMOKE, "--run-dir", str(tmp_path / "run"), "--no-progress", "loggers=csv,tensorboard"]) == 0
+
+
+@pytest.mark.parametrize("override, named", [("seed=-1", "seed=-1"), ("total_stepz=5", "total_stepz"),
+                                             ("batch_size=8.5", "batch_size")])
+def test_a_bad_value_on_the_command_line_is_one_error_line_and_creates_nothing(override, named, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli([*SMOKE, "--run-dir", str(run), override]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and named in err and "Traceback" not in err
+    assert not run.exists()

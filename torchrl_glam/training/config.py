@@ -23,6 +23,10 @@ from torchrl_glam.training.evaluation import EVAL_SETS
 
 C = TypeVar("C", bound="GLAMConfig")
 
+
+class ConfigError(ValueError):
+    """A config field, value, preset or override that is refused; the message names it and the fix."""
+
 #: Bounds that keep a run within what numpy, the machine and the episode buffers take: numpy seeds
 #: are below 2**32 and runs add up to 1000 x rank and 30,000 (evaluation sets) to the seed.
 MAX_SEED = 2**31 - 1
@@ -143,12 +147,12 @@ class GLAMConfig:
         for f in fields(self):
             value = getattr(self, f.name)
             if not _has_type(value, hints[f.name]):
-                raise ValueError(f"bad config value {f.name}={value!r}: expected {_type_name(hints[f.name])}, "
+                raise ConfigError(f"bad config value {f.name}={value!r}: expected {_type_name(hints[f.name])}, "
                                  f"got {type(value).__name__}")
         for f in fields(self):  # inf and nan pass every comparison below the wrong way
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"bad config value {f.name}={value!r}: expected a finite number")
+                raise ConfigError(f"bad config value {f.name}={value!r}: expected a finite number")
         expected = self._expected()
         for name, ok in self._checks().items():
             if not ok:
@@ -159,7 +163,7 @@ class GLAMConfig:
                          if name == "quantization_needs_lora" else
                          f"{given_as}={getattr(self, name)!r} (now named {name})" if given_as else
                          f"{name}={getattr(self, name)!r}")
-                raise ValueError(f"bad config value {shown}: expected {hint}")
+                raise ConfigError(f"bad config value {shown}: expected {hint}")
         return self
 
     def check_device(self) -> None:
@@ -191,7 +195,7 @@ class GLAMConfig:
         unknown = sorted(set(changes) - set(names))
         if unknown:
             hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
-            raise ValueError(f"unknown config field(s) {unknown}; did you mean {hints}?")
+            raise ConfigError(f"unknown config field(s) {unknown}; did you mean {hints}?")
         new = dataclasses.replace(self, **changes)
         kept = {k: v for k, v in getattr(self, "_given_as", {}).items() if k not in changes}
         object.__setattr__(new, "_given_as", {**kept, **given_as})  # not a field: not in to_dict
@@ -228,7 +232,7 @@ def upgrade_names(config_class: type[GLAMConfig], values: dict[str, Any],
         if new is None:
             continue
         if new in values:
-            raise ValueError(f"config field {new!r} given twice: as {new!r} and under its old name {name!r}; "
+            raise ConfigError(f"config field {new!r} given twice: as {new!r} and under its old name {name!r}; "
                              f"keep only {new}")
         if warn:
             _warn_renamed(name, new, stacklevel=3)
@@ -280,7 +284,7 @@ def config_from_preset(config_class: type[C], presets: dict[str, dict[str, Any]]
                        overrides: dict[str, Any] | None = None) -> C:
     """``config_class`` with a preset's values, then ``overrides``, validated."""
     if preset not in presets:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
     return config_class().replace(**presets[preset]).replace(**(overrides or {})).validate()
 
 
@@ -293,7 +297,7 @@ def _coerce(name: str, text: str, annotation: Any) -> Any:
             return True
         if text.lower() in ("false", "0", "no", "off"):
             return False
-        raise ValueError(f"bad config value {name}={text!r}: expected true or false")
+        raise ConfigError(f"bad config value {name}={text!r}: expected true or false")
     try:
         if "list" in kind:
             return [item for item in text.split(",") if item]
@@ -302,7 +306,7 @@ def _coerce(name: str, text: str, annotation: Any) -> Any:
         if "float" in kind:
             return float(text)
     except ValueError:
-        raise ValueError(f"bad config value {name}={text!r}: expected {kind}") from None
+        raise ConfigError(f"bad config value {name}={text!r}: expected {kind}") from None
     return text
 
 
@@ -319,7 +323,7 @@ def parse_overrides(pairs: list[str], config_class: type[GLAMConfig]) -> dict[st
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
-            raise ValueError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
+            raise ConfigError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
         name, text = pair.split("=", 1)
         field_name = config_class.RENAMED.get(name, name)  # an old name: typed as the new field
         if field_name not in hints:

@@ -62,7 +62,7 @@ from torchrl_glam.training.checkpoint import (
     seed_everything,
     set_rng_state,
 )
-from torchrl_glam.training.config import GLAMConfig, config_from_preset, parse_overrides
+from torchrl_glam.training.config import ConfigError, GLAMConfig, config_from_preset, parse_overrides
 from torchrl_glam.training.distributed import any_true, init_distributed
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
@@ -80,7 +80,7 @@ __all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "command_line", "
            "PREEMPTED"]
 
 #: Refusals whose message says what to do: a script's command line prints them without a traceback.
-USER_ERRORS = (RunDirError, ResumeError, CheckpointError, ModelNotFoundError, ShippedWeightsError)
+USER_ERRORS = (ConfigError, RunDirError, ResumeError, CheckpointError, ModelNotFoundError, ShippedWeightsError)
 #: The exit code of such a refusal (argparse's for a bad command line).
 USAGE_ERROR = 2
 
