@@ -88,7 +88,7 @@ class CausalScoring:
         allowed[:, prompt_width:, :prompt_width] = real[:, None, :]
         allowed[:, prompt_width - 1:, prompt_width - 1:] |= ancestors
         allowed |= torch.eye(width, dtype=torch.bool, device=device)
-        dtype = self.head.head.weight.dtype
+        dtype = self.model.get_input_embeddings().weight.dtype  # that of the hidden states
         mask = torch.zeros(allowed.shape, dtype=dtype, device=device)
         return mask.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
 
