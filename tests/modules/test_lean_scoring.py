@@ -90,9 +90,12 @@ def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, ma
 
 def test_models_without_the_packed_tree_repeat_the_cache_and_score_the_same(tiny_paths, playground_batch, monkeypatch):
     """A model type off the list (its attention may ignore a 4D mask, or its logits be scaled) keeps
-    the prompt's cache repeated per candidate; flash attention, which drops custom masks, too."""
+    the prompt's cache repeated per candidate; so do flash attention, which drops custom masks, and
+    a sliding window, which the given mask would drop."""
     flash = SimpleNamespace(config=SimpleNamespace(model_type="llama", _attn_implementation="flash_attention_2"))
-    assert not supports_prefix_tree(flash)
+    windowed = SimpleNamespace(config=SimpleNamespace(model_type="mistral", _attn_implementation="sdpa",
+                                                      sliding_window=4096))
+    assert not supports_prefix_tree(flash) and not supports_prefix_tree(windowed)
     llm = load_llm(LLMConfig(str(tiny_paths["llama"])))
     scorer = full_logits_scorer(llm, monkeypatch)
     scorer.shared_prefix = True

@@ -43,7 +43,9 @@ def supports_prefix_tree(model: nn.Module) -> bool:
     tree with the lean LM head: a model type known to take a 4D mask as given and to compute its
     logits as the plain head of the last hidden state (tests compare it with the pairs)."""
     config = model.config
-    return (config.model_type in LEAN_CAUSAL_MODEL_TYPES
+    # a sliding window would be dropped with the given mask (e.g. Mistral v0.1's 4,096 tokens)
+    window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) else None
+    return (config.model_type in LEAN_CAUSAL_MODEL_TYPES and window is None
             and getattr(config, "_attn_implementation", None) in MASKED_ATTENTION
             and getattr(config, "final_logit_softcapping", None) is None)
 
