@@ -38,8 +38,7 @@ def build_flan_t5_shape(out: Path) -> Path:
 
     from torchrl_glam.modules.offline import build_word_tokenizer, save_model_and_tokenizer, tiny_model_config
 
-    fields = dict(FLAN_T5_BASE_SHAPE)
-    config = tiny_model_config("t5", **fields)
+    config = tiny_model_config("t5", **FLAN_T5_BASE_SHAPE)
     return save_model_and_tokenizer(AutoModelForSeq2SeqLM.from_config(config), build_word_tokenizer("t5"), out)
 
 
