@@ -2,7 +2,7 @@
 
 Scoring A candidate actions of B prompts runs the decoder on their tokens. The scorer runs each
 distinct prefix of a prompt's candidates once, as one token of a single decoder sequence per prompt:
-[start, the tree's nodes level by level] (``LLMScorer._tree_decoding``). A 4D decoder mask, which
+[start, the tree's nodes level by level] (``Seq2SeqScoring.tree``, ``modules/seq2seq_scoring.py``). A 4D decoder mask, which
 transformers takes as given, lets each node attend to its ancestors only. What the mask cannot
 express is T5's self-attention position bias: transformers computes it from the tokens' places in
 the sequence, while a node must see its ancestors at the relative positions they have in its own

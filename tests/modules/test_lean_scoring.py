@@ -1,0 +1,122 @@
+"""The lean scoring paths change no number: a decoder-only prompt and its candidates' prefix tree in
+one forward, and the LM head applied only where a candidate token is predicted (a chunk of rows at a
+time), give the scores, hidden states and gradients of the full computation."""
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
+from torchrl_glam.modules.causal_scoring import supports_prefix_tree
+from torchrl_glam.modules.token_log_probs import log_probs_at
+
+
+def full_logits_scorer(llm, monkeypatch):
+    """Every pair as its own sequence through the model's own forward: all positions' logits over the
+    whole vocabulary, log-softmaxed (the computation before the lean paths)."""
+    monkeypatch.setattr("torchrl_glam.modules.causal_scoring.LEAN_CAUSAL_MODEL_TYPES", ())
+    return LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, shared_prefix=False)
+
+
+def outputs_and_gradients(method, model, batch):
+    model.zero_grad()
+    out = method(*batch)
+    (out[0].sum() + out[1].square().mean() + out[2].square().mean()).backward()
+    return out, {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def assert_same(ours, theirs, atol=1e-5, grad_atol=1e-4):
+    (out, grads), (ref, ref_grads) = ours, theirs
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a, b.detach(), atol=atol, rtol=atol)
+    assert grads.keys() == ref_grads.keys() and grads
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, ref_grads[name], atol=grad_atol, rtol=grad_atol)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 1000])
+def test_log_probs_at_equals_the_full_log_softmax_in_any_chunking(chunk_rows, monkeypatch):
+    torch.manual_seed(0)
+    head = torch.nn.Linear(8, 50, bias=False)
+    head.vocabulary = 50
+    monkeypatch.setattr("torchrl_glam.modules.token_log_probs.LOGIT_CHUNK_ELEMENTS", 50 * chunk_rows)
+    hidden = torch.randn(7, 8, requires_grad=True)
+    rows, targets = torch.tensor([3, 0, 3, 6, 1, 3, 0]), torch.randint(0, 50, (7,))  # repeated rows
+    results = []
+    for lean in (True, False):
+        head.zero_grad()
+        hidden.grad = None
+        if lean:
+            values = log_probs_at(hidden, head, rows, targets)
+        else:
+            values = head(hidden).log_softmax(-1)[rows, targets]
+        (values * torch.arange(7.0)).sum().backward()
+        results.append((values.detach(), hidden.grad.clone(), head.weight.grad.clone()))
+    for lean, full in zip(*results):
+        torch.testing.assert_close(lean, full, atol=1e-6, rtol=1e-5)
+
+
+def test_tree_equals_the_full_logits_of_the_pairs(kind, tiny_paths, playground_batch, monkeypatch):
+    """Scores, hidden states and LoRA gradients; the head's rows split into chunks of two rows."""
+    llm = load_llm(LLMConfig(str(tiny_paths[kind]), lora_rank=4))
+    lean = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    monkeypatch.setattr("torchrl_glam.modules.token_log_probs.LOGIT_CHUNK_ELEMENTS", 2 * llm.model.config.vocab_size)
+    batch = playground_batch(3, 4, seed=5, uneven=True)
+    batch[1][1][2] = "Go to red living_thing"
+    batch[2][1, 3] = False
+    ours = outputs_and_gradients(lean, llm.model, batch)
+    assert_same(ours, outputs_and_gradients(lean.naive, llm.model, batch))
+    assert_same(ours, outputs_and_gradients(full_logits_scorer(llm, monkeypatch).naive, llm.model, batch))
+
+
+def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, make_scorer_for, playground_batch):
+    """One forward of one sequence per prompt (no cache repeated per candidate): the prompt's tokens,
+    then "Go", "Grasp", "Release", "Go to", the colours and the whole "Go to" candidates once each."""
+    scorer = make_scorer_for(tiny_paths["llama"])
+    prompts, _, _ = playground_batch(2, 3, seed=4)
+    actions = [["Go to red cat", "Go to red lion", "Go to blue cat", "Grasp", "Release"]] * 2
+    calls = []
+    hook = scorer.model.get_decoder().register_forward_pre_hook(
+        lambda module, args, kwargs: calls.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        with torch.no_grad():
+            scores = scorer(prompts, actions, torch.ones(2, 5, dtype=torch.bool))[0]
+    finally:
+        hook.remove()
+    prompt_tokens = max(len(scorer._encode([p.rstrip()])[0]) for p in prompts)
+    assert calls == [(2, prompt_tokens + 3 + 1 + 2 + 3)]
+    assert torch.isfinite(scores).all()
+
+
+def test_models_without_the_packed_tree_repeat_the_cache_and_score_the_same(tiny_paths, playground_batch, monkeypatch):
+    """A model type off the list (its attention may ignore a 4D mask, or its logits be scaled) keeps
+    the prompt's cache repeated per candidate; so do flash attention, which drops custom masks, and
+    a sliding window, which the given mask would drop."""
+    flash = SimpleNamespace(config=SimpleNamespace(model_type="llama", _attn_implementation="flash_attention_2"))
+    windowed = SimpleNamespace(config=SimpleNamespace(model_type="mistral", _attn_implementation="sdpa",
+                                                      sliding_window=4096))
+    assert not supports_prefix_tree(flash) and not supports_prefix_tree(windowed)
+    llm = load_llm(LLMConfig(str(tiny_paths["llama"])))
+    scorer = full_logits_scorer(llm, monkeypatch)
+    scorer.shared_prefix = True
+    assert not scorer._causal.lean
+    batch = playground_batch(3, 3, seed=3, uneven=True)
+    with torch.no_grad():
+        for ours, theirs in zip(scorer(*batch), scorer.naive(*batch)):
+            torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_smollm2_tree_equals_the_full_logits_of_the_pairs(require_smollm2, monkeypatch):
+    """SmolLM2-135M with LoRA, on real environment prompts: scores, hidden states and gradients of the
+    packed tree with the chunked head equal those of every pair's whole-vocabulary logits."""
+    from torchrl_glam.envs import PlaygroundTextEnv
+
+    llm = load_llm(LLMConfig("smollm2-135m", lora_rank=4))
+    prompts = list(PlaygroundTextEnv(num_envs=2, goals="train", seed=0).reset()["prompt"])
+    actions = [["Go to red door", "Go to red cat", "Go to blue cat", "Grasp"],
+               ["Go to green water", "Release", "Go to green tree", "Grasp"]]
+    batch = (prompts, actions, torch.tensor([[True, True, False, True], [True, True, True, True]]))
+    ours = outputs_and_gradients(LLMScorer(llm.model, llm.tokenizer, False), llm.model, batch)
+    reference = outputs_and_gradients(full_logits_scorer(llm, monkeypatch).naive, llm.model, batch)
+    assert_same(ours, reference, atol=1e-4, grad_atol=1e-3)

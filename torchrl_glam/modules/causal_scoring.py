@@ -1,0 +1,159 @@
+"""Decoder-only scoring paths of :class:`~torchrl_glam.modules.scoring.LLMScorer`.
+
+* :meth:`CausalScoring.tree` (the default for ``LEAN_CAUSAL_MODEL_TYPES``): a prompt and the prefix
+  tree of its candidates (``modules/prefix_tree.py``) run as one sequence, [left-padded prompt, the
+  tree's nodes level by level], in one forward: a 4D mask lets each node see the prompt and its own
+  ancestors only, and its position id is the one its token has in prompt + its prefix (prompt
+  length - 1 + depth), so every node computes what the last token of its own prefix would. The
+  prompt runs once and no cache is repeated per candidate; it needs no cache at all, so it also
+  runs with activation checkpointing. Only the last hidden state is kept and the LM head is applied
+  where a candidate token is predicted (``modules/token_log_probs.py``).
+* :meth:`CausalScoring.pairs`: every (prompt, candidate) pair as its own sequence (``naive``).
+* :meth:`CausalScoring.repeated_cache`: other models (whose attention may ignore a 4D mask, or whose
+  logits are not the plain head of the last state): the left-padded prompts run once with a KV
+  cache (position ids count real tokens only), the cache is repeated over the candidates, and the
+  candidates run in one batch, with the whole vocabulary's logits.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from torchrl_glam.modules.prefix_tree import prefix_tree, tree_layout
+from torchrl_glam.modules.token_log_probs import (
+    LEAN_CAUSAL_MODEL_TYPES,
+    LMHead,
+    PerToken,
+    at,
+    from_prefix_and_continuation,
+    log_probs_at,
+    scatter_valid,
+    token_logp,
+    valid_tokens,
+)
+from torchrl_glam.modules.tokenisation import Tokenised
+from torchrl_glam.modules.transformers_compat import cache_argument
+
+#: attention implementations that apply a given 4D additive mask (flash attention does not)
+MASKED_ATTENTION = ("eager", "sdpa")
+
+
+def supports_prefix_tree(model: nn.Module) -> bool:
+    """Whether ``model`` (possibly wrapped by peft) can score a prompt's candidates as a packed prefix
+    tree with the lean LM head: a model type known to take a 4D mask as given and to compute its
+    logits as the plain head of the last hidden state (tests compare it with the pairs)."""
+    config = model.config
+    # a sliding window would be dropped with the given mask (e.g. Mistral v0.1's 4,096 tokens)
+    window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) else None
+    return (config.model_type in LEAN_CAUSAL_MODEL_TYPES and window is None
+            and getattr(config, "_attn_implementation", None) in MASKED_ATTENTION
+            and getattr(config, "final_logit_softcapping", None) is None)
+
+
+class CausalScoring:
+    """The decoder-only paths over a :class:`Tokenised` batch (see the module docstring)."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.lean = supports_prefix_tree(model)
+        self.head = LMHead(model) if self.lean else None
+
+    def tree(self, batch: Tokenised) -> PerToken:
+        """The prompts (left-padded) and their candidates' prefix trees in one forward."""
+        prompts, prompt_width = batch.prompt_ids.shape
+        tree = prefix_tree(batch.action_ids, batch.action_lengths, batch.num_candidates)
+        layout = tree_layout(tree, prompts, start_id=0)  # slot 0 is the prompt's last token
+        slots = layout.input_ids.shape[1]
+        input_ids = torch.cat([batch.prompt_ids, layout.input_ids[:, 1:]], 1)
+        prompt_lengths = batch.prompt_mask.sum(-1, keepdim=True)
+        positions = torch.cat([(batch.prompt_mask.cumsum(-1) - 1).clamp(min=0),
+                               prompt_lengths - 1 + layout.depth[1:]], 1)
+        hidden = self._decoder(input_ids, self._mask(batch.prompt_mask, layout.ancestors), positions)
+        # slot s of prompt b sits in column prompt_width - 1 + s
+        node = layout.node // slots * input_ids.shape[1] + prompt_width - 1 + layout.node % slots
+        node_hidden = hidden.flatten(0, 1)[node]  # in the tree's stacked order
+        valid = valid_tokens(batch.action_lengths, batch.action_ids.shape[1])
+        values = log_probs_at(node_hidden, self.head, tree.predictors[valid], batch.action_ids[valid])
+        return PerToken(scatter_valid(values, valid), node_hidden[tree.last], hidden[:, prompt_width - 1])
+
+    def _mask(self, prompt_mask: Tensor, ancestors: Tensor) -> Tensor:
+        """[B, 1, T, T] additive mask: a prompt token sees the real prompt tokens up to itself, a node
+        the whole real prompt and its ancestors; a padding row sees itself (no empty softmax row)."""
+        prompts, prompt_width = prompt_mask.shape
+        slots = ancestors.shape[1]
+        width = prompt_width + slots - 1
+        device = prompt_mask.device
+        real = prompt_mask.bool()
+        allowed = torch.zeros(prompts, width, width, dtype=torch.bool, device=device)
+        causal = torch.ones(prompt_width, prompt_width, dtype=torch.bool, device=device).tril()
+        allowed[:, :prompt_width, :prompt_width] = causal & real[:, None, :]
+        allowed[:, prompt_width:, :prompt_width] = real[:, None, :]
+        allowed[:, prompt_width - 1:, prompt_width - 1:] |= ancestors
+        allowed |= torch.eye(width, dtype=torch.bool, device=device)
+        dtype = self.model.get_input_embeddings().weight.dtype  # that of the hidden states
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=device)
+        return mask.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+
+    def _decoder(self, input_ids: Tensor, attention_mask: Tensor, position_ids: Tensor) -> Tensor:
+        """The decoder's last hidden state [N, T, H], without logits or other layers' states."""
+        return self.model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                        position_ids=position_ids, use_cache=False).last_hidden_state
+
+    def pairs(self, batch: Tokenised) -> PerToken:
+        """Every pair as one right-padded sequence: prompt tokens then action tokens."""
+        num_candidates = batch.num_candidates
+        prompt_ids = batch.prompt_ids.repeat_interleave(num_candidates, 0)  # right-padded
+        prompt_lengths = batch.prompt_mask.sum(-1).repeat_interleave(num_candidates, 0)[:, None]
+        action_lengths = batch.action_lengths[:, None]
+        prompt_width, action_width = prompt_ids.shape[1], batch.action_ids.shape[1]
+        columns = torch.arange(prompt_width + action_width, device=prompt_ids.device)[None]
+        # Splice [prompt tokens, action tokens, padding] per row with index arithmetic.
+        from_prompt = prompt_ids.gather(1, columns.clamp(max=prompt_width - 1).expand(len(prompt_ids), -1))
+        from_action = batch.action_ids.gather(1, (columns - prompt_lengths).clamp(0, action_width - 1))
+        input_ids = torch.where(columns < prompt_lengths, from_prompt, from_action)
+        attention_mask = (columns < prompt_lengths + action_lengths).long()
+        # The state at position prompt_length - 1 + t predicts action token t.
+        predicting = (prompt_lengths - 1 + torch.arange(action_width, device=columns.device)).clamp(
+            max=input_ids.shape[1] - 1)
+        if self.lean:
+            hidden = self.model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                              use_cache=False).last_hidden_state
+            valid = valid_tokens(batch.action_lengths, action_width)
+            rows = (torch.arange(len(input_ids), device=columns.device)[:, None] * input_ids.shape[1] + predicting)
+            values = log_probs_at(hidden.flatten(0, 1), self.head, rows[valid], batch.action_ids[valid])
+            logp = scatter_valid(values, valid)
+        else:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                             output_hidden_states=True)
+            hidden = out.hidden_states[-1]
+            logits = out.logits.gather(1, predicting[..., None].expand(-1, -1, out.logits.shape[-1]))
+            logp = token_logp(logits, batch.action_ids)
+        action_hidden = at(hidden, prompt_lengths[:, 0] + batch.action_lengths - 1)
+        prompt_hidden = at(hidden, prompt_lengths[:, 0] - 1)[::num_candidates]
+        return PerToken(logp, action_hidden, prompt_hidden)
+
+    def repeated_cache(self, batch: Tokenised) -> PerToken:
+        """The left-padded prompts once with a KV cache, repeated over the candidates."""
+        from transformers.cache_utils import DynamicCache
+
+        model, num_candidates = self.model, batch.num_candidates
+        prompt_mask = batch.prompt_mask
+        # Left padding puts every prompt's last token in the last column; positions count only the
+        # real tokens so that they equal those of the unpadded sequence.
+        prompt_positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
+        first = model(input_ids=batch.prompt_ids, attention_mask=prompt_mask, position_ids=prompt_positions,
+                      use_cache=True, output_hidden_states=True, logits_to_keep=1,
+                      **{cache_argument(): DynamicCache(config=model.config)})
+        cache = getattr(first, cache_argument())
+        cache.batch_repeat_interleave(num_candidates)
+        action_ids = batch.action_ids
+        steps = torch.arange(action_ids.shape[1], device=action_ids.device)
+        action_token_mask = (steps < batch.action_lengths[:, None]).to(prompt_mask.dtype)
+        attention_mask = torch.cat([prompt_mask.repeat_interleave(num_candidates, 0), action_token_mask], 1)
+        prompt_lengths = prompt_mask.sum(-1).repeat_interleave(num_candidates, 0)
+        rest = model(input_ids=action_ids, attention_mask=attention_mask,
+                     position_ids=prompt_lengths[:, None] + steps, use_cache=True,
+                     output_hidden_states=True, **{cache_argument(): cache})
+        return from_prefix_and_continuation(
+            first.logits[:, -1], first.hidden_states[-1][:, -1], rest.logits, rest.hidden_states[-1], batch,
+        )

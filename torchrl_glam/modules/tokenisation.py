@@ -1,0 +1,154 @@
+"""Prompts and candidate actions to padded token ids, the way lm-evaluation-harness scores a
+continuation (``"exact"``) or the way Lamorel does (``"separate"``); see ``modules/scoring.py``."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Tokenised:
+    prompt_ids: Tensor  # [B, Lp] padded (left for decoder-only prefixes, right otherwise)
+    prompt_mask: Tensor  # [B, Lp] 1 on real tokens
+    action_ids: Tensor  # [B*A, La] right-padded
+    action_lengths: Tensor  # [B*A] number of real tokens (>= 1)
+    num_candidates: int  # A
+
+
+class CandidateTokeniser:
+    """Tokenises a batch of prompts and their candidates into a :class:`Tokenised` batch.
+
+    Args:
+        tokenizer: the LLM's tokenizer (its pad token is set to EOS where it has none).
+        is_encoder_decoder: the candidate is then tokenised alone (a new decoder sequence).
+        tokenization: ``"exact"`` or ``"separate"`` (see ``modules/scoring.py``).
+    """
+
+    def __init__(self, tokenizer, is_encoder_decoder: bool, tokenization: str):
+        self.tokenizer = tokenizer
+        self.is_encoder_decoder = is_encoder_decoder
+        self.tokenization = tokenization
+        if tokenizer.pad_token_id is None:  # e.g. Llama: padding needs some id; its value is masked
+            tokenizer.pad_token = tokenizer.eos_token
+        self.pad_id = tokenizer.pad_token_id
+        # Candidate texts repeat across steps and environments (N+2 texts from a small vocabulary):
+        # each is tokenised once.
+        self.candidate_ids: dict[str, tuple[int, ...]] = {}
+
+    def __call__(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
+                 left_pad_prompts: bool, device: torch.device) -> Tokenised:
+        if self.tokenization == "exact":
+            return self._exact(prompts, candidates, mask, left_pad_prompts, device)
+        prompt_rows = self.encode(prompts)
+        action_rows = self.alone([text for row in candidates for text in row])
+        return self._pack(prompt_rows, action_rows, mask, len(candidates[0]), left_pad_prompts, device)
+
+    def _exact(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
+               left_pad_prompts: bool, device: torch.device) -> Tokenised:
+        """lm-evaluation-harness's ``_encode_pair``, batched (see ``modules/scoring.py``)."""
+        num_candidates = len(candidates[0])
+        contexts = [prompt.rstrip() for prompt in prompts]
+        moved = [prompt[len(context):] for prompt, context in zip(prompts, contexts)]
+        context_ids = self.encode(contexts)
+        for prompt, ids in zip(prompts, context_ids):
+            if not ids:
+                raise ValueError(f"the prompt {prompt!r} has no tokens once its trailing whitespace "
+                                 "moves to the candidates; give a prompt with some text")
+        continuations = [space + text for space, row in zip(moved, candidates) for text in row]
+        if self.is_encoder_decoder:
+            # The decoder starts a new sequence: the continuation is tokenised alone (the harness's
+            # seq2seq rule), without special tokens.
+            action_rows = self.alone(continuations)
+        else:
+            # Decoder-only: the whole text once; the candidate's tokens are those after the
+            # context's own tokenisation. Where a merge crosses the boundary (the whole text's
+            # tokens do not start with the context's), the harness would drop the merged characters
+            # from the continuation; the continuation is then tokenised alone instead, so that
+            # context + continuation tokens still spell exactly prompt + candidate.
+            pair_contexts = [ids for ids in context_ids for _ in range(num_candidates)]
+            wholes = self.encode([contexts[i // num_candidates] + text for i, text in enumerate(continuations)])
+            action_rows = [None] * len(wholes)
+            crossing = []
+            for i, (whole, context) in enumerate(zip(wholes, pair_contexts)):
+                if whole[:len(context)] == context:
+                    action_rows[i] = whole[len(context):]
+                else:
+                    crossing.append(i)
+            if crossing:
+                alone = self.alone([continuations[i] for i in crossing])
+                for i, row in zip(crossing, alone):
+                    action_rows[i] = row
+        return self._pack(context_ids, action_rows, mask, num_candidates, left_pad_prompts, device)
+
+    def alone(self, texts: list[str]) -> list[tuple[int, ...]]:
+        """Each text tokenised on its own, without special tokens (cached: candidates repeat)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self.candidate_ids]
+        if missing:
+            if len(self.candidate_ids) > 100_000:  # open-ended action texts: do not grow forever
+                self.candidate_ids.clear()
+            rows = self.encode(missing, add_special_tokens=False)
+            self.candidate_ids.update({text: tuple(row) for text, row in zip(missing, rows)})
+        return [self.candidate_ids[text] for text in texts]
+
+    def encode(self, texts: list[str], add_special_tokens: bool = True) -> list[list[int]]:
+        """``tokenizer(texts, add_special_tokens=...)["input_ids"]``. A fast tokenizer that pads and
+        truncates nothing itself is asked directly, through the tokenizers library's
+        ``encode_batch_fast``: the same ids, without the character offsets that transformers' call
+        has computed and then dropped (128 full-set prompts: 6.2 -> 4.4 ms, ``docs/results/loop_speed``)."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        encode = getattr(backend, "encode_batch_fast", None)
+        if encode is None or backend.padding is not None or backend.truncation is not None:
+            return self.tokenizer(texts, add_special_tokens=add_special_tokens)["input_ids"]
+        return [encoding.ids for encoding in encode(texts, add_special_tokens=add_special_tokens)]
+
+    def _pack(self, prompt_rows: list[list[int]], action_rows: list[Sequence[int]], mask: Tensor,
+              num_candidates: int, left_pad_prompts: bool, device: torch.device) -> Tokenised:
+        """Pads token lists into a :class:`Tokenised` batch."""
+        prompt_ids, prompt_mask = pad_rows(prompt_rows, self.pad_id, left=left_pad_prompts)
+        # A batch's B*A candidates are a few distinct token rows (N+2 texts per prompt from a small
+        # vocabulary): each distinct row is padded once and the batch indexes them.
+        rows = [tuple(row) for row in action_rows]
+        position = {row: index for index, row in enumerate(dict.fromkeys(rows))}
+        table, table_mask = pad_rows(list(position), self.pad_id)
+        index = torch.tensor([position[row] for row in rows])
+        action_lengths = _checked_action_lengths(table_mask.sum(-1)[index], mask)
+        return Tokenised(
+            prompt_ids=prompt_ids.to(device), prompt_mask=prompt_mask.to(device),
+            action_ids=table[index].to(device), action_lengths=action_lengths.to(device),
+            num_candidates=num_candidates,
+        )
+
+
+def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, left: bool = False) -> tuple[Tensor, Tensor]:
+    """Token rows -> ids [N, W] padded with ``pad_id`` (on the right, or the left) and the mask of
+    real tokens, in a few tensor operations instead of one tensor per row (a batch has B*A rows).
+    An empty row becomes one pad token with mask 0."""
+    lengths = torch.tensor([len(row) for row in rows], dtype=torch.long)
+    width = max(int(lengths.max()), 1) if len(rows) else 1
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    real = torch.zeros(len(rows), width, dtype=torch.long)
+    flat = torch.tensor([token for row in rows for token in row], dtype=torch.long)
+    if len(flat):
+        row_of = torch.repeat_interleave(torch.arange(len(rows)), lengths)
+        first = torch.cumsum(lengths, 0) - lengths  # index in ``flat`` of each row's first token
+        column = torch.arange(len(flat)) - first[row_of]
+        if left:
+            column += (width - lengths)[row_of]
+        ids[row_of, column] = flat
+        real[row_of, column] = 1
+    return ids, real
+
+
+def _checked_action_lengths(action_lengths: Tensor, mask: Tensor) -> Tensor:
+    """Candidates' token counts, an empty candidate counted as one pad token (then masked out);
+    an empty *legal* candidate is an error."""
+    empty = action_lengths == 0
+    if empty.any():
+        if (empty & mask.reshape(-1).cpu()).any():
+            raise ValueError("a legal (unmasked) candidate action has no tokens; empty action texts "
+                             "are only allowed for masked candidates")
+        action_lengths = action_lengths.clamp(min=1)
+    return action_lengths
