@@ -15,9 +15,10 @@ not 1 in the first epoch; the KL penalty compares pi_old(.|s,g) (the candidates'
 when acting, "behaviour_scores") with pi_theta(.|s,g'). ``centred=True`` clips the ratio around
 its first-epoch value c = pi_theta_old(a|s,g') / pi_old(a|s,g) instead of 1.
 
-Rollout keys ([B, T], time last): the compact state ("goal_id", "objects", "agent_on", "held",
-"grown"), "action", "sample_log_prob", "behaviour_scores" [B, T, A], and under "next" the state
-after the step, "reward", "done", "terminated". Relabeled pieces [E, T] also carry "mask".
+Rollout keys ([B, T], time last): the compact state (the environment's ``state_keys``; on
+Playground-Text "goal_id", "objects", "agent_on", "held", "grown"), "action", "sample_log_prob",
+"behaviour_scores" [B, T, A], and under "next" the state after the step, "reward", "done",
+"terminated". Relabeled pieces [E, T] also carry "mask".
 
 The loss is a TorchRL ``LossModule`` like :class:`~torchrl_glam.objectives.sac_glam.SACGLAMLoss`:
 its ``in_keys`` / ``out_keys`` are declared, the names it reads can be changed with ``set_keys``

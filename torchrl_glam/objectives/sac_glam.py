@@ -235,15 +235,15 @@ class SACGLAMLoss(TrainableState, LossModule):
         """
         keys = self.tensor_keys
         warmup = self.warmup if warmup is None else warmup
-        candidates = batch.get("objects").shape[-1] + 2  # "Go to" each object, "Grasp", "Release"
+        batch = batch.to(next(self.scorer.parameters()).device)  # replay lives on the CPU
+        obs = self.score(batch)
+        candidates = obs["action_mask"].shape[-1]  # the environment's mask rule: one column per candidate
         if candidates != self.num_actions:  # the heads would silently read the wrong candidates
             raise ValueError(
                 f"the batch has {candidates} candidate actions per step but this loss was built with "
                 f"num_actions={self.num_actions}: build it with num_actions={candidates} "
-                "(Playground-Text: env.num_objects + 2)"
+                "(environment.num_actions(env); Playground-Text: env.num_objects + 2)"
             )
-        batch = batch.to(next(self.scorer.parameters()).device)  # replay lives on the CPU
-        obs = self.score(batch)
         with torch.no_grad():
             nxt = self.score(batch, next_obs=True)
             if self.target_llm is not None:
