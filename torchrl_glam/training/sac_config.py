@@ -308,9 +308,10 @@ PRESETS["cpu_full_autotelic_uniform"] = {**PRESETS["cpu_full"], "autotelic": "un
 # autotelic agent would discover nothing; "mean" (as in "cpu") makes it report ~70 goals.
 PRESETS["smoke_autotelic"] = {**PRESETS["smoke"], "autotelic": "lp", "normalization": "mean"}
 # The smoke run on BabyAI-Text (MixedTrainLocal): a random-init tiny T5 built from BabyAI-Text's
-# words (pretrained weights ship for Playground-Text only); 20 steps, as a random policy needs
-# more than Playground's 10 to reach an object in a room.
-PRESETS["smoke_babyai"] = {**PRESETS["smoke"], "env": "babyai", "goals": "train", "max_steps": 20}
+# words (pretrained weights ship for Playground-Text only); 20 steps per episode, and "mean" scores
+# (with "sum" that model keeps turning and the partner reports nothing in 400 steps).
+PRESETS["smoke_babyai"] = {**PRESETS["smoke"], "env": "babyai", "goals": "train", "max_steps": 20,
+                           "normalization": "mean"}
 
 
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:
