@@ -273,10 +273,13 @@ def default_tiny_model_path(kind: ModelKind = "t5", environment=None) -> Path:
     """Path of the default tiny model (seed 0) of an environment's vocabulary (default
     Playground-Text): the shipped one where the package has it for the current recipe, else built
     once into :func:`cache_root` under its recipe version."""
+    from torchrl_glam.envs.protocol import get_environment
+
     version = recipe_version(tiny_model_recipe(kind, environment=environment))
-    shipped = shipped_model_path(f"tiny-{kind}", version)
-    if shipped is not None:
-        return shipped
+    if get_environment(environment) is get_environment():  # the shipped weights hold Playground-Text's words
+        shipped = shipped_model_path(f"tiny-{kind}", version)
+        if shipped is not None:
+            return shipped
     final = cache_root() / f"tiny-{kind}-{version}"
     return build_into_cache(final, lambda directory: build_tiny_model(directory, kind=kind, seed=0,
                                                                       environment=environment))
