@@ -73,7 +73,7 @@ class ZeroShotPolicy:
     @torch.no_grad()
     def __call__(self, td, greedy: bool = True):
         state = {key: td[key].cpu() for key in self.environment.state_keys}
-        prompts, actions, mask = render_observations(state, self.environment)
+        prompts, actions, mask = render_observations(state, environment=self.environment)
         scores = self.scorer(self.prompts(prompts), actions, mask.to(next(self.scorer.model.parameters()).device))[0].float().cpu()
         logits = scores.masked_fill(~mask, MASKED_LOGIT)
         if self.mode == "greedy":
