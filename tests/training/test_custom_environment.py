@@ -182,3 +182,13 @@ def test_configs_written_before_the_env_field_load_as_playground():
     values = make_config("smoke").to_dict()
     del values["env"]
     assert type(make_config("smoke")).from_dict(values).env == "playground"
+
+
+@pytest.mark.parametrize("field, value, capability", [
+    ("autotelic", "lp", "neutral_scene_objects"),
+    ("her_twins", True, "goals_in_scene"),
+    ("noop_twins", True, "noop_actions"),
+])
+def test_features_an_environment_lacks_are_config_errors(line_environment, field, value, capability):
+    with pytest.raises(ConfigError, match=f"{field}=.*env='line' has no '{capability}'"):
+        make_config("smoke", {"env": "line", "goals": "train", "eval_sets": ["train"], field: value})

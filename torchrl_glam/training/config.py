@@ -100,6 +100,15 @@ class GLAMConfig:
         except ValueError as error:
             raise ConfigError(f"bad config value env={self.env!r}: {error}") from None
 
+    def _has(self, capability: str) -> bool:
+        """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
+        own check first)."""
+        return self.env not in environment_names() or self.environment.has(capability)
+
+    def _lacks(self, capability: str) -> str:
+        """The end of an error message for a field whose value needs ``capability``."""
+        return "" if self._has(capability) else f" (env={self.env!r} has no {capability!r}: switch it off)"
+
     def _checks(self) -> dict[str, bool]:
         """Field name -> whether its value is acceptable (checked in this order)."""
         if self.env not in environment_names():
