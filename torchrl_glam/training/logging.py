@@ -110,7 +110,7 @@ class RunLogger:
 
     def episodes(self, episodes: TensorDictBase) -> None:
         """Success and length of finished episodes (before relabeling)."""
-        success = episodes["next", "terminated"].any(-1).float()
+        success = (episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1).float()  # not a failed end
         length = episodes["mask"].sum(-1).float()
         types = torch.as_tensor(self.catalogue.goal_type[episodes["goal_id"][:, 0].cpu().numpy()])
         self._add("train/success", success.sum().item(), len(success))

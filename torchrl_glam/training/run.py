@@ -303,7 +303,7 @@ class TrainingRun:
         if episodes is not None:
             if self.logger:
                 self.logger.episodes(episodes)
-            self.recent.extend(episodes["next", "terminated"].any(-1).tolist())
+            self.recent.extend((episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1).tolist())
         return step, td, episodes
 
     def log_update(self, metrics: dict[str, float], replay=None) -> None:
