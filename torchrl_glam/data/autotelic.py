@@ -35,12 +35,13 @@ from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
+from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
+                                        resolve_environment)
 
 #: The goal of episodes that start before any goal is known (its object is kept out of the scene).
 NEUTRAL_GOAL = "Grasp red door"
 STRATEGIES = ("uniform", "lp")
-_STEP_KEYS = [("next", "achieved_goal_ids"), ("next", "achieved_goal_count"), ("next", "goal_id"),
+_STEP_KEYS = [("next", ACHIEVED_GOAL_IDS_KEY), ("next", ACHIEVED_GOAL_COUNT_KEY), ("next", "goal_id"),
               ("next", "done"), ("next", "terminated")]
 
 
@@ -126,7 +127,7 @@ class AutotelicGoals(Transform):
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         B = self.num_envs
-        self.memory.add(next_tensordict["achieved_goal_ids"], next_tensordict["achieved_goal_count"],
+        self.memory.add(next_tensordict[ACHIEVED_GOAL_IDS_KEY], next_tensordict[ACHIEVED_GOAL_COUNT_KEY],
                         self.env_steps + torch.arange(B))
         self.env_steps += B
         ended = next_tensordict["done"].reshape(B) & ~self.neutral

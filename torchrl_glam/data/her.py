@@ -34,14 +34,15 @@ from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs.protocol import ACHIEVED_GOAL_IDS_KEY, GOAL_ID_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GOAL_ID_KEY, TextEnvironment,
+                                        get_environment)
 
 
 def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
     """(``ids`` [E, T, K], ``reported`` [E, T, K] bool): the social partner's report slots of a padded
     episode batch, and which of them hold a report within the episode."""
-    ids = episodes["next", "achieved_goal_ids"]
-    reported = torch.arange(ids.shape[-1]) < episodes["next", "achieved_goal_count"].unsqueeze(-1)
+    ids = episodes["next", ACHIEVED_GOAL_IDS_KEY]
+    reported = torch.arange(ids.shape[-1]) < episodes["next", ACHIEVED_GOAL_COUNT_KEY].unsqueeze(-1)
     return ids, reported & episodes["mask"].unsqueeze(-1)
 
 
@@ -89,8 +90,8 @@ def _sections(episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals:
     sections["next", "truncated"] = at_end & (not success)
     sections["relabeled"] = torch.ones_like(at_end)
     # past the new end nothing happened: no reports either
-    sections["next", "achieved_goal_count"] = torch.where(
-        steps <= end, sections["next", "achieved_goal_count"], 0
+    sections["next", ACHIEVED_GOAL_COUNT_KEY] = torch.where(
+        steps <= end, sections["next", ACHIEVED_GOAL_COUNT_KEY], 0
     )
     return sections
 
@@ -296,8 +297,8 @@ class HindsightRelabel(Transform):
                                           self.task_goals, allowed, self.task_goal_type)
             relabeled = torch.cat([relabeled, negatives])
         elif self.memory is not None:
-            ids = episodes["next", "achieved_goal_ids"]
-            count = episodes["next", "achieved_goal_count"] * episodes["mask"]  # no reports past the end
+            ids = episodes["next", ACHIEVED_GOAL_IDS_KEY]
+            count = episodes["next", ACHIEVED_GOAL_COUNT_KEY] * episodes["mask"]  # no reports past the end
             self.memory.add(ids.reshape(-1, ids.shape[-1]), count.reshape(-1), episodes["collected_at"].reshape(-1))
             pool = torch.nonzero(self.memory.known).squeeze(-1)
             negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator, pool)

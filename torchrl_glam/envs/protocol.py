@@ -65,7 +65,9 @@ class TextEnvironment(abc.ABC):
     ``[num_envs]`` that output the compact state (:attr:`state_keys`), ``"action_mask"`` (bool
     [B, A]), the reports (``"achieved_goal_ids"`` [B, K] padded with -1, ``"achieved_goal_count"``
     [B]) and take ``"action"``, an index into the A candidates. The reward of a goal is 1 exactly
-    when the step reports it: that is what hindsight relabeling relies on.
+    when the step reports it: that is what hindsight relabeling relies on. The training loop also
+    reads their ``num_envs``, ``max_steps`` (no episode is longer: episodes are padded to it),
+    ``seed_value`` (the last seed set: evaluation replays the same episodes) and ``catalogue``.
     """
 
     #: the registry name ("playground", "babyai", ...)
