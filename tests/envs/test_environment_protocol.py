@@ -70,3 +70,21 @@ def test_the_registry_refuses_duplicates_and_non_environments():
     finally:
         from torchrl_glam.envs.protocol import unregister_environment
         unregister_environment("not_an_env")
+
+
+def test_former_playground_names_still_work_with_a_deprecation_warning():
+    from torchrl_glam.data import episodes
+    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.objectives.common import render_observations
+
+    with pytest.warns(DeprecationWarning, match="step_keys"):
+        assert episodes.STATE_KEYS == ("agent_on", "held", "grown")
+    env = PlaygroundTextEnv(2, seed=0, text=True)
+    td = env.reset()
+    with pytest.warns(DeprecationWarning, match="mapping of the environment's state keys"):
+        prompts, _, mask = render_observations(*(td[k] for k in get_environment().state_keys))
+    assert prompts == list(td["prompt"]) and torch.equal(mask, td["action_mask"])
+    from torchrl_glam.data.replay import GoalReplay
+
+    with pytest.warns(DeprecationWarning, match="catalogue= is deprecated"):
+        assert GoalReplay(capacity=4, prioritized=False, catalogue=GoalCatalogue.default()).environment.name == "playground"
