@@ -126,7 +126,7 @@ def scene_goals(scene, goal_ids: torch.Tensor, environment: TextEnvironment | st
     one episode key after "goal_id" (Playground-Text's "objects" [E, N])."""
     environment = get_environment(environment)
     if isinstance(scene, torch.Tensor):
-        scene = {environment.episode_keys[1]: scene}
+        scene = dict(zip(environment.episode_keys[1:], [scene]))
     return environment.goals_in_scene(scene, goal_ids)
 
 
