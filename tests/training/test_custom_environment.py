@@ -155,6 +155,11 @@ def test_a_registered_environment_trains_with_the_example_script_unchanged(line_
     assert json.loads((run_dir / "config.json").read_text())["env"] == "line"
     evaluations = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
     assert evaluations[-1]["env_steps"] == 48 and "success/reach" in evaluations[-1]
+    # the model it trained: the random-init tiny T5 of the toy environment's own words
+    from torchrl_glam.modules.offline import default_tiny_model_path
+
+    vocabulary = json.loads((default_tiny_model_path("t5", line_environment) / "tokenizer.json").read_text())
+    assert {"reach", "cell", "wait"} <= set(vocabulary["model"]["vocab"])
 
 
 def test_features_the_toy_environment_lacks_are_refused_by_name(line_environment):
