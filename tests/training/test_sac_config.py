@@ -26,6 +26,7 @@ def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
     runs = RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
     for seed in (0, 1, 2, 3):
         committed = json.loads((runs / f"seed{seed}" / "config.json").read_text())
+        committed.setdefault("env", "playground")  # written before the env field: Playground-Text
         preset = make_config("cpu_full_twins", {"seed": seed}).to_dict()
         differ = {k for k in set(committed) | set(preset) if committed.get(k) != preset.get(k)}
         assert differ == {"run_dir"}, differ

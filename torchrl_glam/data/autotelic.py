@@ -35,13 +35,13 @@ from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs.catalogue import GOAL_TYPES, GoalCatalogue
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
+                                        resolve_environment)
 
 #: The goal of episodes that start before any goal is known (its object is kept out of the scene).
 NEUTRAL_GOAL = "Grasp red door"
 STRATEGIES = ("uniform", "lp")
-_STEP_KEYS = [("next", "achieved_goal_ids"), ("next", "achieved_goal_count"), ("next", "goal_id"),
+_STEP_KEYS = [("next", ACHIEVED_GOAL_IDS_KEY), ("next", ACHIEVED_GOAL_COUNT_KEY), ("next", "goal_id"),
               ("next", "done"), ("next", "terminated")]
 
 
@@ -59,7 +59,9 @@ class AutotelicGoals(Transform):
         seed: seed of the choices' generator.
         task_set: the goal set the environment was built for ("simplified", ...): only for the
             logs (``autotelic/discovered_task_fraction``); the agent's choices never read it.
-        catalogue: the goal grammar (the shared default when omitted).
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
+            default Playground-Text); it must choose goals and scenes at reset
+            (``neutral_scene_objects``). ``catalogue``: deprecated, the default environment's.
     """
 
     def __init__(
@@ -72,26 +74,27 @@ class AutotelicGoals(Transform):
         groups: str = "type,category",
         seed: int | None = None,
         task_set: str | None = None,
-        catalogue: GoalCatalogue | None = None,
+        catalogue=None,
+        environment: TextEnvironment | str | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"autotelic strategy {strategy!r}: choose one of {STRATEGIES}")
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon={epsilon} must be a probability (the share of uniform choices)")
         super().__init__(in_keys=[], out_keys=[])
-        self.catalogue = catalogue = catalogue or GoalCatalogue.default()
+        self.environment = environment = resolve_environment(environment, catalogue)
+        environment.require("neutral_scene_objects", "autotelic goal choice")
+        self.catalogue = catalogue = environment.catalogue
+        self.goal_types = environment.goal_types
         self.num_envs, self.num_objects = num_envs, num_objects
         self.strategy, self.epsilon = strategy, epsilon
         self.memory = GoalMemory(len(catalogue))
-        self.group_of, self.group_names = goal_groups(catalogue, groups)
+        self.group_of, self.group_names = goal_groups(catalogue, groups, environment)
         self.progress = LearningProgress(self.group_of, len(self.group_names), window)
         self.fits = torch.as_tensor(catalogue.required_objects <= num_objects)
         self.train_ids = torch.as_tensor(catalogue.goal_set("train"))
         self.task_ids = None if task_set is None else torch.as_tensor(catalogue.goal_set(task_set))
-        neutral = catalogue.id_of(NEUTRAL_GOAL)
-        excluded = {n for part in catalogue.parts[neutral] if part >= 0
-                    for n in catalogue.matching_objects(catalogue.single_part_descriptions[part][1])}
-        self._neutral_objects = [n for n in OBJECT_NAMES if n not in excluded]
+        self._neutral_objects = environment.neutral_scene_objects(NEUTRAL_GOAL)
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
@@ -102,7 +105,7 @@ class AutotelicGoals(Transform):
     def _no_choices(self) -> dict[str, torch.Tensor]:
         """Counters of the choices since the last :meth:`metrics` call."""
         return {"neutral": torch.zeros((), dtype=torch.int64), "uniform": torch.zeros((), dtype=torch.int64),
-                "lp": torch.zeros((), dtype=torch.int64), "by_type": torch.zeros(len(GOAL_TYPES), dtype=torch.int64),
+                "lp": torch.zeros((), dtype=torch.int64), "by_type": torch.zeros(len(self.goal_types), dtype=torch.int64),
                 "by_group": torch.zeros(len(self.group_names), dtype=torch.int64)}
 
     # ------------------------------------------------------------------ the transform
@@ -124,7 +127,7 @@ class AutotelicGoals(Transform):
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         B = self.num_envs
-        self.memory.add(next_tensordict["achieved_goal_ids"], next_tensordict["achieved_goal_count"],
+        self.memory.add(next_tensordict[ACHIEVED_GOAL_IDS_KEY], next_tensordict[ACHIEVED_GOAL_COUNT_KEY],
                         self.env_steps + torch.arange(B))
         self.env_steps += B
         ended = next_tensordict["done"].reshape(B) & ~self.neutral
@@ -154,7 +157,7 @@ class AutotelicGoals(Transform):
         ids, uniform = choose_goals(candidates, n, self.generator, lp, self.group_of, self.epsilon)
         self.choices["uniform"] += int(uniform.sum())
         self.choices["lp"] += int((~uniform).sum())
-        self.choices["by_type"] += torch.bincount(torch.as_tensor(self.catalogue.goal_type)[ids], minlength=len(GOAL_TYPES))
+        self.choices["by_type"] += torch.bincount(torch.as_tensor(self.catalogue.goal_type)[ids], minlength=len(self.goal_types))
         self.choices["by_group"] += torch.bincount(self.group_of[ids], minlength=len(self.group_names))
         return [self.catalogue.goals[i] for i in ids.tolist()], [None] * n
 
@@ -176,7 +179,7 @@ class AutotelicGoals(Transform):
         if total:
             for kind in ("neutral", "uniform", "lp"):
                 out[f"autotelic/choice/{kind}"] = int(chosen[kind]) / total
-            for k, name in enumerate(GOAL_TYPES):
+            for k, name in enumerate(self.goal_types):
                 out[f"autotelic/chosen/{name}"] = int(chosen["by_type"][k]) / total
         groups = torch.zeros(len(self.group_names), dtype=torch.bool)
         groups[self.group_of[known]] = True

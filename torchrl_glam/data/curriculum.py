@@ -16,8 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-from torchrl_glam.envs.catalogue import GOAL_TYPES, GoalCatalogue
-from torchrl_glam.envs.vocabulary import CATEGORIES, COLOURS, category_of
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 
 GROUP_ATTRIBUTES = ("type", "category", "colour")
 
@@ -36,32 +35,26 @@ def parse_groups(groups: str | Sequence[str]) -> tuple[str, ...]:
     return names
 
 
-def _description_attributes(description: str) -> dict[str, str]:
-    """The category and colour a description names; "any" when it names none ("any red thing":
-    no category; "any cat": no colour)."""
-    words = description.split(" ")
-    colour = words[0] if words[0] in COLOURS else (words[1] if len(words) == 3 else "any")
-    noun = words[-1]
-    category = "any" if noun == "thing" else noun if noun in CATEGORIES else category_of(noun)
-    return {"category": category, "colour": colour}
-
-
-def goal_groups(catalogue: GoalCatalogue, groups: str | Sequence[str]) -> tuple[torch.Tensor, list[str]]:
+def goal_groups(catalogue, groups: str | Sequence[str],
+                environment: TextEnvironment | str | None = None) -> tuple[torch.Tensor, list[str]]:
     """The group of every catalogue goal, and the groups' names.
 
-    A goal's category and colour are those of its last part's description (the B of "A then b",
-    whose type already separates it from single goals). Returns ``group_of`` (int64 [num_goals])
-    and ``names`` (e.g. "grasp/animal"), indexed by group.
+    A goal's type is the catalogue's; its other attributes (Playground-Text: the category and
+    colour of its last part's description) are the environment's ``goal_attributes``. Returns
+    ``group_of`` (int64 [num_goals]) and ``names`` (e.g. "grasp/animal"), indexed by group.
     """
     names = parse_groups(groups)
     if names == ("goal",):
         return torch.arange(len(catalogue)), list(catalogue.goals)
-    parts = torch.as_tensor(catalogue.parts)
-    last = torch.where(parts[:, 1] >= 0, parts[:, 1], parts[:, 0])  # B of "A then b", or the goal
-    per_single = [_description_attributes(d) for _, d in catalogue.single_part_descriptions]
+    environment = get_environment(environment)
+    goal_types = environment.goal_types
+    attributes = None
+    if set(names) - {"type"}:
+        environment.require("goal_attributes", f"learning-progress groups {','.join(names)!r}")
+        attributes = environment.goal_attributes()
     keys = []
-    for goal_type, part in zip(catalogue.goal_type.tolist(), last.tolist()):
-        values = {"type": GOAL_TYPES[goal_type], **per_single[part]}
+    for goal, goal_type in enumerate(catalogue.goal_type.tolist()):
+        values = {"type": goal_types[goal_type], **(attributes[goal] if attributes is not None else {})}
         keys.append("/".join(values[n] for n in names))
     group_names = sorted(set(keys))
     index = {k: i for i, k in enumerate(group_names)}

@@ -1,14 +1,16 @@
 """Finished episodes, gathered from batched environment steps, as padded tensors.
 
 An episode batch is a TensorDict of batch size [E, T] (E episodes padded to T = max_steps steps)
-holding tensors only, the compact state of :class:`~torchrl_glam.envs.PlaygroundTextEnv`:
+holding tensors only, the compact state of a
+:class:`~torchrl_glam.envs.protocol.TextEnvironment` (Playground-Text's in the examples):
 
 ========================================== ==================================================
 key                                        meaning
 ========================================== ==================================================
-"goal_id", "objects", "agent_on", "held",  the state a step acted in (objects: [E, T, N])
-"grown", "action"
-("next", "agent_on" / "held" / "grown")    the state after the step
+the ``state_keys`` ("goal_id", "objects",  the state a step acted in (objects: [E, T, N])
+"agent_on", "held", "grown"), "action"
+("next", ``step_keys``: "agent_on" /       the state after the step
+"held" / "grown")
 ("next", "reward" / "terminated" /         what the step returned ([E, T], no trailing 1)
 "truncated")
 ("next", "achieved_goal_ids" /             the social partner's reports at the step
@@ -27,11 +29,36 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-STATE_KEYS = ("agent_on", "held", "grown")
-STEP_KEYS = ("goal_id", "objects", "agent_on", "held", "grown", "action")
-NEXT_KEYS = STATE_KEYS + ("reward", "terminated", "truncated", "achieved_goal_ids", "achieved_goal_count")
+from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
+                                        get_environment)
+
 #: what a step returned besides the next state: zero on a padded step (nothing happened there)
-EVENT_KEYS = ("reward", "terminated", "truncated", "achieved_goal_count")
+EVENT_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_COUNT_KEY)
+#: what a step returned, under "next", besides the environment's step keys
+RETURNED_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_IDS_KEY, ACHIEVED_GOAL_COUNT_KEY)
+
+
+def step_keys(environment: TextEnvironment | str | None = None) -> tuple[str, ...]:
+    """The keys of an episode step at its root: the compact state and "action"."""
+    return get_environment(environment).state_keys + ("action",)
+
+
+def next_keys(environment: TextEnvironment | str | None = None) -> tuple[str, ...]:
+    """The keys of an episode step under "next": the next state and what the step returned."""
+    return get_environment(environment).step_keys + RETURNED_KEYS
+
+
+def __getattr__(name: str):
+    # Playground-Text's key tuples under their former module-level names
+    if name in ("STATE_KEYS", "STEP_KEYS", "NEXT_KEYS"):
+        import warnings
+
+        warnings.warn(f"torchrl_glam.data.episodes.{name} is deprecated: use the environment's step_keys / "
+                      "state_keys, or episodes.step_keys() / next_keys()", DeprecationWarning, stacklevel=2)
+        environment = get_environment()
+        return {"STATE_KEYS": environment.step_keys, "STEP_KEYS": step_keys(environment),
+                "NEXT_KEYS": next_keys(environment)}[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class EpisodeAssembler:
@@ -43,10 +70,13 @@ class EpisodeAssembler:
     Args:
         num_envs: the batch size of the environment.
         max_steps: the episode length limit (the padding length T).
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the
+            steps, for its state keys (default Playground-Text).
     """
 
-    def __init__(self, num_envs: int, max_steps: int) -> None:
+    def __init__(self, num_envs: int, max_steps: int, environment: TextEnvironment | str | None = None) -> None:
         self.num_envs, self.max_steps = num_envs, max_steps
+        self.step_keys, self.next_keys = step_keys(environment), next_keys(environment)
         self._steps: list[list[TensorDictBase]] = [[] for _ in range(num_envs)]
         self.env_steps = 0  # global counter of sub-environment steps
 
@@ -74,8 +104,8 @@ class EpisodeAssembler:
         self.env_steps = state["env_steps"]
 
     def _flatten(self, step: TensorDictBase) -> TensorDict:
-        out = TensorDict({k: step[k] for k in STEP_KEYS}, batch_size=step.batch_size)
-        for k in NEXT_KEYS:
+        out = TensorDict({k: step[k] for k in self.step_keys}, batch_size=step.batch_size)
+        for k in self.next_keys:
             value = step["next", k]
             out["next", k] = value.squeeze(-1) if k in ("reward", "terminated", "truncated") else value
         out["collected_at"] = torch.arange(self.num_envs) + self.env_steps

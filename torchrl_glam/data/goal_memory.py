@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import torch
 
-REPORT_KEYS = (("next", "achieved_goal_ids"), ("next", "achieved_goal_count"))
+from torchrl_glam.envs.protocol import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY
+
+REPORT_KEYS = (("next", ACHIEVED_GOAL_IDS_KEY), ("next", ACHIEVED_GOAL_COUNT_KEY))
 
 
 class GoalMemory:

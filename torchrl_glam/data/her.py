@@ -26,7 +26,6 @@ successful ones.
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 
 import torch
@@ -35,15 +34,15 @@ from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs import GoalCatalogue
-from torchrl_glam.envs.vocabulary import CATEGORIES, OBJECT_NAMES
+from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GOAL_ID_KEY, TextEnvironment,
+                                        get_environment)
 
 
 def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
     """(``ids`` [E, T, K], ``reported`` [E, T, K] bool): the social partner's report slots of a padded
     episode batch, and which of them hold a report within the episode."""
-    ids = episodes["next", "achieved_goal_ids"]
-    reported = torch.arange(ids.shape[-1]) < episodes["next", "achieved_goal_count"].unsqueeze(-1)
+    ids = episodes["next", ACHIEVED_GOAL_IDS_KEY]
+    reported = torch.arange(ids.shape[-1]) < episodes["next", ACHIEVED_GOAL_COUNT_KEY].unsqueeze(-1)
     return ids, reported & episodes["mask"].unsqueeze(-1)
 
 
@@ -91,8 +90,8 @@ def _sections(episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals:
     sections["next", "truncated"] = at_end & (not success)
     sections["relabeled"] = torch.ones_like(at_end)
     # past the new end nothing happened: no reports either
-    sections["next", "achieved_goal_count"] = torch.where(
-        steps <= end, sections["next", "achieved_goal_count"], 0
+    sections["next", ACHIEVED_GOAL_COUNT_KEY] = torch.where(
+        steps <= end, sections["next", ACHIEVED_GOAL_COUNT_KEY], 0
     )
     return sections
 
@@ -118,31 +117,17 @@ def relabel_episodes(
     return _sections(episodes, e, t, goals, success=True)
 
 
-@functools.cache
-def _singles_of_objects(catalogue: GoalCatalogue) -> torch.Tensor:
-    """bool [objects, single goals]: the single goals the social partner reports for an event on
-    each object (a grasp; a grow too for a living thing)."""
-    singles = torch.zeros(len(OBJECT_NAMES), catalogue.num_single, dtype=torch.bool)
-    for o, name in enumerate(OBJECT_NAMES):
-        descriptions = catalogue.object_descriptions[o]
-        singles[o, catalogue.grasp_goal_of[descriptions]] = True
-        if name.split(" ")[1] in CATEGORIES["living_thing"]:
-            grown = catalogue.grow_goal_of[descriptions]
-            singles[o, grown[grown >= 0]] = True
-    return singles
+def scene_goals(scene, goal_ids: torch.Tensor, environment: TextEnvironment | str | None = None) -> torch.Tensor:
+    """bool [E, G]: which of the goals ``goal_ids`` [G] name only objects of each episode, as the
+    environment's ``goals_in_scene`` says (Playground-Text: a goal names an object when the social
+    partner would report it for an event on that object).
 
-
-def scene_goals(objects: torch.Tensor, goal_ids: torch.Tensor, catalogue: GoalCatalogue | None = None) -> torch.Tensor:
-    """bool [E, G]: which of the goals ``goal_ids`` [G] name only objects of each scene.
-
-    ``objects`` [E, N] are a scene's object ids (``OBJECT_NAMES``). A single goal names an object
-    of the scene when the social partner would report it for an event on that object (a grasp, or
-    a grow of a living thing); a sequential goal when both its parts do.
-    """
-    catalogue = catalogue or GoalCatalogue.default()
-    in_scene = _singles_of_objects(catalogue)[objects].any(dim=1)  # [E, num_single]
-    parts = torch.from_numpy(catalogue.parts)[goal_ids]  # [G, 2], -1: no second part
-    return in_scene[:, parts[:, 0]] & ((parts[:, 1] < 0) | in_scene[:, parts[:, 1].clamp(min=0)])
+    ``scene``: the episodes' episode keys (a mapping of [E, ...] tensors), or the tensor of the
+    one episode key after "goal_id" (Playground-Text's "objects" [E, N])."""
+    environment = get_environment(environment)
+    if isinstance(scene, torch.Tensor):
+        scene = dict(zip(environment.episode_keys[1:], [scene]))
+    return environment.goals_in_scene(scene, goal_ids)
 
 
 def relabel_negatives(
@@ -207,13 +192,14 @@ def unachieved_goals(episodes: TensorDictBase, pool: torch.Tensor, allowed: torc
 def relabel_twins(
     episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals: torch.Tensor,
     pool: torch.Tensor, allowed: torch.Tensor | None = None, generator: torch.Generator | None = None,
+    environment: TextEnvironment | str | None = None,
 ) -> TensorDictBase:
     """A failure beside each hindsight success: for every relabeled section (episode ``e`` up to
     step ``t``, with ``goals`` reported at ``t``; :func:`hindsight_steps`), the same section with a
     goal of the same type that the episode never achieved, drawn uniformly among the candidates of
     a sorted, distinct ``pool`` ``allowed`` for its episode (e.g.
     :func:`scene_goals`). Reward 0 and a truncation at ``t``, marked ``relabeled``; a section whose
-    episode has no candidate of its type has no twin.
+    episode has no candidate of its type has no twin (types: the ``environment``'s catalogue's).
 
     Why: HER relabels a grasp of X with "Grasp X" only, so the critic sees "Grasp" on X succeed
     under every grasp goal it is shown and never learns which goal it serves
@@ -222,7 +208,7 @@ def relabel_twins(
     copies: the episode the agent would have lived with that goal, up to ``t``.
     """
     candidates = unachieved_goals(episodes, pool, allowed)  # [E, P]
-    catalogue_type = torch.from_numpy(GoalCatalogue.default().goal_type)
+    catalogue_type = torch.as_tensor(get_environment(environment).catalogue.goal_type)
     sections_type, pool_type = catalogue_type[goals], catalogue_type[pool]
     chosen_e, chosen_t, chosen_goal = [], [], []
     for goal_type in sections_type.unique().tolist():  # one type at a time: [sections, goals of the type]
@@ -261,13 +247,17 @@ class HindsightRelabel(Transform):
         goal_ids: the task set (the goals the social partner reports), for ``"scene"`` and twins.
         twins: also a failure beside every relabeled success, with another goal of its type
             naming the episode's objects (:func:`relabel_twins`; ``False``, the paper: none).
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of
+            the episodes (default Playground-Text); ``"scene"`` and twins need its
+            ``goals_in_scene``.
     """
 
     def __init__(self, max_per_episode: int | None = None, seed: int | None = None,
                  negatives_per_episode: int = 0, num_goals: int | None = None,
                  negatives_from: str = "reported", goal_ids: Sequence[int] | torch.Tensor | None = None,
-                 twins: bool = False) -> None:
-        super().__init__(in_keys=[("next", "achieved_goal_ids")], out_keys=["goal_id", "relabeled"])
+                 twins: bool = False, environment: TextEnvironment | str | None = None) -> None:
+        super().__init__(in_keys=[("next", ACHIEVED_GOAL_IDS_KEY)], out_keys=[GOAL_ID_KEY, "relabeled"])
+        self.environment = environment = get_environment(environment)
         if max_per_episode is not None and max_per_episode < 1:
             raise ValueError(f"max_per_episode={max_per_episode} must be at least 1 (or None for all)")
         if negatives_per_episode < 0:
@@ -282,11 +272,12 @@ class HindsightRelabel(Transform):
         self.negatives_from = negatives_from
         self.memory = None
         if negatives_per_episode and negatives_from == "reported":
-            num_goals = len(GoalCatalogue.default()) if num_goals is None else num_goals
+            num_goals = len(environment.catalogue) if num_goals is None else num_goals
             self.memory = GoalMemory(num_goals)
         if negatives_from == "scene" or twins:
+            environment.require("goals_in_scene", "HER's scene negatives and twins")
             self.task_goals = torch.unique(torch.as_tensor(goal_ids, dtype=torch.int64))
-            self.task_goal_type = torch.from_numpy(GoalCatalogue.default().goal_type)[self.task_goals]
+            self.task_goal_type = torch.as_tensor(environment.catalogue.goal_type)[self.task_goals]
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
@@ -296,17 +287,18 @@ class HindsightRelabel(Transform):
         relabeled = _sections(episodes, e, t, goals, success=True)
         scene_negatives = bool(self.negatives_per_episode) and self.negatives_from == "scene"
         if self.twins or scene_negatives:
-            allowed = scene_goals(episodes["objects"][:, 0], self.task_goals)
+            scene = {k: episodes[k][:, 0] for k in self.environment.episode_keys}
+            allowed = self.environment.goals_in_scene(scene, self.task_goals)
         if self.twins:
-            twins = relabel_twins(episodes, e, t, goals, self.task_goals, allowed, self.generator)
+            twins = relabel_twins(episodes, e, t, goals, self.task_goals, allowed, self.generator, self.environment)
             relabeled = torch.cat([relabeled, twins])
         if scene_negatives:
             negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator,
                                           self.task_goals, allowed, self.task_goal_type)
             relabeled = torch.cat([relabeled, negatives])
         elif self.memory is not None:
-            ids = episodes["next", "achieved_goal_ids"]
-            count = episodes["next", "achieved_goal_count"] * episodes["mask"]  # no reports past the end
+            ids = episodes["next", ACHIEVED_GOAL_IDS_KEY]
+            count = episodes["next", ACHIEVED_GOAL_COUNT_KEY] * episodes["mask"]  # no reports past the end
             self.memory.add(ids.reshape(-1, ids.shape[-1]), count.reshape(-1), episodes["collected_at"].reshape(-1))
             pool = torch.nonzero(self.memory.known).squeeze(-1)
             negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator, pool)

@@ -13,7 +13,8 @@ nothing and then the winning action: (s_t, no-op, reward 0, s_t), then (s_t, win
 terminal). Its n-step target for the no-op is gamma exactly, against 1 for the winner, with no
 bootstrap. No-ops are read from the state (``rules.py``'s step): "Go to" the object the agent is
 on (any contact with the held object happened when it got there), "Grasp" with a full hand or
-nothing underfoot, "Release" with an empty hand. A success at the episode's last allowed step has
+nothing underfoot, "Release" with an empty hand (the environment's ``noop_actions``: an optional
+capability of the protocol, Playground-Text's in ``envs/playground_text.py``). A success at the episode's last allowed step has
 no twin: one step later the time limit ends the episode first. ``tests/data/test_noop_twins.py``
 replays the twins in the environment.
 
@@ -26,19 +27,15 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
-from torchrl_glam.data.episodes import EVENT_KEYS, STATE_KEYS
+from torchrl_glam.data.episodes import EVENT_KEYS
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 
 
 def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -> torch.Tensor:
-    """bool [M, num_objects + 2]: the candidate actions that change nothing in each state (``agent_on``,
-    ``held`` [M]: object slots, -1 for nothing). Every state has one: "Grasp" or "Release"."""
-    M = len(agent_on)
-    noop = torch.zeros(M, num_objects + 2, dtype=torch.bool)
-    on = (agent_on >= 0).nonzero().squeeze(-1)
-    noop[on, agent_on[on]] = True  # "Go to" the object underfoot (never the held one: it is not underfoot)
-    noop[:, num_objects] = (held >= 0) | (agent_on < 0)  # "Grasp": hand full, or nothing to pick up
-    noop[:, num_objects + 1] = held < 0  # "Release": nothing held
-    return noop
+    """Playground-Text's no-op rule (``agent_on``, ``held`` [M]: object slots, -1 for nothing;
+    bool [M, num_objects + 2]); other environments: their ``noop_actions``."""
+    return get_environment("playground").noop_actions(
+        {"agent_on": agent_on, "held": held, "objects": torch.empty(len(agent_on), num_objects, dtype=torch.int64)})
 
 
 def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,7 +48,8 @@ def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
     return e, last[e]
 
 
-def noop_twins(episodes: TensorDictBase, generator: torch.Generator | None = None) -> TensorDictBase:
+def noop_twins(episodes: TensorDictBase, generator: torch.Generator | None = None,
+               environment: TextEnvironment | str | None = None) -> TensorDictBase:
     """The no-op twins [M, T] of a padded episode batch [E, T] (see the module docstring): one per
     success that ends before the last step, its no-op drawn uniformly among the state's; two real
     steps, then padding as ``EpisodeAssembler`` pads. Marked ``relabeled``."""
@@ -66,9 +64,10 @@ def noop_twins(episodes: TensorDictBase, generator: torch.Generator | None = Non
     for key in EVENT_KEYS:
         padding["next", key] = torch.zeros_like(winner["next", key])
     noop = padding.clone()
-    choices = noop_actions(winner["agent_on"], winner["held"], winner["objects"].shape[-1])
+    environment = get_environment(environment)
+    choices = environment.noop_actions({k: winner[k] for k in environment.state_keys})
     noop["action"] = torch.multinomial(choices.float(), 1, generator=generator).squeeze(-1)
-    for key in STATE_KEYS:  # nothing changes
+    for key in environment.step_keys:  # nothing changes
         noop["next", key] = winner[key]
     twins = torch.stack([noop, winner] + [padding] * (T - 2), dim=1)
     twins["mask"] = (torch.arange(T) < 2).expand(len(e), T).clone()
@@ -85,17 +84,22 @@ class NoOpTwins(Transform):
 
     Args:
         seed: seed of the no-ops' draw.
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
+            default Playground-Text); it must have ``noop_actions``.
     """
 
-    def __init__(self, seed: int | None = None) -> None:
-        super().__init__(in_keys=["mask", "agent_on", "held", ("next", "reward"), ("next", "terminated")],
+    def __init__(self, seed: int | None = None, environment: TextEnvironment | str | None = None) -> None:
+        environment = get_environment(environment)
+        environment.require("noop_actions", "no-op twins")
+        super().__init__(in_keys=["mask", *environment.state_keys, ("next", "reward"), ("next", "terminated")],
                          out_keys=["action", "relabeled"])
+        self.environment = environment
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
 
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
-        twins = noop_twins(episodes, self.generator)
+        twins = noop_twins(episodes, self.generator, self.environment)
         return torch.cat([episodes, twins]) if len(twins) else episodes
 
     def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:

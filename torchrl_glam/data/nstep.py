@@ -24,17 +24,18 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 
-from torchrl_glam.data.episodes import STATE_KEYS
+from torchrl_glam.data.episodes import step_keys
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 
 
-def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float,
-                      bootstrap_time_limit: bool = True) -> TensorDict:
+def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float, bootstrap_time_limit: bool = True,
+                      environment: TextEnvironment | str | None = None) -> TensorDict:
     """n-step transitions of a padded episode batch [E, T] (see ``episodes.py``), flattened to [M]
     over the episodes' real steps.
 
-    Output keys: the acting state ("goal_id", "objects", "agent_on", "held", "grown"), "action",
-    "relabeled", "collected_at"; under "next": the state after the window ("agent_on", "held",
-    "grown"), "reward" (the n-step return), "terminated" and "done" (terminal inside the window);
+    Output keys: the acting state (the ``environment``'s ``state_keys``; Playground-Text's by
+    default), "action", "relabeled", "collected_at"; under "next": the state after the window (its
+    ``step_keys``), "reward" (the n-step return), "terminated" and "done" (terminal inside the window);
     at the root "steps_to_next_obs" (k): TorchRL's value estimators (``TD0Estimator``, used by
     ``DiscreteSACLoss``) read it and bootstrap with gamma ** k. Reward, done and terminated are
     [M, 1], as TorchRL's losses expect. ``bootstrap_time_limit=False``: a truncation inside the
@@ -65,11 +66,10 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float,
         return value.gather(1, index)
 
     out = TensorDict(
-        {key: episodes[key] for key in ("goal_id", "objects", "agent_on", "held", "grown", "action",
-                                        "relabeled", "collected_at")},
+        {key: episodes[key] for key in (*step_keys(environment), "relabeled", "collected_at")},
         batch_size=[E, T],
     )
-    for key in STATE_KEYS:
+    for key in get_environment(environment).step_keys:
         out["next", key] = at_last(episodes["next", key])
     out["next", "reward"] = ret.unsqueeze(-1)
     out["next", "terminated"] = terminated.unsqueeze(-1)
@@ -82,8 +82,10 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float,
 class NStepReturns(TensorDictModuleBase):
     """:func:`nstep_transitions` as a TensorDict module: episode batch [E, T] -> transitions [M]."""
 
-    def __init__(self, n: int = 3, gamma: float = 0.99, bootstrap_time_limit: bool = True) -> None:
+    def __init__(self, n: int = 3, gamma: float = 0.99, bootstrap_time_limit: bool = True,
+                 environment: TextEnvironment | str | None = None) -> None:
         super().__init__()
+        self.environment = get_environment(environment)
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma={gamma} must be in [0, 1]")
         self.n, self.gamma, self.bootstrap_time_limit = n, gamma, bootstrap_time_limit
@@ -91,4 +93,4 @@ class NStepReturns(TensorDictModuleBase):
         self.out_keys = [("next", "reward"), ("next", "done"), ("next", "terminated"), "steps_to_next_obs"]
 
     def forward(self, episodes: TensorDictBase) -> TensorDict:
-        return nstep_transitions(episodes, self.n, self.gamma, self.bootstrap_time_limit)
+        return nstep_transitions(episodes, self.n, self.gamma, self.bootstrap_time_limit, self.environment)

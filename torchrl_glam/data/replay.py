@@ -26,7 +26,7 @@ from tensordict import TensorDictBase
 from torchrl.data import LazyTensorStorage, PrioritizedSampler, RandomSampler, TensorDictReplayBuffer
 
 from torchrl_glam.data.prioritized import ensure_prioritized_replay
-from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
 
 STRATEGIES = ("ratio", "prior", "uniform")
 _TREES = ("_sum_tree", "_min_tree")  # the segment trees' entries in a PrioritizedSampler's state_dict
@@ -56,11 +56,14 @@ class GoalReplay:
         capacity: transitions per buffer (the paper: 100,000).
         strategy: "ratio", "prior" or "uniform" (see the module docstring).
         her_ratio: with "ratio", the share of relabeled transitions in a batch.
-        goal_type_weights: with "prior", the proportion of each goal type (4 numbers, in
-            ``GOAL_TYPES`` order); :meth:`type_proportions` gives those of a task set.
+        goal_type_weights: with "prior", the proportion of each goal type (one number per type of
+            the environment's ``goal_types``, in that order); :meth:`type_proportions` gives those
+            of a task set.
         prioritized: TD-error prioritized sampling (``False``: uniform within each buffer).
         alpha, beta, eps: the ``PrioritizedSampler`` parameters.
-        catalogue: the goal grammar, for goal types.
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
+            default Playground-Text), for goal types. ``catalogue``: deprecated, the default
+            environment's.
     """
 
     def __init__(
@@ -73,7 +76,8 @@ class GoalReplay:
         alpha: float = 0.6,
         beta: float = 0.4,
         eps: float = 1e-6,
-        catalogue: GoalCatalogue | None = None,
+        catalogue=None,
+        environment: TextEnvironment | str | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy={strategy!r} is not a batch composition; choose one of {STRATEGIES}")
@@ -81,15 +85,17 @@ class GoalReplay:
             raise ValueError(f"her_ratio={her_ratio} must be in [0, 1]")
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
-        self.catalogue = catalogue or GoalCatalogue.default()
+        self.environment = resolve_environment(environment, catalogue)
+        self.catalogue = self.environment.catalogue
+        goal_types = self.environment.goal_types
         self.strategy, self.her_ratio = strategy, her_ratio
         if strategy == "prior":
-            if goal_type_weights is None or len(goal_type_weights) != len(GOAL_TYPES):
+            if goal_type_weights is None or len(goal_type_weights) != len(goal_types):
                 raise ValueError(
-                    f"strategy='prior' needs goal_type_weights, one per goal type {GOAL_TYPES}: "
+                    f"strategy='prior' needs goal_type_weights, one per goal type {goal_types}: "
                     "GoalReplay.type_proportions(goal_ids) gives those of a task set"
                 )
-            self.names = list(GOAL_TYPES)
+            self.names = list(goal_types)
             self.weights = [float(w) for w in goal_type_weights]
         elif strategy == "ratio":
             self.names, self.weights = ["environment", "relabeled"], [1.0 - her_ratio, her_ratio]
@@ -110,10 +116,12 @@ class GoalReplay:
         ]
 
     @staticmethod
-    def type_proportions(goal_ids: np.ndarray, catalogue: GoalCatalogue | None = None) -> list[float]:
+    def type_proportions(goal_ids: np.ndarray, catalogue=None,
+                         environment: TextEnvironment | str | None = None) -> list[float]:
         """The share of each goal type in a task set (the "prior" weights of App. E)."""
-        types = (catalogue or GoalCatalogue.default()).goal_type[np.asarray(goal_ids)]
-        return [float((types == k).mean()) for k in range(len(GOAL_TYPES))]
+        environment = get_environment(environment)
+        types = (catalogue or environment.catalogue).goal_type[np.asarray(goal_ids)]
+        return [float((types == k).mean()) for k in range(len(environment.goal_types))]
 
     def _route(self, transitions: TensorDictBase) -> torch.Tensor:
         """The buffer index of each transition."""

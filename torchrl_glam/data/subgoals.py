@@ -21,47 +21,27 @@ grammar of :class:`~torchrl_glam.envs.GoalCatalogue`, is (g' != g; D, D' are des
    sub-goal of B ("Grow any cat then grasp any door" of "Grow red cat then grasp blue door").
 
 A sequential goal is never a sub-goal of a single goal.
+
+Rules 1 and 2 are the environment's (``TextEnvironment.subgoal_matrix``: Playground-Text's in
+``envs/playground_text.py``); rules 3 and 4 read only the catalogue's ``parts``.
 """
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 import torch
 
-from torchrl_glam.envs import OBJECT_NAMES, GoalCatalogue, feeds  # the environment's growth rule, not a copy
-from torchrl_glam.envs.vocabulary import CATEGORIES
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
 
 
-@lru_cache(maxsize=4)
-def single_subgoals(catalogue: GoalCatalogue) -> np.ndarray:
-    """Rules 1 and 2 over the single goals: bool [S, S], ``[s_sub, s_goal]`` (S = 246)."""
-    num_objects = len(OBJECT_NAMES)
-    names = np.zeros((len(catalogue.descriptions), num_objects), dtype=bool)  # description -> objects
-    for obj, descriptions in enumerate(catalogue.object_descriptions):
-        names[descriptions, obj] = True
-    living = np.array([n.split(" ")[1] in CATEGORIES["living_thing"] for n in OBJECT_NAMES])
-    is_grow = catalogue.single_is_grow
-    # the objects whose event achieves each single goal (Grow: living things only)
-    targets = names[catalogue.single_description] & np.where(is_grow[:, None], living, True)
-    everything = np.arange(num_objects)
-    grows = feeds(everything[:, None], everything[None, :])  # [supply, living]
-    # rule 2: the objects whose grasp starts a way of growing a target: its supplies, or itself
-    useful = targets | ((targets.astype(np.int64) @ grows.T.astype(np.int64)) > 0)
-
-    def within(inner: np.ndarray, outer: np.ndarray) -> np.ndarray:
-        """[i, j]: every object of inner[i] is in outer[j]."""
-        return ~((inner[:, None, :] & ~outer[None, :, :]).any(-1))
-
-    same_verb = is_grow[:, None] == is_grow[None, :]
-    rule1 = same_verb & within(targets, targets).T  # goal's targets within the sub-goal's
-    rule2 = ~is_grow[:, None] & is_grow[None, :] & within(targets, useful)
-    out = rule1 | rule2
-    np.fill_diagonal(out, False)
-    return out
+def single_subgoals(catalogue=None, environment: TextEnvironment | str | None = None) -> np.ndarray:
+    """Rules 1 and 2 over the single goals: bool [S, S], ``[s_sub, s_goal]`` (Playground-Text:
+    S = 246), the environment's ``subgoal_matrix`` (its growth rule, not a copy)."""
+    environment = resolve_environment(environment, catalogue)
+    environment.require("subgoal_matrix", "the aligned-goal filter")
+    return environment.subgoal_matrix()
 
 
-def is_subgoal(catalogue: GoalCatalogue, sub_ids, goal_ids) -> np.ndarray:
+def is_subgoal(catalogue, sub_ids, goal_ids, environment: TextEnvironment | str | None = None) -> np.ndarray:
     """Whether each ``sub_ids[i]`` is a sub-goal of ``goal_ids[i]`` (rules in the module docstring).
 
     Both are goal ids (arrays or tensors of one shape, or ints); the result is a bool array.
@@ -69,7 +49,7 @@ def is_subgoal(catalogue: GoalCatalogue, sub_ids, goal_ids) -> np.ndarray:
     sub = np.asarray(sub_ids.cpu() if isinstance(sub_ids, torch.Tensor) else sub_ids, dtype=np.int64)
     goal = np.asarray(goal_ids.cpu() if isinstance(goal_ids, torch.Tensor) else goal_ids, dtype=np.int64)
     sub, goal = np.broadcast_arrays(sub, goal)
-    singles = single_subgoals(catalogue)
+    singles = get_environment(environment).subgoal_matrix()
     sub_a, sub_b = catalogue.parts[sub, 0], catalogue.parts[sub, 1]  # single-goal ids, -1: none
     goal_a, goal_b = catalogue.parts[goal, 0], catalogue.parts[goal, 1]
     sub_single, goal_single = sub_b < 0, goal_b < 0
@@ -85,12 +65,15 @@ def is_subgoal(catalogue: GoalCatalogue, sub_ids, goal_ids) -> np.ndarray:
     return single_of_single | single_of_sequence | sequence_of_sequence
 
 
-def aligned_goal_filter(catalogue: GoalCatalogue | None = None):
+def aligned_goal_filter(catalogue=None, environment: TextEnvironment | str | None = None):
     """A ``keep_goal(goal_ids, relabel_ids)`` for :func:`~torchrl_glam.data.her.relabel_episodes`:
-    relabel only with sub-goals of the episode's goal."""
-    catalogue = catalogue or GoalCatalogue.default()
+    relabel only with sub-goals of the episode's goal (``catalogue``: deprecated, the default
+    environment's)."""
+    environment = resolve_environment(environment, catalogue)
+    environment.require("subgoal_matrix", "the aligned-goal filter")
+    catalogue = environment.catalogue
 
     def keep_goal(goal_ids: torch.Tensor, relabel_ids: torch.Tensor) -> torch.Tensor:
-        return torch.as_tensor(is_subgoal(catalogue, relabel_ids, goal_ids), device=relabel_ids.device)
+        return torch.as_tensor(is_subgoal(catalogue, relabel_ids, goal_ids, environment), device=relabel_ids.device)
 
     return keep_goal

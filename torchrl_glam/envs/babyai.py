@@ -174,11 +174,12 @@ def _descs(instr) -> list:
     return [getattr(instr, a) for a in ("desc", "desc_move", "desc_fixed") if hasattr(instr, a)]
 
 
-def make_level(level: str, kind: str | None = None) -> RoomGridLevel:
-    """A minigrid level instance: a Mixed level's ``kind``, or a minigrid BabyAI level by name."""
+def make_level(level: str, kind: str | None = None, max_steps: int | None = None) -> RoomGridLevel:
+    """A minigrid level instance: a Mixed level's ``kind``, or a minigrid BabyAI level by name;
+    ``max_steps``: minigrid's time limit (``None``: the level's own)."""
     if level in MIXED_LEVELS:
-        return MixedLocalLevel(split=MIXED_LEVELS[level], kind=kind)
-    return getattr(minigrid_babyai, level)()
+        return MixedLocalLevel(split=MIXED_LEVELS[level], kind=kind, max_steps=max_steps)
+    return getattr(minigrid_babyai, level)(max_steps=max_steps)
 
 
 # ---------------------------------------------------------------------------- social partner
@@ -288,6 +289,7 @@ class BabyAITextEnv(EnvBase):
             "test"); default: "train" on MixedTrainLocal, so that hindsight relabeling never trains
             on the held-out goals, "train" and "test" on MixedTestLocal, "all" elsewhere.
         catalogue: the goal grammar (shared default when omitted).
+        max_steps: the episodes' time limit (a truncation); ``None``: each minigrid level's own.
     """
 
     batch_locked = True
@@ -304,6 +306,7 @@ class BabyAITextEnv(EnvBase):
         kinds: Sequence[str] | None = None,
         reported_goals: Sequence[str] | None = None,
         catalogue: BabyAIGoalCatalogue | None = None,
+        max_steps: int | None = None,
     ) -> None:
         if level not in LEVELS:
             raise ValueError(
@@ -314,6 +317,8 @@ class BabyAITextEnv(EnvBase):
             raise ValueError(f"reward={reward!r}: choose 'binary' (0/1) or 'minigrid' (1 - 0.9 t/T)")
         if num_envs < 1:
             raise ValueError(f"num_envs={num_envs} must be at least 1")
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps={max_steps} must be at least 1 (or None: the level's own)")
         if kinds is not None and (level not in MIXED_LEVELS or not kinds or set(kinds) - set(MIXED_KINDS)):
             raise ValueError(
                 f"kinds={kinds!r}: a non-empty subset of {MIXED_KINDS}, for the Mixed levels {tuple(MIXED_LEVELS)} only"
@@ -329,7 +334,8 @@ class BabyAITextEnv(EnvBase):
         self.reward_kind, self.mask_noops = reward, mask_noops
         kinds = tuple(kinds or MIXED_KINDS) if level in MIXED_LEVELS else (None,)
         # one minigrid instance per (sub-environment, kind): a kind fixes the grid's size
-        self._levels = [{k: make_level(level, k) for k in kinds} for _ in range(num_envs)]
+        self._levels = [{k: make_level(level, k, max_steps) for k in kinds} for _ in range(num_envs)]
+        self.max_steps = max_steps
         self._kinds = kinds
         self.envs: list[RoomGridLevel] = [lv[kinds[0]] for lv in self._levels]
         self.partners = [SocialPartner() for _ in range(num_envs)]

@@ -30,28 +30,34 @@ STEP_STATE_KEYS = ("agent_on", "held", "grown")
 PROMPT_KEY, ACTIONS_KEY = "prompt", "actions"
 
 
-class RenderText(Transform):
+class RenderState(Transform):
     """Writes "prompt" (a str per state) and "actions" (the candidates, a list of str per state)
-    from the compact state; with ``next_state=True`` also ("next", "prompt"), ("next", "actions")
-    from the next state under "next" (its goal and objects are the root's).
+    from the compact state of any :class:`~torchrl_glam.envs.protocol.TextEnvironment` (its
+    ``render``); with ``next_state=True`` also ("next", "prompt"), ("next", "actions") from the
+    next state under "next" (its episode keys are the root's).
 
     Text is stored as one non-tensor entry per key (the lists, not a stack of strings), the fast
     form that the LLM scorer reads.
     """
 
-    def __init__(self, catalogue: GoalCatalogue | None = None, next_state: bool = False) -> None:
-        super().__init__(in_keys=list(STATE_KEYS), out_keys=[PROMPT_KEY, ACTIONS_KEY])
-        self.catalogue = catalogue or GoalCatalogue.default()
+    def __init__(self, environment, next_state: bool = False) -> None:
+        self.episode_keys, self.step_keys = tuple(environment.episode_keys), tuple(environment.step_keys)
+        super().__init__(in_keys=list(self.episode_keys + self.step_keys), out_keys=[PROMPT_KEY, ACTIONS_KEY])
+        self.environment = environment
         self.next_state = next_state
 
+    def render_flat(self, state: dict) -> tuple[list[str], list[list[str]]]:
+        """Prompts and candidates of a flat batch of compact states (CPU tensors)."""
+        return self.environment.render(state)
+
     def render(self, td: TensorDictBase, source: TensorDictBase | None = None) -> TensorDictBase:
-        """Writes the text of ``td``'s state into ``td`` (``source``: where "goal_id" and
-        "objects" are, when not in ``td``)."""
+        """Writes the text of ``td``'s state into ``td`` (``source``: where the episode keys are,
+        when not in ``td``)."""
         source = td if source is None else source
         batch = td.batch_size
-        state = [source[k] for k in STATE_KEYS[:2]] + [td[k] for k in STEP_STATE_KEYS]
-        flat = [x.reshape(-1, *x.shape[len(batch):]).cpu() for x in state]  # text is rendered on CPU
-        prompts, actions = render_batch(*flat, catalogue=self.catalogue)
+        state = {k: source[k] for k in self.episode_keys} | {k: td[k] for k in self.step_keys}
+        flat = {k: x.reshape(-1, *x.shape[len(batch):]).cpu() for k, x in state.items()}  # text is rendered on CPU
+        prompts, actions = self.render_flat(flat)
         if len(batch) != 1:  # nest the flat lists back into the batch shape
             for size in reversed(batch[1:]):
                 prompts = [prompts[i:i + size] for i in range(0, len(prompts), size)]
@@ -80,6 +86,21 @@ class RenderText(Transform):
         return observation_spec
 
 
+class _PlaygroundKeys:
+    episode_keys, step_keys = STATE_KEYS[:2], STEP_STATE_KEYS
+
+
+class RenderText(RenderState):
+    """:class:`RenderState` for Playground-Text (``catalogue``: its goals, default the shared one)."""
+
+    def __init__(self, catalogue: GoalCatalogue | None = None, next_state: bool = False) -> None:
+        super().__init__(_PlaygroundKeys, next_state=next_state)
+        self.catalogue = catalogue or GoalCatalogue.default()
+
+    def render_flat(self, state: dict) -> tuple[list[str], list[list[str]]]:
+        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue)
+
+
 class PartialResetActionMask(ActionMask):
     """TorchRL's :class:`~torchrl.envs.transforms.ActionMask` (random actions that follow
     "action_mask"), for batched environments whose sub-environments reset one by one.
@@ -104,4 +125,4 @@ class PartialResetActionMask(ActionMask):
         return tensordict_reset
 
 
-__all__ = ["ACTIONS_KEY", "PROMPT_KEY", "PartialResetActionMask", "RenderText", "STATE_KEYS", "STEP_STATE_KEYS"]
+__all__ = ["ACTIONS_KEY", "PROMPT_KEY", "PartialResetActionMask", "RenderState", "RenderText", "STATE_KEYS", "STEP_STATE_KEYS"]

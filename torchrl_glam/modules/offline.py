@@ -1,7 +1,7 @@
-"""The offline default model: a tiny random-initialised LLM with a Playground-Text word tokenizer.
+"""The offline default model: a tiny random-initialised LLM with a word tokenizer of the environment.
 
 No model weights can be downloaded in tests, examples or air-gapped clusters, so the default model
-of this package is built locally: a word-level tokenizer over the Playground-Text vocabulary (made
+of this package is built locally: a word-level tokenizer over an environment's vocabulary (made
 with the ``tokenizers`` library, wrapped as a ``PreTrainedTokenizerFast``) and a small T5 (or a
 small Llama-style decoder) initialised from a fixed seed. It is written with ``save_pretrained``
 and read back through the very same ``from_pretrained`` path as any Hugging Face model, so the
@@ -47,8 +47,9 @@ RECIPE_VERSION = 1
 OUTPUT_INIT_STD = 0.01
 
 
-def build_word_tokenizer(kind: ModelKind = "t5"):
-    """A word-level ``PreTrainedTokenizerFast`` over every Playground-Text word.
+def build_word_tokenizer(kind: ModelKind = "t5", environment=None):
+    """A word-level ``PreTrainedTokenizerFast`` over every word of ``environment`` (a
+    :class:`~torchrl_glam.envs.protocol.TextEnvironment` or its name; default Playground-Text).
 
     Words split on whitespace and punctuation ("see:" -> "see", ":"). T5 appends ``</s>`` to an
     encoded text like the real T5 tokenizer; the decoder-only kind prepends ``<s>`` like Llama.
@@ -63,10 +64,10 @@ def build_word_tokenizer(kind: ModelKind = "t5"):
     )
     from transformers import PreTrainedTokenizerFast
 
-    from torchrl_glam.envs.vocabulary import vocabulary_words
+    from torchrl_glam.envs.protocol import get_environment
 
     specials = [PAD_TOKEN, EOS_TOKEN, UNK_TOKEN] + ([BOS_TOKEN] if kind == "llama" else [])
-    vocab = {token: index for index, token in enumerate(specials + vocabulary_words())}
+    vocab = {token: index for index, token in enumerate(specials + get_environment(environment).vocabulary_words())}
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
     # Split on whitespace, then isolate every non-word character (":" and ","). Not the
     # ``Punctuation`` pre-tokenizer: it also splits "_", which would break "living_thing".
@@ -127,16 +128,18 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
     raise ValueError(f"unknown tiny model kind {kind!r}: expected 't5' or 'llama'")
 
 
-def build_tiny_model(out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, **overrides) -> Path:
+def build_tiny_model(out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, environment=None,
+                     **overrides) -> Path:
     """Build the tiny model and its tokenizer into ``out`` (created) and return ``out``.
 
-    Deterministic: the same seed gives the same weights. ``overrides`` go to
-    :func:`tiny_model_config`.
+    Deterministic: the same seed gives the same weights. ``environment``: the
+    :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) whose vocabulary the
+    tokenizer holds (default Playground-Text). ``overrides`` go to :func:`tiny_model_config`.
     """
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     out = Path(out)
-    tokenizer = build_word_tokenizer(kind)
+    tokenizer = build_word_tokenizer(kind, environment)
     config = tiny_model_config(kind, vocab_size=len(tokenizer), **overrides)
     auto_class = AutoModelForSeq2SeqLM if kind == "t5" else AutoModelForCausalLM
     # A private generator state: building the model must not disturb the caller's RNG stream.
@@ -171,13 +174,14 @@ def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
     return out
 
 
-def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0) -> dict:
+def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment=None) -> dict:
     """Everything the random-init tiny model's weights depend on; its hash is the version name
     (:func:`~torchrl_glam.modules.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
-    (the code of the build itself): bump it when that changes."""
-    from torchrl_glam.envs.vocabulary import vocabulary_words
+    (the code of the build itself): bump it when that changes. The environment's vocabulary is
+    part of it, so each environment's model has its own version."""
+    from torchrl_glam.envs.protocol import get_environment
 
-    words = "\n".join(vocabulary_words())
+    words = "\n".join(get_environment(environment).vocabulary_words())
     config = tiny_config_fields(kind, vocab_size=0)
     del config["vocab_size"]  # the vocabulary is in its own hash
     return {
@@ -265,15 +269,20 @@ def build_into_cache(final: Path, build, rebuild: bool = False) -> Path:
     return final
 
 
-def default_tiny_model_path(kind: ModelKind = "t5") -> Path:
-    """Path of the default tiny model (seed 0): the shipped one where the package has it for the
-    current recipe, else built once into :func:`cache_root` under its recipe version."""
-    version = recipe_version(tiny_model_recipe(kind))
-    shipped = shipped_model_path(f"tiny-{kind}", version)
-    if shipped is not None:
-        return shipped
+def default_tiny_model_path(kind: ModelKind = "t5", environment=None) -> Path:
+    """Path of the default tiny model (seed 0) of an environment's vocabulary (default
+    Playground-Text): the shipped one where the package has it for the current recipe, else built
+    once into :func:`cache_root` under its recipe version."""
+    from torchrl_glam.envs.protocol import get_environment
+
+    version = recipe_version(tiny_model_recipe(kind, environment=environment))
+    if get_environment(environment) is get_environment():  # the shipped weights hold Playground-Text's words
+        shipped = shipped_model_path(f"tiny-{kind}", version)
+        if shipped is not None:
+            return shipped
     final = cache_root() / f"tiny-{kind}-{version}"
-    return build_into_cache(final, lambda directory: build_tiny_model(directory, kind=kind, seed=0))
+    return build_into_cache(final, lambda directory: build_tiny_model(directory, kind=kind, seed=0,
+                                                                      environment=environment))
 
 
 def main(argv: list[str] | None = None) -> None:

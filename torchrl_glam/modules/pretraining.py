@@ -118,13 +118,12 @@ class RandomPlayTranscripts:
     """
 
     def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int = 10) -> None:
-        from torchrl_glam.envs import PlaygroundTextEnv
+        from torchrl_glam.envs.protocol import get_environment
 
+        playground = get_environment("playground")  # the shipped pretrained weights are Playground-Text's
         half = max(num_envs // 2, 1)
-        self.envs = [
-            PlaygroundTextEnv(num_envs=half, goals=goals, max_steps=max_steps, seed=seed + i, text=False)
-            for i, goals in enumerate(("simplified", "train"))
-        ]
+        self.envs = [playground.make_env(half, goals=goals, max_steps=max_steps, seed=seed + i)
+                     for i, goals in enumerate(("simplified", "train"))]
         self.catalogue = self.envs[0].catalogue
         self.tds = [env.reset() for env in self.envs]
         self.generator = torch.Generator().manual_seed(seed)
@@ -154,15 +153,14 @@ def transcript_pairs(steps: TensorDictBase, catalogue) -> tuple[list[str], list[
     """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
     "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
     candidate followed by what it did, in the prompt's words (see the module docstring)."""
-    from torchrl_glam.envs import render_batch
-    from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+    from torchrl_glam.envs.protocol import get_environment
 
-    prompts, actions = render_batch(steps["goal_id"], steps["objects"], steps["agent_on"], steps["held"],
-                                    steps["grown"], catalogue)
+    playground = get_environment("playground")  # transcripts in Playground-Text's words
+    prompts, actions = playground.render({k: steps[k] for k in playground.state_keys})
     nxt, goals = steps["next"], catalogue.goals
     targets = []
     for b, (objects, chosen) in enumerate(zip(steps["objects"].tolist(), steps["action"].tolist())):
-        names = [OBJECT_NAMES[i] for i in objects]
+        names = [playground.object_names[i] for i in objects]
         on, held = int(nxt["agent_on"][b]), int(nxt["held"][b])
         grown = [n for n, g in zip(names, nxt["grown"][b].tolist()) if g]
         reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]

@@ -6,36 +6,50 @@ trained on are exactly those it acted on.
 """
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
+
 import torch
 from tensordict import TensorDictBase
 
-from torchrl_glam.envs import GoalCatalogue, action_mask_from_held, render_batch  # the env's mask rule
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
 from torchrl_glam.modules import ACTION_HIDDEN_KEY, ACTIONS_KEY, PROMPT_HIDDEN_KEY, PROMPT_KEY, SCORES_KEY, LLMScorer
 
 
-def render_observations(goal_id, objects, agent_on, held, grown, catalogue=None):
-    """Prompts [B], candidates [B][A] and action mask [B, A] of compact states."""
-    prompts, actions = render_batch(goal_id, objects, agent_on, held, grown, catalogue)
-    return prompts, actions, action_mask_from_held(held, objects.shape[-1] + 2)
+def render_observations(state, *playground_state, environment: TextEnvironment | str | None = None):
+    """Prompts [B], candidates [B][A] and action mask [B, A] of a flat batch of compact states
+    (``state[k]`` for each of the environment's state keys; default environment: Playground-Text).
+
+    Deprecated form: Playground-Text's five tensors, ``render_observations(goal_id, objects,
+    agent_on, held, grown)``."""
+    environment = get_environment(environment)
+    if not isinstance(state, Mapping):
+        warnings.warn("render_observations(goal_id, objects, agent_on, held, grown) is deprecated: pass a "
+                      "mapping of the environment's state keys", DeprecationWarning, stacklevel=2)
+        state = dict(zip(environment.state_keys, (state, *playground_state)))
+    prompts, actions = environment.render(state)
+    return prompts, actions, environment.action_mask(state)
 
 
 def score_states(
-    scorer: LLMScorer, batch: TensorDictBase, next_obs: bool = False, catalogue: GoalCatalogue | None = None
+    scorer: LLMScorer, batch: TensorDictBase, next_obs: bool = False,
+    environment: TextEnvironment | str | None = None, catalogue=None,
 ) -> dict[str, torch.Tensor]:
     """Scores and hidden states of the observations of a flat batch of compact transitions
-    (``next_obs``: of the states under "next", with the same goal and objects).
+    (``next_obs``: of the states under "next", with the same episode keys, e.g. goal and objects).
 
     A batch that already carries its text ("prompt", "actions", e.g. sampled from a replay buffer
-    with the ``RenderText(next_state=True)`` transform) is scored as it is; otherwise the text is
-    rendered here from the compact state."""
+    with the environment's render transform) is scored as it is; otherwise the text is rendered
+    here from the compact state. ``catalogue``: deprecated, the default environment's."""
+    environment = resolve_environment(environment, catalogue)
     prefix = ("next",) if next_obs else ()
-    state = [batch[prefix + (k,)].cpu() for k in ("agent_on", "held", "grown")]  # text is rendered on CPU
+    state = {k: batch[k].cpu() for k in environment.episode_keys}  # text is rendered on CPU
+    state.update({k: batch[prefix + (k,)].cpu() for k in environment.step_keys})
     if prefix + (PROMPT_KEY,) in batch.keys(True) and prefix + (ACTIONS_KEY,) in batch.keys(True):
         prompts, actions = batch[prefix + (PROMPT_KEY,)], batch[prefix + (ACTIONS_KEY,)]
-        mask = action_mask_from_held(state[1], batch["objects"].shape[-1] + 2)
+        mask = environment.action_mask(state)
     else:
-        prompts, actions, mask = render_observations(batch["goal_id"].cpu(), batch["objects"].cpu(), *state,
-                                                     catalogue=catalogue)
+        prompts, actions, mask = render_observations(state, environment=environment)
     mask = mask.to(batch["goal_id"].device)
     scores, action_hidden, prompt_hidden = scorer(prompts, actions, mask)
     return {SCORES_KEY: scores, "action_mask": mask, ACTION_HIDDEN_KEY: action_hidden, PROMPT_HIDDEN_KEY: prompt_hidden}

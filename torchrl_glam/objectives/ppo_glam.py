@@ -15,9 +15,10 @@ not 1 in the first epoch; the KL penalty compares pi_old(.|s,g) (the candidates'
 when acting, "behaviour_scores") with pi_theta(.|s,g'). ``centred=True`` clips the ratio around
 its first-epoch value c = pi_theta_old(a|s,g') / pi_old(a|s,g) instead of 1.
 
-Rollout keys ([B, T], time last): the compact state ("goal_id", "objects", "agent_on", "held",
-"grown"), "action", "sample_log_prob", "behaviour_scores" [B, T, A], and under "next" the state
-after the step, "reward", "done", "terminated". Relabeled pieces [E, T] also carry "mask".
+Rollout keys ([B, T], time last): the compact state (the environment's ``state_keys``; on
+Playground-Text "goal_id", "objects", "agent_on", "held", "grown"), "action", "sample_log_prob",
+"behaviour_scores" [B, T, A], and under "next" the state after the step, "reward", "done",
+"terminated". Relabeled pieces [E, T] also carry "mask".
 
 The loss is a TorchRL ``LossModule`` like :class:`~torchrl_glam.objectives.sac_glam.SACGLAMLoss`:
 its ``in_keys`` / ``out_keys`` are declared, the names it reads can be changed with ``set_keys``
@@ -37,7 +38,7 @@ from torch import nn
 from torchrl.modules import MLP, MaskedCategorical
 from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
 
-from torchrl_glam.envs import STATE_KEYS, GoalCatalogue
+from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
 from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, LLMScorer, make_actor
 from torchrl_glam.objectives.common import TrainableState, score_states
 
@@ -73,7 +74,9 @@ class PPOGLAMLoss(TrainableState, LossModule):
         clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
             0.99); the names of :class:`~torchrl_glam.training.ppo_config.PPOGLAMConfig`.
         value_width: units of the value head's two hidden layers.
-        catalogue: the goal grammar, to render prompts.
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
+            name) whose compact states the loss renders; default Playground-Text. ``catalogue``:
+            deprecated, the default environment's goal catalogue.
         ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
         centred: clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
         kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
@@ -114,13 +117,14 @@ class PPOGLAMLoss(TrainableState, LossModule):
         gamma: float = 0.99,
         gae_lambda: float = 0.99,
         value_width: int = 1024,
-        catalogue: GoalCatalogue | None = None,
+        catalogue=None,
         ppo_loss: str = "clip",
         centred: bool = False,
         kl_coeff: float = 1.0,
         kl_target: float | None = None,
         score_chunk: int = 512,
         *,
+        environment: TextEnvironment | str | None = None,
         lmbda: float | None = None,
         loss: str | None = None,
     ) -> None:
@@ -136,7 +140,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
         if centred and loss != "clip":
             raise ValueError(f"centred=True moves the clipping range: it needs {named}='clip'")
         self.scorer = scorer
-        self.catalogue = catalogue or GoalCatalogue.default()
+        self.environment = resolve_environment(environment, catalogue)
         self.loss_kind, self.centred, self.clip_epsilon = loss, centred, clip_epsilon
         self.score_chunk = score_chunk
         self.actor = make_actor(return_log_prob=True)
@@ -153,11 +157,16 @@ class PPOGLAMLoss(TrainableState, LossModule):
         self.ppo.set_keys(value=VALUE_KEY, **{k: getattr(self.tensor_keys, k) for k in self._FORWARDED_KEYS})
 
     @property
+    def catalogue(self):
+        """The environment's goal catalogue."""
+        return self.environment.catalogue
+
+    @property
     def in_keys(self) -> list[NestedKey]:
         keys = self.tensor_keys
         extra = [keys.first_epoch_log_prob] if self.centred else []
         extra += [keys.behaviour_scores] if self.loss_kind == "kl" else []
-        return [*STATE_KEYS, keys.action, keys.sample_log_prob, keys.advantage, keys.value_target, *extra]
+        return [*self.environment.state_keys, keys.action, keys.sample_log_prob, keys.advantage, keys.value_target, *extra]
 
     @property
     def out_keys(self) -> list[str]:
@@ -200,9 +209,9 @@ class PPOGLAMLoss(TrainableState, LossModule):
         steps = rollout[mask] if mask is not None else rollout.reshape(-1)
         hidden, next_hidden, log_prob = [], [], []
         for chunk in steps.split(self.score_chunk):
-            obs = score_states(self.scorer, chunk, catalogue=self.catalogue)
+            obs = score_states(self.scorer, chunk, environment=self.environment)
             hidden.append(obs[PROMPT_HIDDEN_KEY])
-            nxt = score_states(self.scorer, chunk, next_obs=True, catalogue=self.catalogue)
+            nxt = score_states(self.scorer, chunk, next_obs=True, environment=self.environment)
             next_hidden.append(nxt[PROMPT_HIDDEN_KEY])
             scores = obs[SCORES_KEY]
             dist = MaskedCategorical(logits=scores, mask=obs["action_mask"].to(scores.device), neg_inf=MASKED_LOGIT)
@@ -231,7 +240,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
         and "kl_coeff" (beta after this step).
         """
         keys, device = self.tensor_keys, self._device()
-        scored = score_states(self.scorer, minibatch, catalogue=self.catalogue)
+        scored = score_states(self.scorer, minibatch, environment=self.environment)
         td = minibatch.select(keys.action, keys.sample_log_prob, keys.advantage, keys.value_target)
         td = td.to(device).clone(False)
         td.update(scored)

@@ -53,7 +53,7 @@ from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
-from torchrl_glam.envs import STATE_KEYS, GoalCatalogue
+from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
 from torchrl_glam.modules import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, LLMScorer, make_actor, make_critic_heads
 from torchrl_glam.objectives.common import TrainableState, score_states
 
@@ -70,7 +70,9 @@ class SACGLAMLoss(TrainableState, LossModule):
         critic_backprop: whether the critic loss trains the LLM (App. B).
         critic_width: units of the heads' two hidden layers (1024 in App. C).
         gamma, alpha_init, target_entropy: SAC's discount and entropy settings (Tables 2-3).
-        catalogue: the goal grammar, to render prompts.
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
+            name) whose compact states the loss renders; default Playground-Text. ``catalogue``:
+            deprecated, the default environment's goal catalogue.
         target_llm: the target heads read the next observation through a Polyak-averaged copy of
             the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
         success_loss_coef: weight of the immediate-success head's loss (see the module docstring);
@@ -78,7 +80,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         critic_dueling: the heads are dueling networks, V from the prompt's hidden state and A from
             each candidate's (:class:`~torchrl_glam.modules.DuelingCriticHead`; not in the paper).
 
-    Reads the compact state (``STATE_KEYS``), "action", ("next", "agent_on" / "held" / "grown",
+    Reads the compact state (the environment's ``state_keys``), "action", ("next", its ``step_keys``,
     "reward", "done", "terminated"), and when present "steps_to_next_obs" (n-step transitions),
     "priority_weight", and the text keys ("prompt", "actions", also under "next"). Writes
     ``out_keys``.
@@ -108,15 +110,16 @@ class SACGLAMLoss(TrainableState, LossModule):
         gamma: float = 0.99,
         alpha_init: float = 0.005,
         target_entropy: float = 0.0,
-        catalogue: GoalCatalogue | None = None,
+        catalogue=None,
         target_llm: bool = False,
         success_loss_coef: float = 0.0,
         critic_dueling: bool = False,
+        environment: TextEnvironment | str | None = None,
     ) -> None:
         super().__init__()
         self.scorer = scorer
         self.num_actions = num_actions
-        self.catalogue = catalogue or GoalCatalogue.default()
+        self.environment = resolve_environment(environment, catalogue)
         self.critic_backprop = critic_backprop
         self.actor = make_actor()
         # the heads detach nothing themselves: this module decides what reaches the LLM
@@ -150,9 +153,14 @@ class SACGLAMLoss(TrainableState, LossModule):
         self.target_llm = TensorDictParams(self.llm_weights().data.clone(), no_convert=True) if target_llm else None
 
     @property
+    def catalogue(self):
+        """The environment's goal catalogue."""
+        return self.environment.catalogue
+
+    @property
     def in_keys(self) -> list[NestedKey]:
         keys = self.tensor_keys
-        return [*STATE_KEYS, keys.action, *(("next", k) for k in STATE_KEYS[2:]),
+        return [*self.environment.state_keys, keys.action, *(("next", k) for k in self.environment.step_keys),
                 ("next", keys.reward), ("next", keys.done), ("next", keys.terminated)]
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
@@ -216,7 +224,7 @@ class SACGLAMLoss(TrainableState, LossModule):
     # ------------------------------------------------------------------ forward
     def score(self, batch: TensorDictBase, next_obs: bool = False):
         """Scores and hidden states of the observation (or next observation) of a compact batch."""
-        return score_states(self.scorer, batch, next_obs, self.catalogue)
+        return score_states(self.scorer, batch, next_obs, self.environment)
 
     def forward(self, batch: TensorDictBase, warmup: bool | None = None) -> TensorDict:
         """Losses of a batch of compact n-step transitions (``warmup``: overrides the state).
@@ -227,15 +235,15 @@ class SACGLAMLoss(TrainableState, LossModule):
         """
         keys = self.tensor_keys
         warmup = self.warmup if warmup is None else warmup
-        candidates = batch.get("objects").shape[-1] + 2  # "Go to" each object, "Grasp", "Release"
+        batch = batch.to(next(self.scorer.parameters()).device)  # replay lives on the CPU
+        obs = self.score(batch)
+        candidates = obs["action_mask"].shape[-1]  # the environment's mask rule: one column per candidate
         if candidates != self.num_actions:  # the heads would silently read the wrong candidates
             raise ValueError(
                 f"the batch has {candidates} candidate actions per step but this loss was built with "
                 f"num_actions={self.num_actions}: build it with num_actions={candidates} "
-                "(Playground-Text: env.num_objects + 2)"
+                "(environment.num_actions(env); Playground-Text: env.num_objects + 2)"
             )
-        batch = batch.to(next(self.scorer.parameters()).device)  # replay lives on the CPU
-        obs = self.score(batch)
         with torch.no_grad():
             nxt = self.score(batch, next_obs=True)
             if self.target_llm is not None:

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, fields
 import types
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from torchrl_glam.envs.playground import GOAL_SETS
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.protocol import DEFAULT_ENVIRONMENT, TextEnvironment, environment_names, get_environment
 from torchrl_glam.training.evaluation import EVAL_SETS
 
 C = TypeVar("C", bound="GLAMConfig")
@@ -51,12 +50,14 @@ class GLAMConfig:
 
     RENAMED: ClassVar[dict[str, str]] = {}
 
-    # environment (App. A)
+    # environment (App. A): a registered environment's name ("playground", "babyai", or one a
+    # script registered with torchrl_glam.envs.protocol.register_environment before main)
+    env: str = DEFAULT_ENVIRONMENT
     goals: str = "train"
     # how training draws each episode's goal: "uniform" over the task set (the paper: the full set is
     # then 97.85% sequential) or "by_type" (a goal type uniformly, then a goal of it)
     goal_sampling: str = "uniform"
-    num_objects: int | None = None  # None: 6, or 3 for "simplified"
+    num_objects: int | None = None  # Playground-Text only; None: 6, or 3 for "simplified"
     max_steps: int = 10
     num_envs: int = 32
     # model (App. C): None = the offline tiny T5 built locally
@@ -88,10 +89,33 @@ class GLAMConfig:
     # CSV always; TensorBoard when installed; W&B only when asked for (it needs a login)
     loggers: list[str] = field(default_factory=lambda: ["csv", "tensorboard"])
 
+    @property
+    def environment(self) -> TextEnvironment:
+        """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env``."""
+        try:
+            return get_environment(self.env)
+        except ImportError as error:  # an optional dependency (BabyAI-Text: minigrid)
+            raise ConfigError(f"env={self.env!r} needs a package that is not installed ({error}); "
+                              "for env=babyai: pip install minigrid") from None
+        except ValueError as error:
+            raise ConfigError(f"bad config value env={self.env!r}: {error}") from None
+
+    def _has(self, capability: str) -> bool:
+        """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
+        own check first)."""
+        return self.env not in environment_names() or self.environment.has(capability)
+
+    def _lacks(self, capability: str) -> str:
+        """The end of an error message for a field whose value needs ``capability``."""
+        return "" if self._has(capability) else f" (env={self.env!r} has no {capability!r}: switch it off)"
+
     def _checks(self) -> dict[str, bool]:
         """Field name -> whether its value is acceptable (checked in this order)."""
+        if self.env not in environment_names():
+            return {"env": False}
+        environment = self.environment
         return {
-            "goals": self.goals in GOAL_SETS,
+            "goals": self.goals in environment.goal_sets,
             "goal_sampling": self.goal_sampling in ("uniform", "by_type"),
             "normalization": self.normalization in ("sum", "mean"),
             "tokenization": self.tokenization in ("exact", "separate"),
@@ -103,13 +127,17 @@ class GLAMConfig:
             "eval_every": self.eval_every >= 1,
             "eval_episodes": self.eval_episodes >= 1,
             "eval_sets": (len(self.eval_sets) >= 1 and len(set(self.eval_sets)) == len(self.eval_sets)
-                          and set(self.eval_sets) <= set(EVAL_SETS)),
+                          and set(self.eval_sets) <= set(EVAL_SETS)
+                          and ("held_out" not in self.eval_sets or environment.held_out_goal_set is not None)),
             "log_every": self.log_every >= 1,
             "checkpoint_every": self.checkpoint_every >= 1,
             "num_threads": 1 <= self.num_threads <= MAX_THREADS,
             "lora_rank": self.lora_rank >= 0,
             "lora_alpha": self.lora_alpha >= 1,
-            "num_objects": self.num_objects is None or 2 <= self.num_objects <= len(OBJECT_NAMES),
+            "num_objects": self.num_objects is None or ("num_objects" in environment.config_options
+                                                        and 2 <= self.num_objects <= len(environment.object_names)),
+            # shipped pretrained weights know Playground-Text's words only
+            "model": not (self.env != DEFAULT_ENVIRONMENT and _is_pretrained_tiny(self.model)),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
             "quantization_needs_lora": self.quantization is None or self.lora_rank >= 1,
             "device": _is_device(self.device),
@@ -120,19 +148,29 @@ class GLAMConfig:
 
     def _expected(self) -> dict[str, str]:
         """Field name -> what a good value is, for the error message (default: see the class)."""
+        if self.env not in environment_names():
+            return {"env": f"a registered environment: one of {environment_names()} (register your own "
+                           "with torchrl_glam.envs.protocol.register_environment before main)"}
+        environment = self.environment
         return {
-            "goals": f"one of {GOAL_SETS}",
+            "goals": f"a goal set of env={self.env!r}: one of {environment.goal_sets}",
             "seed": f"an integer from 0 to {MAX_SEED} (numpy's generators take seeds below 2**32)",
             "max_steps": f"an episode length from 1 to {MAX_EPISODE_STEPS}",
             "total_steps": f"a number of environment steps from 1 to {MAX_TOTAL_STEPS:.0e}",
             "num_threads": f"from 1 to {MAX_THREADS} torch threads (about the cores of the node)",
-            "num_objects": f"none, or from 2 to {len(OBJECT_NAMES)} objects per scene",
+            "num_objects": (f"none, or from 2 to {len(environment.object_names)} objects per scene"
+                            if "num_objects" in environment.config_options else
+                            f"none: env={self.env!r} has no num_objects option"),
+            "model": (f"a model for env={self.env!r}: the pretrained tiny weights ship for Playground-Text "
+                      "only (its words); model=none builds a random-init tiny model from this environment's "
+                      "vocabulary"),
             "goal_sampling": "'uniform' (over the task set) or 'by_type' (goal types equally often)",
             "normalization": "'sum' or 'mean'",
             "tokenization": "'exact' or 'separate'",
             "quantization": "none, '4bit' or '8bit'",
             "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
-            "eval_sets": f"a non-empty list of distinct names among {sorted(EVAL_SETS)}",
+            "eval_sets": f"a non-empty list of distinct names among {sorted(EVAL_SETS)}"
+                         + ("" if environment.held_out_goal_set else f" but 'held_out' (env={self.env!r} has none)"),
             "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
                                        "be trained; only LoRA adapters on them), or quantization=none",
             "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
@@ -212,6 +250,11 @@ class GLAMConfig:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+
+def _is_pretrained_tiny(model: str | None) -> bool:
+    """Whether ``model`` names a shipped tiny model pretrained on Playground-Text transcripts."""
+    return model is not None and model.startswith("offline:tiny-") and model.endswith(("-pretrained", "-hindsight"))
 
 
 def _warn_renamed(old: str, new: str, stacklevel: int = 2) -> None:

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES, PlaygroundTextEnv
+from torchrl.envs import EnvBase
+
+from torchrl_glam.envs.protocol import get_environment
 
 
 @dataclass(frozen=True)
@@ -33,25 +35,27 @@ EVAL_SETS: dict[str, EvalSet] = {
 
 
 @torch.no_grad()
-def evaluate(policy, env: PlaygroundTextEnv, greedy: bool = True) -> dict[str, float]:
+def evaluate(policy, env: EnvBase, greedy: bool = True, goal_types: tuple[str, ...] | None = None) -> dict[str, float]:
     """Runs one episode in every sub-environment of ``env`` (reset with its seed, so every
     evaluation sees the same scenes and goals) and returns the success rates.
 
     ``policy(td, greedy=greedy)`` writes "action". A sampled evaluation draws from its own random
     stream, seeded by the environment's seed: it is the same for every algorithm and leaves the
     training's stream untouched (adding it to a run does not change the run). Keys: "success",
-    "success/<goal type>" for the types present, "episode_length".
+    "success/<goal type>" for the types present (``goal_types``: the names of the environment's
+    types, default Playground-Text's), "episode_length".
     """
+    goal_types = get_environment().goal_types if goal_types is None else goal_types
     if greedy:
-        return _episodes(policy, env, greedy)
+        return _episodes(policy, env, greedy, goal_types)
     # a policy on a GPU samples from that device's generator: fork it too (fork_rng forks the CPU's)
     devices = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(env.seed_value)
-        return _episodes(policy, env, greedy)
+        return _episodes(policy, env, greedy, goal_types)
 
 
-def _episodes(policy, env: PlaygroundTextEnv, greedy: bool) -> dict[str, float]:
+def _episodes(policy, env: EnvBase, greedy: bool, goal_types: tuple[str, ...]) -> dict[str, float]:
     env.set_seed(env.seed_value)
     td = env.reset()
     num = env.num_envs
@@ -63,14 +67,14 @@ def _episodes(policy, env: PlaygroundTextEnv, greedy: bool) -> dict[str, float]:
         policy(td, greedy=greedy)
         out = env.step(td)["next"]
         running = ~ended
-        success |= running & out["terminated"].squeeze(-1)
+        success |= running & out["terminated"].squeeze(-1) & (out["reward"].squeeze(-1) > 0)  # a failure may end it too
         length += running.float()
         ended |= out["done"].squeeze(-1)
         if ended.all():
             break
         td = out.exclude("reward", "done", "terminated", "truncated")
     results = {"success": success.float().mean().item(), "episode_length": length.mean().item()}
-    for k, name in enumerate(GOAL_TYPES):
+    for k, name in enumerate(goal_types):
         chosen = goal_type == k
         if chosen.any():
             results[f"success/{name}"] = success[chosen].float().mean().item()

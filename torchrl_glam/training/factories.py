@@ -12,7 +12,9 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from torchrl_glam.envs import STATE_KEYS, PlaygroundTextEnv, RenderText
+from torchrl.envs import EnvBase
+
+from torchrl_glam.envs.protocol import DEFAULT_ENVIRONMENT
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     ACTION_MASK_KEY,
@@ -36,34 +38,38 @@ class NonFiniteLossError(RuntimeError):
 
 
 def make_env(cfg: GLAMConfig, num_envs: int | None = None, goals: str | None = None,
-             seed: int | None = None, goal_sampling: str | None = None, **kwargs) -> PlaygroundTextEnv:
-    """The training environment (tensors only: prompts are rendered for the LLM from the state)."""
-    return PlaygroundTextEnv(
-        num_envs=num_envs or cfg.num_envs,
-        num_objects=cfg.num_objects,
+             seed: int | None = None, goal_sampling: str | None = None, **kwargs) -> EnvBase:
+    """The training environment of ``cfg.env`` (tensors only: prompts are rendered for the LLM
+    from the state); the environment's ``config_options`` come from the config's fields."""
+    environment = cfg.environment
+    options = {name: getattr(cfg, name) for name in environment.config_options}
+    return environment.make_env(
+        num_envs or cfg.num_envs,
+        seed=cfg.seed if seed is None else seed,
         goals=goals or cfg.goals,
         max_steps=cfg.max_steps,
-        seed=cfg.seed if seed is None else seed,
-        text=False,
         goal_sampling=goal_sampling or cfg.goal_sampling,
+        **options,
         **kwargs,
     )
 
 
-def make_eval_envs(cfg: GLAMConfig) -> dict[str, PlaygroundTextEnv]:
+def make_eval_envs(cfg: GLAMConfig) -> dict[str, EnvBase]:
     """The evaluation environments of the config's ``eval_sets`` (see
     :data:`~torchrl_glam.training.evaluation.EVAL_SETS`), each with ``eval_episodes``
     sub-environments and a fixed seed, so that every algorithm of a comparison is evaluated on the
     same episodes."""
     sets = {name: EVAL_SETS[name] for name in cfg.eval_sets}
-    return {name: make_env(cfg, num_envs=cfg.eval_episodes, goals=spec.goals, seed=spec.seed_offset + cfg.seed,
+    held_out = cfg.environment.held_out_goal_set  # the "held_out" set names the environment's own
+    return {name: make_env(cfg, num_envs=cfg.eval_episodes, goals=held_out if spec.goals == "held_out" else spec.goals,
+                           seed=spec.seed_offset + cfg.seed,
                            goal_sampling=spec.goal_sampling)
             for name, spec in sets.items()}
 
 
 def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
     llm = LLMConfig(
-        name_or_path=cfg.model,
+        name_or_path=model_of(cfg),
         dtype=cfg.dtype,
         device=cfg.device,
         lora_rank=cfg.lora_rank,
@@ -73,18 +79,31 @@ def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
     return make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization).module
 
 
+def model_of(cfg: GLAMConfig) -> str | None:
+    """The model the config's ``model`` names for its environment: another environment than
+    Playground-Text gets the random-init tiny model built from its own vocabulary in place of the
+    offline tiny models (whose tokenizer holds Playground-Text's words)."""
+    if cfg.env == DEFAULT_ENVIRONMENT or cfg.model not in (None, "offline:tiny-t5", "offline:tiny-llama"):
+        return cfg.model
+    from torchrl_glam.modules.offline import default_tiny_model_path
+
+    kind = "llama" if cfg.model == "offline:tiny-llama" else "t5"
+    return str(default_tiny_model_path(kind, environment=cfg.environment))
+
+
 _POLICIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # agent -> {with_log_prob: policy}
 
 
 def agent_policy(agent, return_log_prob: bool = False) -> TensorDictSequential:
-    """The policy module of an objective holding a ``scorer`` and a ``catalogue`` (SAC-GLAM or
-    PPO-GLAM): ``make_policy(scorer, render=RenderText(catalogue))``, sharing the objective's LLM.
+    """The policy module of an objective holding a ``scorer`` and an ``environment`` (SAC-GLAM or
+    PPO-GLAM): ``make_policy(scorer, render=environment.render_transform())``, sharing the
+    objective's LLM.
     Kept outside the objective (a registered submodule would enter its checkpoints twice)."""
     policies = _POLICIES.setdefault(agent, {})
     if return_log_prob not in policies:
         scorer = TensorDictModule(agent.scorer, in_keys=[PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY],
                                   out_keys=[SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY])
-        policies[return_log_prob] = make_policy(scorer, render=RenderText(agent.catalogue),
+        policies[return_log_prob] = make_policy(scorer, render=agent.environment.render_transform(),
                                                 return_log_prob=return_log_prob)
     return policies[return_log_prob]
 
@@ -99,7 +118,7 @@ def act(agent, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = F
     device = next(agent.scorer.parameters()).device
     policy = agent_policy(agent, return_log_prob=with_log_prob and not greedy)
     with set_exploration_type(ExplorationType.DETERMINISTIC if greedy else ExplorationType.RANDOM):
-        out = policy(td.select(*STATE_KEYS, ACTION_MASK_KEY).to(device))
+        out = policy(td.select(*agent.environment.state_keys, ACTION_MASK_KEY).to(device))
     td.set("action", out["action"].cpu())
     if with_log_prob and not greedy:
         td.set(LOG_PROB_KEY, out[LOG_PROB_KEY].cpu())

@@ -29,7 +29,6 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.record.loggers import CSVLogger, Logger
 
-from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.rundir import append_line, write_atomic
 
@@ -80,7 +79,8 @@ class RunLogger:
         run_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(run_dir / "config.json", cfg.to_json())  # a kill never leaves half of it
         self.loggers = make_loggers(cfg)
-        self.catalogue = GoalCatalogue.default()
+        self.environment = cfg.environment
+        self.catalogue = self.environment.catalogue
         self._sums: dict[str, float] = defaultdict(float)
         self._counts: dict[str, int] = defaultdict(int)
         self._last_flush: tuple[int, float] | None = None
@@ -110,11 +110,20 @@ class RunLogger:
 
     def episodes(self, episodes: TensorDictBase) -> None:
         """Success and length of finished episodes (before relabeling)."""
-        success = episodes["next", "terminated"].any(-1).float()
+        success = (episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1).float()  # not a failed end
         length = episodes["mask"].sum(-1).float()
         types = torch.as_tensor(self.catalogue.goal_type[episodes["goal_id"][:, 0].cpu().numpy()])
         self._add("train/success", success.sum().item(), len(success))
         self._add("train/episode_length", length.sum().item(), len(length))
+        if self.environment.has("noop_actions") and "agent_on" in self.environment.step_keys:
+            self._playground_actions(episodes)
+        for k, name in enumerate(self.environment.goal_types):
+            chosen = types == k
+            if chosen.any():
+                self._add(f"train/success/{name}", success[chosen].sum().item(), int(chosen.sum()))
+
+    def _playground_actions(self, episodes: TensorDictBase) -> None:
+        """Playground-Text's action diagnostics of finished episodes."""
         # "Go to" the object the agent already stands on: the action greedy cycles repeat
         # (docs/results/cpu_full). It does nothing, except a first contact of a held supply with
         # that object.
@@ -133,10 +142,6 @@ class RunLogger:
                  "release": episodes["action"] == num_objects + 1}
         for kind, chosen in kinds.items():
             self._add(f"train/action_share/{kind}", (chosen & steps).sum().item(), int(steps.sum()))
-        for k, name in enumerate(GOAL_TYPES):
-            chosen = types == k
-            if chosen.any():
-                self._add(f"train/success/{name}", success[chosen].sum().item(), int(chosen.sum()))
 
     def update(self, metrics: dict[str, float], env_steps: int, replay=None) -> None:
         for name, value in metrics.items():

@@ -15,19 +15,22 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl_glam.data.her import relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter
+from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
+                                        get_environment)
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
 from torchrl_glam.training.distributed import all_max, all_true, average_gradients
 from torchrl_glam.training.factories import NonFiniteLossError, make_scorer_from_config
 from torchrl_glam.training.ppo_config import PPOGLAMConfig
 
-#: What a rollout keeps of each environment step: the compact state and what acting recorded, and
-#: under "next" what GAE and hindsight relabeling need.
-ROLLOUT_KEYS = ("goal_id", "objects", "agent_on", "held", "grown", "action", "sample_log_prob", BEHAVIOUR_SCORES_KEY)
-ROLLOUT_NEXT_KEYS = ("agent_on", "held", "grown", "reward", "done", "terminated", "truncated",
-                     "achieved_goal_ids", "achieved_goal_count")
-#: What a minibatch of the update holds (collected and relabeled transitions alike).
-UPDATE_KEYS = ("goal_id", "objects", "agent_on", "held", "grown", "action", "sample_log_prob",
-               BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, "advantage", "value_target", "relabeled")
+#: What a rollout keeps of each environment step besides the environment's compact state (its
+#: ``state_keys``, and its ``step_keys`` under "next"): what acting recorded, and under "next" what
+#: GAE and hindsight relabeling need.
+ROLLOUT_KEYS = ("action", "sample_log_prob", BEHAVIOUR_SCORES_KEY)
+ROLLOUT_NEXT_KEYS = ("reward", "done", "terminated", "truncated", ACHIEVED_GOAL_IDS_KEY, ACHIEVED_GOAL_COUNT_KEY)
+#: What a minibatch of the update holds besides the compact state (collected and relabeled
+#: transitions alike).
+UPDATE_KEYS = ("action", "sample_log_prob", BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, "advantage",
+               "value_target", "relabeled")
 
 
 def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
@@ -44,6 +47,7 @@ def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
         centred=cfg.her_centred,
         kl_coeff=cfg.kl_coeff,
         kl_target=cfg.kl_target,
+        environment=cfg.environment,
     ).to(cfg.device)
 
 
@@ -54,15 +58,18 @@ class Rollout:
     returns the whole rollout [num_envs, length] (time last) once it is full, else ``None``.
     """
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, environment: TextEnvironment | str | None = None) -> None:
         self.length = length
         self.steps: list[TensorDict] = []
+        environment = get_environment(environment)
+        self.keys = (*environment.state_keys, *ROLLOUT_KEYS,
+                     *(("next", k) for k in (*environment.step_keys, *ROLLOUT_NEXT_KEYS)))
 
     def __len__(self) -> int:
         return len(self.steps)
 
     def add(self, step: TensorDictBase) -> TensorDictBase | None:
-        kept = step.select(*ROLLOUT_KEYS, *(("next", k) for k in ROLLOUT_NEXT_KEYS)).clone()
+        kept = step.select(*self.keys).clone()
         self.steps.append(kept)
         if len(self.steps) < self.length:
             return None
@@ -99,7 +106,7 @@ class PPOGLAMUpdater:
         self.parameters = [p for group in agent.param_groups().values() for p in group]
         self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.lr)
         self.optimizers = {"lr": self.optimizer}  # by learning-rate field (a resume may change it)
-        self.keep_goal = aligned_goal_filter(agent.catalogue) if cfg.her_filter == "aligned" else None
+        self.keep_goal = aligned_goal_filter(environment=agent.environment) if cfg.her_filter == "aligned" else None
         self.updates = 0  # gradient steps
         self.iterations = 0  # rollouts
 
@@ -108,14 +115,14 @@ class PPOGLAMUpdater:
         "relabeled" beside the rollout's keys (:data:`UPDATE_KEYS`)."""
         data = self.agent.advantages(rollout).reshape(-1)
         data["relabeled"] = torch.zeros(data.shape, dtype=torch.bool, device=data.device)
-        data = data.select(*UPDATE_KEYS)
+        data = data.select(*self.agent.environment.state_keys, *UPDATE_KEYS)
         if not self.cfg.her:
             return data
         pieces = relabel_rollout(rollout, self.cfg.max_steps, self.keep_goal)
         if not pieces.numel():
             return data
         pieces = self.agent.advantages(pieces)
-        relabeled = pieces[pieces["mask"]].select(*UPDATE_KEYS)
+        relabeled = pieces[pieces["mask"]].select(*self.agent.environment.state_keys, *UPDATE_KEYS)
         cap = int(len(data) * self.cfg.her_ratio / (1 - self.cfg.her_ratio))
         if len(relabeled) > cap:
             relabeled = relabeled[torch.randperm(len(relabeled))[:cap]]

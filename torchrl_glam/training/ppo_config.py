@@ -79,7 +79,8 @@ class PPOGLAMConfig(GLAMConfig):
             "clip_epsilon": 0.0 < self.clip_epsilon < 1.0,
             "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
             "ppo_loss": self.ppo_loss in ("clip", "kl"),
-            "her_filter": self.her_filter in ("none", "aligned"),
+            "her_filter": self.her_filter in ("none", "aligned")
+                          and (self.her_filter != "aligned" or self._has("subgoal_matrix")),
             "her_centred": not self.her_centred or self.ppo_loss == "clip",
             "her_ratio": 0.0 < self.her_ratio < 1.0,
             "kl_coeff": self.kl_coeff >= 0,
@@ -93,7 +94,7 @@ class PPOGLAMConfig(GLAMConfig):
             "clip_epsilon": "a number in (0, 1)",
             "max_grad_norm": "a positive number, or none for no clipping",
             "ppo_loss": "'clip' or 'kl'",
-            "her_filter": "'none' or 'aligned'",
+            "her_filter": "'none' or 'aligned'" + self._lacks("subgoal_matrix"),
             "her_centred": "false with ppo_loss='kl' (centring moves the clipping range; KL has none)",
             "her_ratio": "a share in (0, 1)",
             "kl_target": "a positive KL, or none for a constant kl_coeff",

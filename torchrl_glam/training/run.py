@@ -185,7 +185,7 @@ class TrainingRun:
         seed_everything(cfg.seed)  # the same initial weights on every rank
         self.env = make_env(cfg, num_envs=cfg.num_envs // self.world, seed=cfg.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)
-        self.assembler = EpisodeAssembler(self.env.num_envs, cfg.max_steps)
+        self.assembler = EpisodeAssembler(self.env.num_envs, cfg.max_steps, cfg.environment)
         # one checkpoint per rank: each holds its own environments and replay
         self.checkpoint_dir = Path(cfg.run_dir) / ("" if self.main_rank else f"rank{self.rank}")
         self.logger: RunLogger | None = None
@@ -303,7 +303,7 @@ class TrainingRun:
         if episodes is not None:
             if self.logger:
                 self.logger.episodes(episodes)
-            self.recent.extend(episodes["next", "terminated"].any(-1).tolist())
+            self.recent.extend((episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1).tolist())
         return step, td, episodes
 
     def log_update(self, metrics: dict[str, float], replay=None) -> None:
@@ -316,7 +316,8 @@ class TrainingRun:
         """Evaluates the greedy policy on every evaluation set, logs it at this step and prints it."""
         report = []
         for name, eval_env in self.eval_envs.items():
-            results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy)
+            results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy,
+                               goal_types=self.cfg.environment.goal_types)
             self.logger.evaluation(name, results, self.steps, self.wall_seconds)
             report.append(f"{name} {results['success']:.2f}")
         self._print(f"evaluation at {self.steps} steps ({self.wall_seconds:.0f} s): success " + ", ".join(report))

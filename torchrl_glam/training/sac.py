@@ -10,7 +10,8 @@ from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.noop_twins import NoOpTwins
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
-from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue, PlaygroundTextEnv
+from torchrl.envs import EnvBase
+
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.sac_config import SACGLAMConfig
@@ -32,6 +33,7 @@ def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
         target_llm=cfg.target_llm,
         success_loss_coef=cfg.success_loss_coef,
         critic_dueling=cfg.critic_dueling,
+        environment=cfg.environment,
     ).to(cfg.device)
 
 
@@ -43,29 +45,35 @@ def load_trained_agent(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:
         raise FileNotFoundError(f"no checkpoint in {run_dir}: pass the --run-dir of a SAC-GLAM run that has "
                                 "written one (every checkpoint_every steps, and at its end)")
     cfg = SACGLAMConfig.from_dict(state["config"])
-    agent = make_agent(cfg, num_actions=make_env(cfg, num_envs=1).num_objects + 2)
+    agent = make_agent(cfg, num_actions=num_actions(cfg, make_env(cfg, num_envs=1)))
     agent.load_trainable_state_dict(state["agent"])
     return cfg, agent, state["assembler"]["env_steps"]
 
 
-def make_goal_choice(cfg: SACGLAMConfig, env: PlaygroundTextEnv) -> AutotelicGoals | None:
+def num_actions(cfg: SACGLAMConfig, env: EnvBase) -> int:
+    """The candidates per step of an environment of ``cfg.env``."""
+    return cfg.environment.num_actions(env)
+
+
+def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
     """The autotelic agent's goal choice for ``env`` (wrap it: ``TransformedEnv(env, choice)``),
     or ``None`` when ``autotelic="off"`` (the environment samples the task set's goals)."""
     if cfg.autotelic == "off":
         return None
     return AutotelicGoals(env.num_envs, env.num_objects, strategy=cfg.autotelic, epsilon=cfg.lp_epsilon,
                           window=cfg.lp_window, groups=cfg.lp_groups, seed=env.seed_value,
-                          task_set=env.goals, catalogue=env.catalogue)
+                          task_set=env.goals, environment=cfg.environment)
 
 
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
-    catalogue = GoalCatalogue.default()
+    environment = cfg.environment
+    catalogue = environment.catalogue
     strategy = cfg.batch_strategy if cfg.her or cfg.batch_strategy != "ratio" else "uniform"
     weights = None
     if cfg.batch_strategy == "prior":
-        weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.goals))
+        weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.goals), environment=environment)
     elif cfg.batch_strategy == "types_uniform":  # App. E's per-type buffers, every type equally often
-        weights, strategy = [1.0] * len(GOAL_TYPES), "prior"
+        weights, strategy = [1.0] * len(environment.goal_types), "prior"
     return GoalReplay(
         capacity=cfg.buffer_capacity,
         strategy=strategy,
@@ -74,6 +82,7 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
         prioritized=cfg.prioritized,
         alpha=cfg.per_alpha,
         beta=cfg.per_beta,
+        environment=environment,
     )
 
 
@@ -84,9 +93,9 @@ def make_episode_processing(cfg: SACGLAMConfig):
     if cfg.her:
         her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed, negatives_per_episode=cfg.her_negatives,
                                negatives_from=cfg.her_negatives_from, twins=cfg.her_twins,
-                               goal_ids=GoalCatalogue.default().goal_set(cfg.goals))
-    twins = NoOpTwins(seed=cfg.seed) if cfg.noop_twins else None
-    return her, twins, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit)
+                               goal_ids=cfg.environment.catalogue.goal_set(cfg.goals), environment=cfg.environment)
+    twins = NoOpTwins(seed=cfg.seed, environment=cfg.environment) if cfg.noop_twins else None
+    return her, twins, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit, environment=cfg.environment)
 
 
 class SACGLAMUpdater:

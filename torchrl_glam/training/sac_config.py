@@ -143,14 +143,18 @@ class SACGLAMConfig(GLAMConfig):
             "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
             "her_max_per_episode": self.her_max_per_episode is None or self.her_max_per_episode >= 1,
             "her_negatives": self.her_negatives >= 0 and (self.her or self.her_negatives == 0),
-            "her_negatives_from": self.her_negatives_from in ("reported", "scene"),
-            "her_twins": self.her or not self.her_twins,
+            "her_negatives_from": self.her_negatives_from in ("reported", "scene")
+                                  and (self.her_negatives_from != "scene" or not self.her or self._has("goals_in_scene")),
+            "her_twins": (self.her or not self.her_twins) and (not self.her_twins or self._has("goals_in_scene")),
+            "noop_twins": not self.noop_twins or self._has("noop_actions"),
             "per_alpha": self.per_alpha >= 0,
             "per_beta": self.per_beta >= 0,
-            "autotelic": self.autotelic in ("off", "uniform", "lp"),
+            "autotelic": self.autotelic in ("off", "uniform", "lp")
+                         and (self.autotelic == "off" or self._has("neutral_scene_objects")),
             "lp_epsilon": 0.0 <= self.lp_epsilon <= 1.0,
             "lp_window": self.lp_window >= 1,
-            "lp_groups": _valid_groups(self.lp_groups),
+            "lp_groups": _valid_groups(self.lp_groups) and (self.autotelic == "off" or self._has("goal_attributes")
+                                                            or self.lp_groups.strip() in ("type", "goal")),
         }
 
     def _expected(self) -> dict[str, str]:
@@ -167,12 +171,15 @@ class SACGLAMConfig(GLAMConfig):
                              "gradient reaches the LLM)",
             "her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
                              "copies; 0: none, the paper)",
-            "her_negatives_from": "'reported' or 'scene'",
-            "her_twins": "false, or true with her=true (twins sit beside relabeled successes)",
+            "her_negatives_from": "'reported' or 'scene'" + self._lacks("goals_in_scene"),
+            "her_twins": "false, or true with her=true (twins sit beside relabeled successes)"
+                         + self._lacks("goals_in_scene"),
+            "noop_twins": "false" + self._lacks("noop_actions"),
             "success_loss_coef": "a number >= 0 (0: no immediate-success head, the paper)",
-            "autotelic": "'off', 'uniform' or 'lp'",
+            "autotelic": "'off', 'uniform' or 'lp'" + self._lacks("neutral_scene_objects"),
             "lp_epsilon": "a probability in [0, 1]",
-            "lp_groups": "'goal', or comma-separated names among type, category, colour",
+            "lp_groups": "'goal', or comma-separated names among type, category, colour"
+                         + self._lacks("goal_attributes"),
         }
 
 
@@ -307,6 +314,11 @@ PRESETS["cpu_full_autotelic_uniform"] = {**PRESETS["cpu_full"], "autotelic": "un
 # grasping, so the social partner reports nothing in 400 steps (relabeled share 0) and an
 # autotelic agent would discover nothing; "mean" (as in "cpu") makes it report ~70 goals.
 PRESETS["smoke_autotelic"] = {**PRESETS["smoke"], "autotelic": "lp", "normalization": "mean"}
+# The smoke run on BabyAI-Text (MixedTrainLocal): a random-init tiny T5 built from BabyAI-Text's
+# words (pretrained weights ship for Playground-Text only); 20 steps per episode, and "mean" scores
+# (with "sum" that model keeps turning and the partner reports nothing in 400 steps).
+PRESETS["smoke_babyai"] = {**PRESETS["smoke"], "env": "babyai", "goals": "train", "max_steps": 20,
+                           "normalization": "mean"}
 
 
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:

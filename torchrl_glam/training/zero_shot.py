@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import torch
 
 from torchrl_glam.envs import GOAL_TYPES, PlaygroundTextEnv
+from torchrl_glam.envs.protocol import get_environment
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
 from torchrl_glam.objectives.common import render_observations
 from torchrl_glam.training.evaluation import evaluate
@@ -59,6 +60,7 @@ class ZeroShotPolicy:
             raise ValueError("chat_template=True but the model's tokenizer has no chat template; "
                              "use it with instruct models only (e.g. smollm2-135m)")
         self.scorer, self.mode, self.chat_template = scorer, mode, chat_template
+        self.environment = get_environment()  # the zero-shot baseline runs on Playground-Text
         self.generator = torch.Generator().manual_seed(seed)
 
     def prompts(self, prompts: list[str]) -> list[str]:
@@ -70,8 +72,8 @@ class ZeroShotPolicy:
 
     @torch.no_grad()
     def __call__(self, td, greedy: bool = True):
-        state = [td[key].cpu() for key in ("goal_id", "objects", "agent_on", "held", "grown")]
-        prompts, actions, mask = render_observations(*state)
+        state = {key: td[key].cpu() for key in self.environment.state_keys}
+        prompts, actions, mask = render_observations(state, environment=self.environment)
         scores = self.scorer(self.prompts(prompts), actions, mask.to(next(self.scorer.model.parameters()).device))[0].float().cpu()
         logits = scores.masked_fill(~mask, MASKED_LOGIT)
         if self.mode == "greedy":

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     agent = make_ppo_agent(cfg)
     broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
     updater = PPOGLAMUpdater(agent, cfg, run.world)
-    rollout = Rollout(cfg.rollout_steps)  # the steps collected since the last update
+    rollout = Rollout(cfg.rollout_steps, cfg.environment)  # the steps collected since the last update
     td = run.start({"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
                     "updater": updater, "rollout": rollout},
                    greedy_policy=lambda t, greedy: act(agent, t, greedy), optimizers=updater.optimizers)

@@ -22,7 +22,7 @@ from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, broadcast_parameters
 from torchrl_glam.training.factories import act
 from torchrl_glam.training.sac import (
-    SACGLAMUpdater, make_agent, make_episode_processing, make_goal_choice, make_replay,
+    SACGLAMUpdater, make_agent, make_episode_processing, make_goal_choice, make_replay, num_actions,
 )
 from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
 
     # ---- the agent (LLM scorer + actor + twin heads + loss), replay, episode processing
-    agent = make_agent(cfg, num_actions=run.env.num_objects + 2)
+    agent = make_agent(cfg, num_actions=num_actions(cfg, run.env))
     broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
     replay = make_replay(cfg)
     her, noop_twins, nstep = make_episode_processing(cfg)

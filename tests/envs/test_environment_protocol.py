@@ -1,0 +1,90 @@
+"""Playground-Text and BabyAI-Text behind the protocol: the adapters' pure functions of the compact
+state give what the environments themselves give."""
+import pytest
+import torch
+
+from torchrl_glam.envs import PlaygroundTextEnv, RenderText
+from torchrl_glam.envs.protocol import (MissingCapability, TextEnvironment, environment_names, get_environment,
+                                        register_environment)
+
+
+def _random_steps(environment, env, steps=6):
+    td, out, generator = env.reset(), [], torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        td["action"] = td["action_mask"].float().multinomial(1, generator=generator).squeeze(-1)
+        step, td = env.step_and_maybe_reset(td)
+        out.append(step["next"])
+    return out
+
+
+@pytest.mark.parametrize("name", ["playground", "babyai"])
+def test_render_and_mask_agree_with_the_text_environment(name):
+    if name == "babyai":
+        pytest.importorskip("minigrid")
+    environment = get_environment(name)
+    env = environment.make_env(4, seed=3, max_steps=5)
+    if name == "babyai":
+        from torchrl_glam.envs.babyai import BabyAITextEnv
+        text_env = BabyAITextEnv(4, seed=3, text=True, max_steps=5)
+    else:
+        text_env = PlaygroundTextEnv(4, seed=3, max_steps=5, text=True)
+    for nxt, text in zip(_random_steps(environment, env), _random_steps(environment, text_env)):
+        state = {k: nxt[k] for k in environment.state_keys}
+        prompts, actions = environment.render(state)
+        assert prompts == list(text["prompt"]) and actions == [list(a) for a in text["actions"]]
+        assert torch.equal(environment.action_mask(state), nxt["action_mask"])
+        assert environment.action_mask(state).shape[-1] == environment.num_actions(env)
+
+
+def test_the_playground_adapter_is_the_environment_of_the_paper():
+    playground = get_environment()
+    assert playground.name == "playground" and set(environment_names()) >= {"playground", "babyai"}
+    assert playground.state_keys == ("goal_id", "objects", "agent_on", "held", "grown")
+    assert isinstance(playground.render_transform(), RenderText)
+    env = playground.make_env(2, seed=0, goals="simplified")
+    assert isinstance(env, PlaygroundTextEnv) and not env.text and playground.num_actions(env) == 5
+    for capability in ("goals_in_scene", "noop_actions", "goal_attributes", "subgoal_matrix", "neutral_scene_objects"):
+        assert playground.has(capability)
+
+
+def test_babyai_lacks_the_playground_grammar_capabilities_by_name():
+    pytest.importorskip("minigrid")
+    babyai = get_environment("babyai")
+    assert babyai.state_keys == ("goal_id", "image", "carrying") and babyai.held_out_goal_set == "test"
+    assert babyai.has("noop_actions") and not babyai.has("goals_in_scene")
+    with pytest.raises(MissingCapability, match="'babyai' environment has no 'subgoal_matrix'"):
+        babyai.subgoal_matrix()
+    with pytest.raises(ValueError, match="not a BabyAI-Text goal set"):
+        babyai.make_env(1, goals="simplified")
+
+
+def test_the_registry_refuses_duplicates_and_non_environments():
+    with pytest.raises(ValueError, match="already registered"):
+        register_environment("playground", TextEnvironment)
+    with pytest.raises(ValueError, match="unknown environment 'nowhere'"):
+        get_environment("nowhere")
+    register_environment("not_an_env", object)
+    try:
+        with pytest.raises(TypeError, match="not a TextEnvironment"):
+            get_environment("not_an_env")
+    finally:
+        from torchrl_glam.envs.protocol import unregister_environment
+        unregister_environment("not_an_env")
+
+
+def test_former_playground_names_still_work_with_a_deprecation_warning():
+    from torchrl_glam.data import episodes
+    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.objectives.common import render_observations
+
+    with pytest.warns(DeprecationWarning, match="step_keys"):
+        assert episodes.STATE_KEYS == ("agent_on", "held", "grown")
+    env = PlaygroundTextEnv(2, seed=0, text=True)
+    td = env.reset()
+    with pytest.warns(DeprecationWarning, match="mapping of the environment's state keys"):
+        prompts, _, mask = render_observations(*(td[k] for k in get_environment().state_keys))
+    assert prompts == list(td["prompt"]) and torch.equal(mask, td["action_mask"])
+    from torchrl_glam.data.replay import GoalReplay
+
+    with pytest.warns(DeprecationWarning, match="catalogue= is deprecated"):
+        assert GoalReplay(capacity=4, prioritized=False, catalogue=GoalCatalogue.default()).environment.name == "playground"

@@ -1,0 +1,82 @@
+"""BabyAI-Text behind :class:`~torchrl_glam.envs.protocol.TextEnvironment`: the registered
+environment ``"babyai"`` (needs ``minigrid``, imported only when it is chosen).
+
+Goal sets: ``"train"`` plays MixedTrainLocal and ``"test"`` MixedTestLocal (the catalogue's sets of
+the same names: the goals those levels ask). Optional capabilities: the no-op rule only; minigrid
+generates each mission with its grid, so there is no goal choice at reset (no autotelic agent, and
+``goal_sampling="by_type"`` draws episodes as ``"uniform"`` does: evaluation groups them by
+``goal_type``), and no grammar of scene objects (no HER scene negatives, aligned-goal filter, or
+curricula by category or colour).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torchrl.envs import EnvBase
+from torchrl.envs.transforms import Transform
+
+from torchrl_glam.envs.babyai import BabyAITextEnv
+from torchrl_glam.envs.babyai_text import (ACTIONS, GOAL_TYPES, STATE_KEYS, STEP_STATE_KEYS, BabyAIGoalCatalogue,
+                                           RenderBabyAIText, action_mask_from_state, render_batch,
+                                           vocabulary_words)
+from torchrl_glam.envs.protocol import TextEnvironment
+
+#: goal set -> the level that asks its goals
+LEVEL_OF_GOAL_SET = {"train": "MixedTrainLocal", "test": "MixedTestLocal"}
+
+
+class BabyAIText(TextEnvironment):
+    """BabyAI-Text (``docs/babyai_text.md``); ``mask_noops``: the environments it builds mask the
+    actions that cannot change anything (and the action mask rule says so)."""
+
+    name = "babyai"
+    episode_keys = STATE_KEYS[:1]
+    step_keys = STEP_STATE_KEYS
+    goal_types = GOAL_TYPES
+    goal_sets = tuple(LEVEL_OF_GOAL_SET)
+    held_out_goal_set = "test"
+
+    def __init__(self, mask_noops: bool = False) -> None:
+        self.mask_noops = mask_noops
+
+    @property
+    def catalogue(self) -> BabyAIGoalCatalogue:
+        return BabyAIGoalCatalogue.default()
+
+    def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
+                 max_steps: int | None = None, goal_sampling: str = "uniform", **options) -> BabyAITextEnv:
+        """``goals``: "train" (MixedTrainLocal, the default) or "test" (MixedTestLocal);
+        ``options``: those of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv` (``level`` overrides
+        the goal set's)."""
+        goals = goals or "train"
+        if goals not in LEVEL_OF_GOAL_SET:
+            raise ValueError(f"goals={goals!r} is not a BabyAI-Text goal set; choose one of {self.goal_sets}")
+        if goal_sampling not in ("uniform", "by_type"):
+            raise ValueError(f"goal_sampling={goal_sampling!r}; choose 'uniform' or 'by_type'")
+        options.setdefault("level", LEVEL_OF_GOAL_SET[goals])
+        return BabyAITextEnv(num_envs=num_envs, seed=seed, text=False, mask_noops=self.mask_noops,
+                             max_steps=max_steps, **options)
+
+    def num_actions(self, env: EnvBase) -> int:
+        return len(ACTIONS)
+
+    def render(self, state: Mapping[str, torch.Tensor]) -> tuple[list[str], list[list[str]]]:
+        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue)
+
+    def action_mask(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return action_mask_from_state(state["image"], state["carrying"], self.mask_noops)
+
+    def vocabulary_words(self) -> list[str]:
+        return vocabulary_words()
+
+    def render_transform(self, next_state: bool = False) -> Transform:
+        return RenderBabyAIText(self.catalogue, next_state=next_state)
+
+    def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Pick up, drop and toggle where minigrid's conditions for them to change anything fail
+        (with empty hands "drop", with full hands "pick up": every state has one)."""
+        return ~action_mask_from_state(state["image"], state["carrying"], mask_noops=True)
+
+
+__all__ = ["BabyAIText", "LEVEL_OF_GOAL_SET"]

@@ -1,0 +1,169 @@
+"""Playground-Text behind :class:`~torchrl_glam.envs.protocol.TextEnvironment`: the registered
+environment ``"playground"``, with every optional capability (its grammar names objects, so HER's
+scene negatives, the aligned-goal filter, curricula by category and colour, the autotelic agent
+and the no-op twins all apply)."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from torchrl.envs import EnvBase
+from torchrl.envs.transforms import Transform
+
+from torchrl_glam.envs.catalogue import GOAL_TYPES, GoalCatalogue
+from torchrl_glam.envs.playground import GOAL_SETS, PlaygroundTextEnv
+from torchrl_glam.envs.protocol import TextEnvironment
+from torchrl_glam.envs.render import render_batch
+from torchrl_glam.envs.rules import action_mask_from_held, feeds
+from torchrl_glam.envs.transforms import STATE_KEYS, STEP_STATE_KEYS, RenderText
+from torchrl_glam.envs.vocabulary import CATEGORIES, COLOURS, OBJECT_NAMES, category_of, vocabulary_words
+
+
+class PlaygroundText(TextEnvironment):
+    """Playground-Text (docs/site/playground_text_spec.md); ``catalogue``: its goals (the shared
+    one by default)."""
+
+    name = "playground"
+    episode_keys = STATE_KEYS[:2]
+    step_keys = STEP_STATE_KEYS
+    goal_types = GOAL_TYPES
+    goal_sets = GOAL_SETS
+    held_out_goal_set = "held_out"
+    config_options = ("num_objects",)
+    #: every object name a scene may hold, indexed by the ids of "objects"
+    object_names = OBJECT_NAMES
+
+    def __init__(self, catalogue: GoalCatalogue | None = None) -> None:
+        self._catalogue = catalogue
+
+    @property
+    def catalogue(self) -> GoalCatalogue:
+        return self._catalogue or GoalCatalogue.default()
+
+    def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
+                 max_steps: int | None = None, goal_sampling: str = "uniform", **options) -> PlaygroundTextEnv:
+        """``options``: ``num_objects``, ``reported_goals``, ... of :class:`PlaygroundTextEnv`."""
+        extra = {"max_steps": max_steps} if max_steps is not None else {}
+        return PlaygroundTextEnv(num_envs=num_envs, goals=goals or "train", seed=seed, text=False,
+                                 goal_sampling=goal_sampling, catalogue=self._catalogue, **extra, **options)
+
+    def num_actions(self, env: EnvBase) -> int:
+        return env.num_objects + 2
+
+    def render(self, state: Mapping[str, torch.Tensor]) -> tuple[list[str], list[list[str]]]:
+        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue)
+
+    def action_mask(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return action_mask_from_held(state["held"], state["objects"].shape[-1] + 2)
+
+    def vocabulary_words(self) -> list[str]:
+        return vocabulary_words()
+
+    def render_transform(self, next_state: bool = False) -> Transform:
+        return RenderText(self.catalogue, next_state=next_state)
+
+    def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
+        """A single goal names an object of the scene when the social partner would report it for
+        an event on that object (a grasp, or a grow of a living thing); a sequential goal when
+        both its parts do."""
+        catalogue = self.catalogue
+        in_scene = _singles_of_objects(catalogue)[episode_state["objects"]].any(dim=1)  # [E, num_single]
+        parts = torch.from_numpy(catalogue.parts)[goal_ids]  # [G, 2], -1: no second part
+        return in_scene[:, parts[:, 0]] & ((parts[:, 1] < 0) | in_scene[:, parts[:, 1].clamp(min=0)])
+
+    def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return noop_actions(state["agent_on"], state["held"], state["objects"].shape[-1])
+
+    def goal_attributes(self) -> list[dict[str, str]]:
+        """A goal's category and colour are those of its last part's description (the B of "A
+        then b", whose type already separates it from single goals)."""
+        return _goal_attributes(self.catalogue)
+
+    def subgoal_matrix(self) -> np.ndarray:
+        return single_subgoals(self.catalogue)
+
+    def neutral_scene_objects(self, goal: str) -> list[str]:
+        """The objects a scene for ``goal`` may hold without letting the goal be achieved (the
+        autotelic agent's neutral episodes)."""
+        catalogue = self.catalogue
+        excluded = {n for part in catalogue.parts[catalogue.id_of(goal)] if part >= 0
+                    for n in catalogue.matching_objects(catalogue.single_part_descriptions[part][1])}
+        return [n for n in OBJECT_NAMES if n not in excluded]
+
+
+@functools.cache
+def _singles_of_objects(catalogue: GoalCatalogue) -> torch.Tensor:
+    """bool [objects, single goals]: the single goals the social partner reports for an event on
+    each object (a grasp; a grow too for a living thing)."""
+    singles = torch.zeros(len(OBJECT_NAMES), catalogue.num_single, dtype=torch.bool)
+    for o, name in enumerate(OBJECT_NAMES):
+        descriptions = catalogue.object_descriptions[o]
+        singles[o, catalogue.grasp_goal_of[descriptions]] = True
+        if name.split(" ")[1] in CATEGORIES["living_thing"]:
+            grown = catalogue.grow_goal_of[descriptions]
+            singles[o, grown[grown >= 0]] = True
+    return singles
+
+
+def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -> torch.Tensor:
+    """bool [M, num_objects + 2]: the candidate actions that change nothing in each state (``agent_on``,
+    ``held`` [M]: object slots, -1 for nothing). Every state has one: "Grasp" or "Release"."""
+    M = len(agent_on)
+    noop = torch.zeros(M, num_objects + 2, dtype=torch.bool)
+    on = (agent_on >= 0).nonzero().squeeze(-1)
+    noop[on, agent_on[on]] = True  # "Go to" the object underfoot (never the held one: it is not underfoot)
+    noop[:, num_objects] = (held >= 0) | (agent_on < 0)  # "Grasp": hand full, or nothing to pick up
+    noop[:, num_objects + 1] = held < 0  # "Release": nothing held
+    return noop
+
+
+def _description_attributes(description: str) -> dict[str, str]:
+    """The category and colour a description names; "any" when it names none ("any red thing":
+    no category; "any cat": no colour)."""
+    words = description.split(" ")
+    colour = words[0] if words[0] in COLOURS else (words[1] if len(words) == 3 else "any")
+    noun = words[-1]
+    category = "any" if noun == "thing" else noun if noun in CATEGORIES else category_of(noun)
+    return {"category": category, "colour": colour}
+
+
+@functools.lru_cache(maxsize=4)
+def _goal_attributes(catalogue: GoalCatalogue) -> list[dict[str, str]]:
+    parts = catalogue.parts
+    last = np.where(parts[:, 1] >= 0, parts[:, 1], parts[:, 0])  # B of "A then b", or the goal
+    per_single = [_description_attributes(d) for _, d in catalogue.single_part_descriptions]
+    return [per_single[part] for part in last.tolist()]
+
+
+@functools.lru_cache(maxsize=4)
+def single_subgoals(catalogue: GoalCatalogue) -> np.ndarray:
+    """Rules 1 and 2 of ``torchrl_glam.data.subgoals`` over the single goals: bool [S, S],
+    ``[s_sub, s_goal]`` (S = 246)."""
+    num_objects = len(OBJECT_NAMES)
+    names = np.zeros((len(catalogue.descriptions), num_objects), dtype=bool)  # description -> objects
+    for obj, descriptions in enumerate(catalogue.object_descriptions):
+        names[descriptions, obj] = True
+    living = np.array([n.split(" ")[1] in CATEGORIES["living_thing"] for n in OBJECT_NAMES])
+    is_grow = catalogue.single_is_grow
+    # the objects whose event achieves each single goal (Grow: living things only)
+    targets = names[catalogue.single_description] & np.where(is_grow[:, None], living, True)
+    everything = np.arange(num_objects)
+    grows = feeds(everything[:, None], everything[None, :])  # [supply, living]: the environment's rule
+    # rule 2: the objects whose grasp starts a way of growing a target: its supplies, or itself
+    useful = targets | ((targets.astype(np.int64) @ grows.T.astype(np.int64)) > 0)
+
+    def within(inner: np.ndarray, outer: np.ndarray) -> np.ndarray:
+        """[i, j]: every object of inner[i] is in outer[j]."""
+        return ~((inner[:, None, :] & ~outer[None, :, :]).any(-1))
+
+    same_verb = is_grow[:, None] == is_grow[None, :]
+    rule1 = same_verb & within(targets, targets).T  # goal's targets within the sub-goal's
+    rule2 = ~is_grow[:, None] & is_grow[None, :] & within(targets, useful)
+    out = rule1 | rule2
+    np.fill_diagonal(out, False)
+    return out
+
+
+__all__ = ["PlaygroundText", "noop_actions", "single_subgoals"]

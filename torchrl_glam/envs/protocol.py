@@ -1,0 +1,259 @@
+"""What the library needs from a text environment, and the registry that names environments.
+
+``modules/``, ``objectives/``, ``data/`` and ``training/`` reach an environment only through a
+:class:`TextEnvironment` (tests/test_layering.py checks the imports). Playground-Text and
+BabyAI-Text implement it; so can a user's own environment::
+
+    from torchrl_glam.envs.protocol import register_environment
+    register_environment("my_env", MyEnvironment)  # then: main(["env=my_env", ...])
+
+Registration is Python only: a config names a registered environment and never an import path,
+so nothing the library loads runs code from a config file.
+
+The compact state of a transition: :attr:`TextEnvironment.episode_keys` (``"goal_id"`` first,
+then what does not change within an episode) are kept once, at the root; the
+:attr:`TextEnvironment.step_keys` are at the root (the state acted in) and under ``"next"`` (the
+state after the step). Relabeling a transition is changing its ``"goal_id"``.
+"""
+from __future__ import annotations
+
+import abc
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import torch
+from torchrl.envs import EnvBase
+from torchrl.envs.transforms import Transform
+
+GOAL_ID_KEY = "goal_id"
+ACTION_MASK_KEY = "action_mask"
+#: The social partner's reports of a step: goal ids padded with -1 to a fixed width, and how many.
+ACHIEVED_GOAL_IDS_KEY = "achieved_goal_ids"
+ACHIEVED_GOAL_COUNT_KEY = "achieved_goal_count"
+DEFAULT_ENVIRONMENT = "playground"
+
+
+class GoalCatalogueLike(Protocol):
+    """The goals of an environment: ``goal_id`` indexes ``goals``; ``goal_type`` (int array
+    [num_goals]) indexes the environment's ``goal_types``; ``parts`` (int array [num_goals, 2])
+    gives a sequential goal's parts (-1 when absent)."""
+
+    goals: Sequence[str]
+    goal_type: Any
+    parts: Any
+
+    def __len__(self) -> int: ...
+
+    def id_of(self, goal: str) -> int: ...
+
+    def goal_set(self, name: str) -> Any: ...
+
+
+class MissingCapability(NotImplementedError):
+    """An optional capability of :class:`TextEnvironment` asked of an environment without it."""
+
+
+class TextEnvironment(abc.ABC):
+    """A text environment as the library sees it: a spec of its compact state and pure functions
+    of that state, plus a factory of batched TorchRL environments.
+
+    An ABC rather than a ``typing.Protocol``: the optional capabilities get a default that raises
+    a clear :class:`MissingCapability`, which a structural protocol cannot give.
+
+    The environments :meth:`make_env` builds are ``EnvBase`` instances of batch size
+    ``[num_envs]`` that output the compact state (:attr:`state_keys`), ``"action_mask"`` (bool
+    [B, A]), the reports (``"achieved_goal_ids"`` [B, K] padded with -1, ``"achieved_goal_count"``
+    [B]) and take ``"action"``, an index into the A candidates. The reward of a goal is 1 exactly
+    when the step reports it: that is what hindsight relabeling relies on. The training loop also
+    reads their ``num_envs``, ``max_steps`` (no episode is longer: episodes are padded to it),
+    ``seed_value`` (the last seed set: evaluation replays the same episodes) and ``catalogue``.
+    """
+
+    #: the registry name ("playground", "babyai", ...)
+    name: str = ""
+    #: root-only keys of a transition, ``"goal_id"`` first
+    episode_keys: tuple[str, ...] = (GOAL_ID_KEY,)
+    #: keys that change at each step, at the root and under "next"
+    step_keys: tuple[str, ...] = ()
+    #: the names of the goal types, indexed by ``catalogue.goal_type``
+    goal_types: tuple[str, ...] = ()
+    #: the names :meth:`make_env` accepts as ``goals`` (``catalogue.goal_set`` knows them too)
+    goal_sets: tuple[str, ...] = ("train",)
+    #: the goal set of held-out evaluation (``None``: the environment has none)
+    held_out_goal_set: str | None = None
+    #: training-config fields passed on to :meth:`make_env` as options (Playground: "num_objects")
+    config_options: tuple[str, ...] = ()
+
+    @property
+    def state_keys(self) -> tuple[str, ...]:
+        """Every key of the compact state, episode keys first."""
+        return self.episode_keys + self.step_keys
+
+    @property
+    @abc.abstractmethod
+    def catalogue(self) -> GoalCatalogueLike:
+        """Every goal, its id, its type and the named goal sets."""
+
+    @abc.abstractmethod
+    def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
+                 max_steps: int | None = None, goal_sampling: str = "uniform", **options) -> EnvBase:
+        """A batched environment without text (the compact state only); ``goals`` names a goal set
+        (``None``: the first of :attr:`goal_sets`, the training set); ``max_steps``: the time
+        limit (a truncation); ``goal_sampling``: "uniform" over the set's goals, or "by_type" (goal
+        types equally often, where the environment chooses goals at reset); ``options`` are the
+        environment's own."""
+
+    @abc.abstractmethod
+    def render(self, state: Mapping[str, torch.Tensor]) -> tuple[list[str], list[list[str]]]:
+        """Prompts [B] and candidate actions [B][A] of a flat batch of compact states
+        (``state[k]`` for every key of :attr:`state_keys`, batch dimension first)."""
+
+    @abc.abstractmethod
+    def action_mask(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """The legal actions, bool [B, A], of a flat batch of compact states."""
+
+    @abc.abstractmethod
+    def vocabulary_words(self) -> list[str]:
+        """Every word of a prompt or of an action, to build a word-level tokenizer from."""
+
+    def num_actions(self, env: EnvBase) -> int:
+        """A, the number of candidates of ``env`` (an environment :meth:`make_env` built)."""
+        return int(env.full_action_spec["action"].space.n)
+
+    def render_transform(self, next_state: bool = False) -> Transform:
+        """The transform writing "prompt" and "actions" from the compact state (also those under
+        "next" with ``next_state``)."""
+        from torchrl_glam.envs.transforms import RenderState  # generic: renders with self.render
+
+        return RenderState(self, next_state=next_state)
+
+    # optional capabilities: each raises MissingCapability unless the environment has it
+
+    def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
+        """bool [E, G]: which goals of ``goal_ids`` [G] name only objects of each episode (its
+        episode keys, [E, ...]); HER's ``"scene"`` negatives and twins draw from them."""
+        raise self._missing("goals_in_scene", "HER's scene negatives and twins")
+
+    def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """bool [B, A]: the actions certain to change nothing (the no-op twins)."""
+        raise self._missing("noop_actions", "no-op twins")
+
+    def goal_attributes(self) -> list[dict[str, str]]:
+        """Per goal, the attributes a curriculum may group goals by (besides ``"type"``)."""
+        raise self._missing("goal_attributes", "learning-progress groups other than 'type'")
+
+    def subgoal_matrix(self) -> Any:
+        """bool [single goals, single goals]: s is a subgoal of g (the aligned-goal filter)."""
+        raise self._missing("subgoal_matrix", "the aligned-goal filter")
+
+    def neutral_scene_objects(self, goal: str) -> list[str]:
+        """The objects a scene for ``goal`` may hold without letting the goal be achieved: an
+        autotelic agent chooses goals and scenes at reset, and needs this for its neutral
+        episodes."""
+        raise self._missing("neutral_scene_objects", "autotelic goal choice")
+
+    def _missing(self, capability: str, feature: str) -> MissingCapability:
+        return MissingCapability(
+            f"the {self.name or type(self).__name__!r} environment has no {capability!r}, which "
+            f"{feature} need: switch that feature off, or implement {type(self).__name__}.{capability}"
+        )
+
+    def has(self, capability: str) -> bool:
+        """Whether the environment implements an optional capability (a method of this class)."""
+        return getattr(type(self), capability) is not getattr(TextEnvironment, capability)
+
+    def require(self, capability: str, feature: str) -> None:
+        """Raises :class:`MissingCapability` now, when ``feature`` is set up, if the environment
+        lacks ``capability`` (rather than at the first batch that needs it)."""
+        if not self.has(capability):
+            raise self._missing(capability, feature)
+
+
+_FACTORIES: dict[str, Callable[[], TextEnvironment]] = {}
+_INSTANCES: dict[str, TextEnvironment] = {}
+
+
+def register_environment(name: str, factory: Callable[[], TextEnvironment], replace: bool = False) -> None:
+    """Makes ``name`` a value of the training config's ``env`` field: ``factory()`` returns the
+    :class:`TextEnvironment` (built once, on first use)."""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"an environment name must be a non-empty string, not {name!r}")
+    if name in _FACTORIES and not replace:
+        raise ValueError(f"an environment named {name!r} is already registered (pass replace=True to replace it)")
+    _FACTORIES[name] = factory
+    _INSTANCES.pop(name, None)
+
+
+def unregister_environment(name: str) -> None:
+    """Removes a registered environment (tests, notebooks)."""
+    _FACTORIES.pop(name, None)
+    _INSTANCES.pop(name, None)
+
+
+def environment_names() -> list[str]:
+    """The registered environment names."""
+    return sorted(_FACTORIES)
+
+
+def get_environment(name: str | TextEnvironment | None = None) -> TextEnvironment:
+    """The registered environment ``name`` (``None``: Playground-Text); an environment passes
+    through."""
+    if isinstance(name, TextEnvironment):
+        return name
+    name = DEFAULT_ENVIRONMENT if name is None else name
+    if name not in _INSTANCES:
+        if name not in _FACTORIES:
+            raise ValueError(f"unknown environment {name!r}; registered: {', '.join(environment_names())} "
+                             "(register your own with torchrl_glam.envs.protocol.register_environment)")
+        environment = _FACTORIES[name]()
+        if not isinstance(environment, TextEnvironment):
+            raise TypeError(f"the factory of environment {name!r} returned {type(environment).__name__}, "
+                            "not a TextEnvironment")
+        _INSTANCES[name] = environment
+    return _INSTANCES[name]
+
+
+def resolve_environment(environment: str | TextEnvironment | None, catalogue: Any = None) -> TextEnvironment:
+    """The environment of a library object built with ``environment=`` or, deprecated, with the
+    ``catalogue=`` of the default environment (the only catalogue that argument ever took)."""
+    environment = get_environment(environment)
+    if catalogue is not None:
+        warnings.warn("catalogue= is deprecated: pass environment= (a TextEnvironment or a registered name)",
+                      DeprecationWarning, stacklevel=3)
+        if catalogue is not environment.catalogue and list(catalogue.goals) != list(environment.catalogue.goals):
+            raise ValueError(f"catalogue= is not the goal catalogue of the {environment.name!r} environment: "
+                             "pass environment= instead")
+    return environment
+
+
+def _playground() -> TextEnvironment:
+    from torchrl_glam.envs.playground_text import PlaygroundText
+
+    return PlaygroundText()
+
+
+def _babyai() -> TextEnvironment:
+    from torchrl_glam.envs.babyai_environment import BabyAIText  # imports minigrid: only when chosen
+
+    return BabyAIText()
+
+
+register_environment("playground", _playground)
+register_environment("babyai", _babyai)
+
+__all__ = [
+    "ACHIEVED_GOAL_COUNT_KEY",
+    "ACHIEVED_GOAL_IDS_KEY",
+    "ACTION_MASK_KEY",
+    "DEFAULT_ENVIRONMENT",
+    "GOAL_ID_KEY",
+    "GoalCatalogueLike",
+    "MissingCapability",
+    "TextEnvironment",
+    "environment_names",
+    "get_environment",
+    "register_environment",
+    "resolve_environment",
+    "unregister_environment",
+]
