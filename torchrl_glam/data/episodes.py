@@ -61,6 +61,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def episode_success(episodes: TensorDictBase) -> torch.Tensor:
+    """bool [E]: whether each episode ended on a rewarded terminal step (an environment may also
+    end an episode on a failure)."""
+    return (episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1)
+
+
 class EpisodeAssembler:
     """Collects the steps of ``num_envs`` sub-environments and returns the episodes that ended.
 

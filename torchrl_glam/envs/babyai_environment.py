@@ -14,11 +14,10 @@ from collections.abc import Mapping
 
 import torch
 from torchrl.envs import EnvBase
-from torchrl.envs.transforms import Transform
 
 from torchrl_glam.envs.babyai import BabyAITextEnv
 from torchrl_glam.envs.babyai_text import (ACTIONS, GOAL_TYPES, STATE_KEYS, STEP_STATE_KEYS, BabyAIGoalCatalogue,
-                                           RenderBabyAIText, action_mask_from_state, render_batch,
+                                           action_mask_from_state, render_batch,
                                            vocabulary_words)
 from torchrl_glam.envs.protocol import TextEnvironment
 
@@ -37,12 +36,13 @@ class BabyAIText(TextEnvironment):
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
     held_out_goal_set = "test"
 
-    def __init__(self, mask_noops: bool = False) -> None:
+    def __init__(self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None) -> None:
         self.mask_noops = mask_noops
+        self._catalogue = catalogue
 
     @property
     def catalogue(self) -> BabyAIGoalCatalogue:
-        return BabyAIGoalCatalogue.default()
+        return self._catalogue or BabyAIGoalCatalogue.default()
 
     def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
                  max_steps: int | None = None, goal_sampling: str = "uniform", **options) -> BabyAITextEnv:
@@ -69,9 +69,6 @@ class BabyAIText(TextEnvironment):
 
     def vocabulary_words(self) -> list[str]:
         return vocabulary_words()
-
-    def render_transform(self, next_state: bool = False) -> Transform:
-        return RenderBabyAIText(self.catalogue, next_state=next_state)
 
     def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Pick up, drop and toggle where minigrid's conditions for them to change anything fail

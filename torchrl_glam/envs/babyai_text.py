@@ -21,10 +21,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
-from tensordict import TensorDictBase
-from torchrl.envs.transforms import Transform
 
-from torchrl_glam.envs.transforms import RenderText
+from torchrl_glam.envs.transforms import RenderState
 
 #: The six candidate actions, in minigrid's action order (turn left = 0 ... toggle = 5).
 ACTIONS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
@@ -251,34 +249,16 @@ def vocabulary_words() -> list[str]:
     return list(dict.fromkeys(words.split() + [":", ","]))
 
 
-def _nest(flat: list, batch: Sequence[int]) -> list:
-    """A flat list of prod(batch) entries as nested lists of shape ``batch`` (at least 1-d)."""
-    for size in reversed(batch[1:]):
-        flat = [flat[i:i + size] for i in range(0, len(flat), size)]
-    return flat
-
-
-class RenderBabyAIText(RenderText):
+class RenderBabyAIText(RenderState):
     """Writes "prompt" and "actions" from BabyAI-Text's compact state (``text=False`` environments,
-    replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's).
-    Playground-Text's :class:`~torchrl_glam.envs.RenderText` with this environment's renderer."""
+    replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's):
+    :class:`~torchrl_glam.envs.transforms.RenderState` over this environment."""
 
     def __init__(self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False) -> None:
-        # Transform's own init: RenderText's would build Playground-Text's catalogue and keys
-        Transform.__init__(self, in_keys=list(STATE_KEYS), out_keys=["prompt", "actions"])
-        self.catalogue = catalogue or BabyAIGoalCatalogue.default()
-        self.next_state = next_state
+        from torchrl_glam.envs.babyai_environment import BabyAIText  # it imports this module
 
-    def render(self, td: TensorDictBase, source: TensorDictBase | None = None) -> TensorDictBase:
-        source = td if source is None else source
-        batch = td.batch_size
-        goal = source["goal_id"].reshape(-1).cpu()
-        image = td["image"].reshape(-1, VIEW_SIZE, VIEW_SIZE, 3).cpu()
-        carrying = td["carrying"].reshape(-1, 2).cpu()
-        prompts, actions = render_batch(goal, image, carrying, self.catalogue)
-        td.set_non_tensor("prompt", _nest(prompts, batch) if len(batch) else prompts[0])
-        td.set_non_tensor("actions", _nest(actions, batch) if len(batch) else actions[0])
-        return td
+        super().__init__(BabyAIText(catalogue=catalogue), next_state=next_state)
+        self.catalogue = self.environment.catalogue
 
 
 __all__ = [

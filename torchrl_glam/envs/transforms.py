@@ -20,7 +20,6 @@ from torchrl.data import NonTensor
 from torchrl.envs.transforms import ActionMask, Transform
 
 from torchrl_glam.envs.catalogue import GoalCatalogue
-from torchrl_glam.envs.render import render_batch
 
 #: The compact state of an observation, in ``render_batch``'s order. ``goal_id`` and ``objects``
 #: do not change within an episode: a transition keeps them once, at its root.
@@ -46,10 +45,6 @@ class RenderState(Transform):
         self.environment = environment
         self.next_state = next_state
 
-    def render_flat(self, state: dict) -> tuple[list[str], list[list[str]]]:
-        """Prompts and candidates of a flat batch of compact states (CPU tensors)."""
-        return self.environment.render(state)
-
     def render(self, td: TensorDictBase, source: TensorDictBase | None = None) -> TensorDictBase:
         """Writes the text of ``td``'s state into ``td`` (``source``: where the episode keys are,
         when not in ``td``)."""
@@ -57,7 +52,7 @@ class RenderState(Transform):
         batch = td.batch_size
         state = {k: source[k] for k in self.episode_keys} | {k: td[k] for k in self.step_keys}
         flat = {k: x.reshape(-1, *x.shape[len(batch):]).cpu() for k, x in state.items()}  # text is rendered on CPU
-        prompts, actions = self.render_flat(flat)
+        prompts, actions = self.environment.render(flat)
         if len(batch) != 1:  # nest the flat lists back into the batch shape
             for size in reversed(batch[1:]):
                 prompts = [prompts[i:i + size] for i in range(0, len(prompts), size)]
@@ -86,19 +81,14 @@ class RenderState(Transform):
         return observation_spec
 
 
-class _PlaygroundKeys:
-    episode_keys, step_keys = STATE_KEYS[:2], STEP_STATE_KEYS
-
-
 class RenderText(RenderState):
     """:class:`RenderState` for Playground-Text (``catalogue``: its goals, default the shared one)."""
 
     def __init__(self, catalogue: GoalCatalogue | None = None, next_state: bool = False) -> None:
-        super().__init__(_PlaygroundKeys, next_state=next_state)
-        self.catalogue = catalogue or GoalCatalogue.default()
+        from torchrl_glam.envs.playground_text import PlaygroundText  # it imports this module
 
-    def render_flat(self, state: dict) -> tuple[list[str], list[list[str]]]:
-        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue)
+        super().__init__(PlaygroundText(catalogue), next_state=next_state)
+        self.catalogue = self.environment.catalogue
 
 
 class PartialResetActionMask(ActionMask):

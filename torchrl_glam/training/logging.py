@@ -29,6 +29,7 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.record.loggers import CSVLogger, Logger
 
+from torchrl_glam.data.episodes import episode_success
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.rundir import append_line, write_atomic
 
@@ -110,7 +111,7 @@ class RunLogger:
 
     def episodes(self, episodes: TensorDictBase) -> None:
         """Success and length of finished episodes (before relabeling)."""
-        success = (episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1).float()  # not a failed end
+        success = episode_success(episodes).float()
         length = episodes["mask"].sum(-1).float()
         types = torch.as_tensor(self.catalogue.goal_type[episodes["goal_id"][:, 0].cpu().numpy()])
         self._add("train/success", success.sum().item(), len(success))

@@ -52,7 +52,9 @@ from torchrl.envs import TransformedEnv
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from torchrl_glam.data.episodes import EpisodeAssembler
+from torchrl_glam.data.episodes import EpisodeAssembler, episode_success
+from torchrl_glam.modules.loading import ModelNotFoundError
+from torchrl_glam.modules.shipped import ShippedWeightsError
 from torchrl_glam.training.checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
@@ -67,9 +69,6 @@ from torchrl_glam.training.distributed import any_true, init_distributed
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
-from torchrl_glam.modules.loading import ModelNotFoundError
-from torchrl_glam.modules.shipped import ShippedWeightsError
-from torchrl_glam.training.checkpoint import CheckpointError
 from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
 from torchrl_glam.training.resume import ResumeError, apply_resume, resume_changes
@@ -303,7 +302,7 @@ class TrainingRun:
         if episodes is not None:
             if self.logger:
                 self.logger.episodes(episodes)
-            self.recent.extend((episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1).tolist())
+            self.recent.extend(episode_success(episodes).tolist())
         return step, td, episodes
 
     def log_update(self, metrics: dict[str, float], replay=None) -> None:

@@ -33,7 +33,7 @@ MARKER_NAME = ".torchrl_glam_run.json"
 RUN_CONTENT = ("checkpoint.pt", "checkpoint.prev.pt", "config.json", "evaluations.jsonl", "logs",
                "tensorboard", EVENTS_NAME)
 #: Every name a run writes at the top of its run dir (rank<k>/ and temporaries: see is_artifact).
-ARTIFACTS = RUN_CONTENT + ("checkpoint.sha256", "autotelic.jsonl", "wandb", LOCK_NAME, MARKER_NAME, "launch.json")
+ARTIFACTS = RUN_CONTENT + ("autotelic.jsonl", "wandb", LOCK_NAME, MARKER_NAME, "launch.json")
 
 _held: dict[str, int] = {}  # resolved run dir -> file descriptor holding its lock
 
