@@ -12,9 +12,9 @@ import dataclasses
 import difflib
 import json
 import math
+import types
 import warnings
 from dataclasses import dataclass, field, fields
-import types
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from torchrl_glam.envs.protocol import DEFAULT_ENVIRONMENT, TextEnvironment, environment_names, get_environment
@@ -25,6 +25,7 @@ C = TypeVar("C", bound="GLAMConfig")
 
 class ConfigError(ValueError):
     """A config field, value, preset or override that is refused; the message names it and the fix."""
+
 
 #: Bounds that keep a run within what numpy, the machine and the episode buffers take: numpy seeds
 #: are below 2**32 and runs add up to 1000 x rank and 30,000 (evaluation sets) to the seed.
@@ -179,7 +180,7 @@ class GLAMConfig:
         }
 
     def validate(self: C) -> C:
-        """Raises a ``ValueError`` naming the first field with a bad value (of the wrong type first:
+        """Raises a :class:`ConfigError` naming the first field with a bad value (of the wrong type first:
         ``num_envs: 8.5`` or ``true`` from a YAML file would pass the comparisons below)."""
         hints = get_type_hints(type(self))
         for f in fields(self):
