@@ -131,3 +131,19 @@ def test_pretraining_takes_a_stream_and_says_which(tmp_path, tiny_paths):
     assert "1 of them with hindsight goals, the last 2 steps before each report" in (out / "pretraining.txt").read_text()
     with pytest.raises(ValueError, match="unknown pretraining data 'oracle'"):
         pretrain(tmp_path / "bad", start_from=tiny_paths["t5"], steps=2, data="oracle")
+
+
+def test_babyai_transcripts_are_the_action_the_next_view_and_the_reports_of_training_goals():
+    pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
+    from torchrl_glam.envs.babyai_text import ACTIONS, BabyAIGoalCatalogue
+
+    catalogue = BabyAIGoalCatalogue.default()
+    train = {catalogue.goals[g] for g in catalogue.goal_set("train")}
+    prompts, targets = RandomPlayTranscripts(num_envs=8, seed=0, environment="babyai").batch(128)
+    for prompt, target in zip(prompts, targets):
+        goal = prompt.split("Goal of the agent: ")[1].split("\n")[0]
+        assert goal in train  # held-out goals are never shown
+        action, view, reports = target.split(" : ")
+        assert action in ACTIONS and view.startswith("You ")
+        assert reports == "nothing" or reports.split(", ")[0] in catalogue  # goals joined by ", "
+    assert any(target.split(" : ")[2] != "nothing" for target in targets)

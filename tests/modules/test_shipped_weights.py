@@ -24,7 +24,11 @@ from torchrl_glam.modules.shipped import (
 )
 
 CODE_RECIPES = {"tiny-t5": tiny_model_recipe("t5"), "tiny-t5-pretrained": pretraining_recipe("t5"),
-                "tiny-t5-hindsight": pretraining_recipe("t5", data="hindsight")}
+                "tiny-t5-hindsight": pretraining_recipe("t5", data="hindsight"),
+                "tiny-t5-pretrained-babyai": pretraining_recipe("t5", environment="babyai")}
+#: the pretrained models: (transcripts, environment)
+PRETRAINED = {"tiny-t5-pretrained": ("random", None), "tiny-t5-hindsight": ("hindsight", None),
+              "tiny-t5-pretrained-babyai": ("random", "babyai")}
 
 
 def _forbid(*_args, **_kwargs):
@@ -60,7 +64,8 @@ def _snapshot(directory):
 
 def test_shipped_models_load_instantly_without_training_network_or_writes(no_build_no_network):
     before = _snapshot(WEIGHTS_DIR)
-    for name in ("offline:tiny-t5-pretrained", "offline:tiny-t5", "offline:tiny-t5-hindsight"):
+    for name in ("offline:tiny-t5-pretrained", "offline:tiny-t5", "offline:tiny-t5-hindsight",
+                 "offline:tiny-t5-pretrained-babyai"):
         start = time.perf_counter()
         path = resolve_model_path(name)
         assert time.perf_counter() - start < 5.0  # hashing 0.8 MB, not ten minutes of pretraining
@@ -87,10 +92,10 @@ def test_the_manifest_matches_the_code_recipe_and_lists_safe_files():
         assert "model.safetensors" in entry["files"]
         assert all(f.endswith((".safetensors", ".json", ".txt")) for f in entry["files"])  # no pickle
         assert sorted(p.name for p in (WEIGHTS_DIR / name).iterdir()) == sorted(entry["files"])
-    for name, data in (("tiny-t5-pretrained", "random"), ("tiny-t5-hindsight", "hindsight")):
+    for name, (data, environment) in PRETRAINED.items():
         pretrained = manifest["models"][name]
         assert 0.0 < pretrained["transcript_loss"] < 2.0
-        assert pretrained["transcripts_sha256"] == transcripts_fingerprint(data=data), (
+        assert pretrained["transcripts_sha256"] == transcripts_fingerprint(data=data, environment=environment), (
             "the random-play transcripts of pretraining changed (environment, rendering or target format): "
             "the shipped weights are no longer what the recipe builds; bump PRETRAINING_VERSION and run "
             f"`{SHIPPED_MODELS[name]}`")

@@ -162,6 +162,21 @@ def test_a_registered_environment_trains_with_the_example_script_unchanged(line_
     assert {"reach", "cell", "wait"} <= set(vocabulary["model"]["vocab"])
 
 
+def test_the_toy_environment_pretrains_the_tiny_model_on_its_own_transcripts(line_environment, tmp_path):
+    from transformers import AutoTokenizer
+
+    from torchrl_glam.modules.pretraining import RandomPlayTranscripts, pretrain
+
+    prompts, targets = RandomPlayTranscripts(num_envs=4, seed=0, environment="line").batch(16)
+    assert all(p.startswith("Goal: reach cell ") for p in prompts)
+    # the protocol's default target: the chosen candidate, then the partner's reports
+    for target in targets:
+        action, reports = target.split(" : ")
+        assert action in ACTIONS and reports.startswith("reach cell ")
+    out = pretrain(tmp_path / "model", steps=2, batch_size=8, environment="line")
+    assert "wait" in AutoTokenizer.from_pretrained(out).get_vocab()  # the toy's own words
+
+
 def test_features_the_toy_environment_lacks_are_refused_by_name(line_environment):
     from torchrl_glam.data.her import HindsightRelabel
     from torchrl_glam.data.noop_twins import NoOpTwins
@@ -177,8 +192,8 @@ def test_the_config_names_unknown_environments_and_playground_only_fields():
         make_config("smoke", {"env": "nowhere"})
     with pytest.raises(ConfigError, match="goal set of env='babyai'"):
         make_config("smoke", {"env": "babyai"})  # smoke's goals are Playground's "simplified"
-    with pytest.raises(ConfigError, match="pretrained tiny weights ship for Playground-Text only"):
-        make_config("smoke_babyai", {"model": "offline:tiny-t5-pretrained"})
+    with pytest.raises(ConfigError, match="pretrained with hindsight goals exist for Playground-Text only"):
+        make_config("smoke_babyai", {"model": "offline:tiny-t5-hindsight"})
     with pytest.raises(ConfigError, match="num_objects"):
         make_config("smoke_babyai", {"num_objects": 4})
 

@@ -35,3 +35,23 @@ def tiny_t5_path(tmp_path_factory):
     from torchrl_glam.modules import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "t5", kind="t5", seed=0)
+
+
+def test_the_random_policy_gives_the_chance_level_without_a_model(tmp_path):
+    out = tmp_path / "random.csv"
+    rows = run_zero_shot("random", str(out), goals=["simplified"], episodes=8, log=lambda *_: None)
+    assert [(r["model"], r["mode"]) for r in rows] == [("random", "random")]
+    assert 0.0 <= rows[0]["success"] <= 1.0
+
+
+def test_zero_shot_runs_on_babyai_with_its_own_goal_sets_and_types(tmp_path):
+    pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
+    out = tmp_path / "babyai.csv"
+    rows = run_zero_shot(None, str(out), modes=["greedy"], normalizations=["mean"], episodes=4,
+                         environment="babyai", max_steps=3, log=lambda *_: None)
+    assert [r["goals"] for r in rows] == ["train", "test"]
+    header = out.read_text().splitlines()[0].split(",")
+    assert "success/goto" in header and "success/grasp" not in header
+    assert all(r["episode_length"] <= 3 for r in rows)
+    with pytest.raises(ValueError, match="unknown goals"):
+        run_zero_shot(None, str(out), goals=["held_out"], environment="babyai")

@@ -17,7 +17,7 @@ from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.babyai import BabyAITextEnv
 from torchrl_glam.envs.babyai_text import (ACTIONS, GOAL_TYPES, STATE_KEYS, STEP_STATE_KEYS, BabyAIGoalCatalogue,
-                                           action_mask_from_state, render_batch,
+                                           action_mask_from_state, describe_view, render_batch,
                                            vocabulary_words)
 from torchrl_glam.envs.protocol import TextEnvironment
 
@@ -35,6 +35,7 @@ class BabyAIText(TextEnvironment):
     goal_types = GOAL_TYPES
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
     held_out_goal_set = "test"
+    pretraining_max_steps = 20
 
     def __init__(self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None) -> None:
         self.mask_noops = mask_noops
@@ -69,6 +70,18 @@ class BabyAIText(TextEnvironment):
 
     def vocabulary_words(self) -> list[str]:
         return vocabulary_words()
+
+    def transcript_targets(self, steps: Mapping[str, torch.Tensor], candidates: list[list[str]]) -> list[str]:
+        """The chosen action, then the next observation, then the social partner's reports:
+        "go forward : You see a wall 1 step forward, You see a red ball 1 step left : nothing"."""
+        nxt, goals = steps["next"], self.catalogue.goals
+        targets = []
+        for b, chosen in enumerate(steps["action"].tolist()):
+            seen = describe_view(nxt["image"][b].numpy(), nxt["carrying"][b].tolist())
+            reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
+            targets.append(f"{candidates[b][chosen]} : {', '.join(seen) if seen else 'You see nothing'} : "
+                           f"{', '.join(reports) if reports else 'nothing'}")
+        return targets
 
     def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Pick up, drop and toggle where minigrid's conditions for them to change anything fail

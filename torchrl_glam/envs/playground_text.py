@@ -32,6 +32,7 @@ class PlaygroundText(TextEnvironment):
     goal_sets = GOAL_SETS
     held_out_goal_set = "held_out"
     config_options = ("num_objects",)
+    pretraining_goal_sets = ("simplified", "train")  # both scene sizes, half each
     #: every object name a scene may hold, indexed by the ids of "objects"
     object_names = OBJECT_NAMES
 
@@ -63,6 +64,25 @@ class PlaygroundText(TextEnvironment):
 
     def render_transform(self, next_state: bool = False) -> Transform:
         return RenderText(self.catalogue, next_state=next_state)
+
+    def transcript_targets(self, steps: Mapping[str, torch.Tensor], candidates: list[list[str]]) -> list[str]:
+        """The chosen candidate, then where the agent is, what it holds and what has grown, then
+        the social partner's reports: "Go to red cat : You are on: red cat , You are holding:
+        nothing , You have grown: nothing : nothing"."""
+        nxt, goals = steps["next"], self.catalogue.goals
+        targets = []
+        for b, (objects, chosen) in enumerate(zip(steps["objects"].tolist(), steps["action"].tolist())):
+            names = [self.object_names[i] for i in objects]
+            on, held = int(nxt["agent_on"][b]), int(nxt["held"][b])
+            grown = [n for n, g in zip(names, nxt["grown"][b].tolist()) if g]
+            reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
+            targets.append(
+                f"{candidates[b][chosen]} : You are on: {names[on] if on >= 0 else 'nothing'} , "
+                f"You are holding: {names[held] if held >= 0 else 'nothing'} , "
+                f"You have grown: {', '.join(grown) if grown else 'nothing'} : "
+                f"{', '.join(reports) if reports else 'nothing'}"
+            )
+        return targets
 
     def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
         """A single goal names an object of the scene when the social partner would report it for

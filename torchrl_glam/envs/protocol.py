@@ -84,6 +84,10 @@ class TextEnvironment(abc.ABC):
     held_out_goal_set: str | None = None
     #: training-config fields passed on to :meth:`make_env` as options (Playground: "num_objects")
     config_options: tuple[str, ...] = ()
+    #: the goal sets and episode length of the random-play transcripts that pretrain the offline
+    #: tiny model (:mod:`torchrl_glam.modules.pretraining`); ``()``: the first of :attr:`goal_sets`
+    pretraining_goal_sets: tuple[str, ...] = ()
+    pretraining_max_steps: int = 10
 
     @property
     def state_keys(self) -> tuple[str, ...]:
@@ -127,6 +131,17 @@ class TextEnvironment(abc.ABC):
         from torchrl_glam.envs.transforms import RenderState  # generic: renders with self.render
 
         return RenderState(self, next_state=next_state)
+
+    def transcript_targets(self, steps: Mapping[str, Any], candidates: list[list[str]]) -> list[str]:
+        """The pretraining targets of a flat batch of steps (compact state, ``"action"``, and the
+        ``"next"`` state and reports): what the chosen candidate did, in the prompt's words. The
+        default: the candidate, then the social partner's reports of the step."""
+        goals, nxt = self.catalogue.goals, steps["next"]
+        targets = []
+        for b, chosen in enumerate(steps["action"].tolist()):
+            reports = [goals[g] for g in nxt[ACHIEVED_GOAL_IDS_KEY][b, : int(nxt[ACHIEVED_GOAL_COUNT_KEY][b])].tolist()]
+            targets.append(f"{candidates[b][chosen]} : {', '.join(reports) if reports else 'nothing'}")
+        return targets
 
     # optional capabilities: each raises MissingCapability unless the environment has it
 

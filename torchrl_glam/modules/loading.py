@@ -133,12 +133,13 @@ def _not_found(name: str, reason: str) -> ModelNotFoundError:
 
 
 OFFLINE_PREFIX = "offline:"
-#: The models built on this machine, by name: random-init, or pretrained on random-play transcripts
-#: (``-pretrained``) or on random-play transcripts half of them with hindsight goals (``-hindsight``;
+#: The models built on this machine, by name: random-init, or pretrained on Playground-Text's
+#: random-play transcripts (``-pretrained``) or on random-play transcripts half of them with hindsight
+#: goals (``-hindsight``), or on BabyAI-Text's (``-pretrained-babyai``; see
 #: :mod:`torchrl_glam.modules.pretraining`). The T5 ones ship with the package
 #: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache on first use.
 OFFLINE_MODELS = ("tiny-t5", "tiny-llama", "tiny-t5-pretrained", "tiny-llama-pretrained", "tiny-t5-hindsight",
-                  "tiny-llama-hindsight")
+                  "tiny-llama-hindsight", "tiny-t5-pretrained-babyai", "tiny-llama-pretrained-babyai")
 
 
 def offline_model_path(name: str):
@@ -147,11 +148,13 @@ def offline_model_path(name: str):
     if key not in OFFLINE_MODELS:
         raise ValueError(f"unknown offline model {name!r}; choose one of "
                          f"{[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}")
-    kind = key.split("-")[1]
-    if key.endswith(("-pretrained", "-hindsight")):
+    _, kind, *trained = key.split("-")  # "tiny", "t5", then e.g. "pretrained", "babyai"
+    if trained:
         from torchrl_glam.modules.pretraining import default_pretrained_model_path
 
-        return default_pretrained_model_path(kind, "hindsight" if key.endswith("-hindsight") else "random")
+        environment = trained[1] if len(trained) > 1 else None
+        return default_pretrained_model_path(kind, "hindsight" if trained[0] == "hindsight" else "random",
+                                             environment)
     from torchrl_glam.modules.offline import default_tiny_model_path
 
     return default_tiny_model_path(kind)

@@ -84,16 +84,25 @@ HINDSIGHT_SHARE = 0.5
 
 
 def pretraining_recipe(kind: ModelKind = "t5", steps: int = DEFAULT_STEPS, batch_size: int = DEFAULT_BATCH_SIZE,
-                       lr: float = DEFAULT_LR, seed: int = DEFAULT_SEED, data: str = "random") -> dict:
+                       lr: float = DEFAULT_LR, seed: int = DEFAULT_SEED, data: str = "random",
+                       environment=None) -> dict:
     """Everything the pretrained model's weights depend on, its starting point included; its hash
-    is the version name of the cache directory and of the shipped weights."""
+    is the version name of the cache directory and of the shipped weights. ``environment``: the
+    :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the transcripts, whose
+    vocabulary the model's tokenizer holds (default Playground-Text)."""
+    from torchrl_glam.envs.protocol import get_environment
+
+    env = get_environment(environment)
     recipe = {
-        "start_from": tiny_model_recipe(kind, seed=0),
+        "start_from": tiny_model_recipe(kind, seed=0, environment=env),
         "pretraining_version": PRETRAINING_VERSION,
-        "data": "random-play transcripts (simplified + train, 64 environments, 10 steps)",
+        "data": (f"random-play transcripts ({' + '.join(_transcript_goal_sets(env))}, 64 environments, "
+                 f"{env.pretraining_max_steps} steps)"),
         "steps": steps, "batch_size": batch_size, "lr": lr, "seed": seed,
         "warmup_steps": 100, "grad_clip": 1.0, "optimizer": "Adam",
     }
+    if env is not get_environment():  # Playground-Text's recipe stays as it was, so its version name does too
+        recipe["environment"] = env.name
     if data == "hindsight":  # the "random" recipe stays as it was, so its version name does too
         recipe["data"] += f", {HINDSIGHT_SHARE:g} of them with hindsight goals (reported later in the episode)"
     elif data != "random":
@@ -101,29 +110,37 @@ def pretraining_recipe(kind: ModelKind = "t5", steps: int = DEFAULT_STEPS, batch
     return recipe
 
 
-def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED) -> "RandomPlayTranscripts":
+def _transcript_goal_sets(environment) -> tuple[str, ...]:
+    return environment.pretraining_goal_sets or environment.goal_sets[:1]
+
+
+def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED, environment=None) -> "RandomPlayTranscripts":
     """The pretraining data of a name of :data:`DATA`."""
     if data == "hindsight":
-        return HindsightTranscripts(seed=seed, hindsight_share=HINDSIGHT_SHARE)
+        return HindsightTranscripts(seed=seed, hindsight_share=HINDSIGHT_SHARE, environment=environment)
     if data != "random":
         raise ValueError(f"unknown pretraining data {data!r}; choose one of {DATA}")
-    return RandomPlayTranscripts(seed=seed)
+    return RandomPlayTranscripts(seed=seed, environment=environment)
 
 
 class RandomPlayTranscripts:
     """An endless stream of (prompt, continuation) pairs from a uniformly random policy.
 
-    Half of the environments play the simplified task set (3 objects), half the training set
-    (6 objects), so the model sees both scene sizes.
+    The environments are shared equally among the environment's ``pretraining_goal_sets``
+    (Playground-Text: half the simplified task set, 3 objects, half the training set, 6 objects,
+    so the model sees both scene sizes); episodes last ``pretraining_max_steps`` unless
+    ``max_steps`` says otherwise. The targets are the environment's ``transcript_targets``.
     """
 
-    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int = 10) -> None:
+    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment=None) -> None:
         from torchrl_glam.envs.protocol import get_environment
 
-        playground = get_environment("playground")  # the shipped pretrained weights are Playground-Text's
-        half = max(num_envs // 2, 1)
-        self.envs = [playground.make_env(half, goals=goals, max_steps=max_steps, seed=seed + i)
-                     for i, goals in enumerate(("simplified", "train"))]
+        self.environment = get_environment(environment)
+        goal_sets = _transcript_goal_sets(self.environment)
+        max_steps = max_steps or self.environment.pretraining_max_steps
+        share = max(num_envs // len(goal_sets), 1)
+        self.envs = [self.environment.make_env(share, goals=goals, max_steps=max_steps, seed=seed + i)
+                     for i, goals in enumerate(goal_sets)]
         self.catalogue = self.envs[0].catalogue
         self.tds = [env.reset() for env in self.envs]
         self.generator = torch.Generator().manual_seed(seed)
@@ -136,7 +153,7 @@ class RandomPlayTranscripts:
         return step
 
     def _step(self, index: int) -> tuple[list[str], list[str]]:
-        return transcript_pairs(self.random_step(index), self.catalogue)
+        return transcript_pairs(self.random_step(index), self.environment)
 
     def batch(self, size: int) -> tuple[list[str], list[str]]:
         prompts, targets = [], []
@@ -149,28 +166,16 @@ class RandomPlayTranscripts:
         return [prompts[i] for i in order], [targets[i] for i in order]
 
 
-def transcript_pairs(steps: TensorDictBase, catalogue) -> tuple[list[str], list[str]]:
+def transcript_pairs(steps: TensorDictBase, environment=None) -> tuple[list[str], list[str]]:
     """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
     "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
-    candidate followed by what it did, in the prompt's words (see the module docstring)."""
+    candidate followed by what it did, in the prompt's words (the environment's
+    ``transcript_targets``; see the module docstring)."""
     from torchrl_glam.envs.protocol import get_environment
 
-    playground = get_environment("playground")  # transcripts in Playground-Text's words
-    prompts, actions = playground.render({k: steps[k] for k in playground.state_keys})
-    nxt, goals = steps["next"], catalogue.goals
-    targets = []
-    for b, (objects, chosen) in enumerate(zip(steps["objects"].tolist(), steps["action"].tolist())):
-        names = [playground.object_names[i] for i in objects]
-        on, held = int(nxt["agent_on"][b]), int(nxt["held"][b])
-        grown = [n for n, g in zip(names, nxt["grown"][b].tolist()) if g]
-        reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
-        targets.append(
-            f"{actions[b][chosen]} : You are on: {names[on] if on >= 0 else 'nothing'} , "
-            f"You are holding: {names[held] if held >= 0 else 'nothing'} , "
-            f"You have grown: {', '.join(grown) if grown else 'nothing'} : "
-            f"{', '.join(reports) if reports else 'nothing'}"
-        )
-    return prompts, targets
+    environment = get_environment(environment)
+    prompts, candidates = environment.render({k: steps[k] for k in environment.state_keys})
+    return prompts, environment.transcript_targets(steps, candidates)
 
 
 class HindsightTranscripts(RandomPlayTranscripts):
@@ -189,16 +194,16 @@ class HindsightTranscripts(RandomPlayTranscripts):
     whole section, HER's "future"; the shipped model's choice).
     """
 
-    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int = 10, hindsight_share: float = 0.5,
-                 window: int | None = None) -> None:
+    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, hindsight_share: float = 0.5,
+                 window: int | None = None, environment=None) -> None:
         if not 0.0 < hindsight_share <= 1.0:
             raise ValueError(f"hindsight_share={hindsight_share} must be in (0, 1]")
-        super().__init__(num_envs, seed, max_steps)
+        super().__init__(num_envs, seed, max_steps, environment)
         self.hindsight_share = hindsight_share
         self.window = window
-        self.max_steps = max_steps
+        self.max_steps = max_steps or self.environment.pretraining_max_steps
         # their own environments, so the plain stream above is exactly RandomPlayTranscripts'
-        self.hindsight = RandomPlayTranscripts(num_envs, seed + 1_000, max_steps)
+        self.hindsight = RandomPlayTranscripts(num_envs, seed + 1_000, max_steps, self.environment)
         self.pool: tuple[list[str], list[str]] = ([], [])
 
     def _refill(self) -> None:
@@ -216,7 +221,7 @@ class HindsightTranscripts(RandomPlayTranscripts):
                 if self.window is not None:  # only the last `window` steps before the report
                     end = keep.sum(1, keepdim=True) - 1
                     keep = keep & (end - torch.arange(keep.shape[1]) < self.window)
-                p, t = transcript_pairs(relabeled[keep], self.catalogue)
+                p, t = transcript_pairs(relabeled[keep], self.environment)
                 prompts += p
                 targets += t
         order = torch.randperm(len(prompts), generator=self.generator).tolist()
@@ -287,34 +292,38 @@ def pretrain(
     log_every: int = 50,
     why: str | None = None,
     data: str | RandomPlayTranscripts = "random",
+    environment=None,
 ) -> Path:
     """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
     random-play transcripts (``data``: a name of :data:`DATA`, or a stream such as
     ``HindsightTranscripts(seed=1, hindsight_share=1.0)`` for a probe) and write the result to ``out``;
     returns ``out``. See the module docstring. ``why`` goes into the one-line message printed before
-    it starts.
+    it starts. ``environment``: whose transcripts (default Playground-Text; the random-init model is
+    then built from its vocabulary).
 
     Progress: a tqdm bar (steps, loss, time left) on a terminal; in a log file (stderr not a
     terminal) one line every ``log_every`` steps; nothing off the main process (rank 0).
     """
-    return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data)[0]
+    return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data, environment)[0]
 
 
-def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random") -> tuple[Path, dict]:
+def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random",
+              environment=None) -> tuple[Path, dict]:
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"steps={steps}, batch_size={batch_size} and lr={lr} must be positive")
     if isinstance(data, str):
-        pretraining_recipe(kind, data=data)  # an unknown data name fails here, before any work
+        pretraining_recipe(kind, data=data, environment=environment)  # an unknown name fails here, before any work
     main = is_main_process()
     what = f"the tiny {kind} model" if start_from is None else str(start_from)
     if main:
         print(_progress_message(what, steps, batch_size, out, why, _describe(data)), file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         # from scratch: the random-init model of the recipe, never a cached or shipped copy
-        source = Path(start_from) if start_from is not None else build_tiny_model(Path(scratch) / "init", kind, seed=0)
+        source = (Path(start_from) if start_from is not None
+                  else build_tiny_model(Path(scratch) / "init", kind, seed=0, environment=environment))
         tokenizer = AutoTokenizer.from_pretrained(source)
         with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams alone
             torch.manual_seed(seed)
@@ -323,7 +332,7 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
             except ValueError:
                 model = AutoModelForCausalLM.from_pretrained(source)
             is_encoder_decoder = bool(model.config.is_encoder_decoder)
-            stream = transcript_stream(data, seed) if isinstance(data, str) else data
+            stream = transcript_stream(data, seed, environment) if isinstance(data, str) else data
             model.train()
             optimizer = torch.optim.Adam(model.parameters(), lr=lr)
             schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 100))
@@ -358,7 +367,7 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
 
 
 def transcript_loss(path: str | os.PathLike, batches: int = 8, batch_size: int = 128,
-                    seed: int = TRANSCRIPT_LOSS_SEED) -> float:
+                    seed: int = TRANSCRIPT_LOSS_SEED, environment=None) -> float:
     """Mean token negative log-likelihood of the model at ``path`` on fixed random-play transcripts
     that pretraining never sees (their own seed): the quality measure of a pretrained build."""
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -370,33 +379,40 @@ def transcript_loss(path: str | os.PathLike, batches: int = 8, batch_size: int =
         model = AutoModelForCausalLM.from_pretrained(path)
     model.eval()  # no dropout (the tiny models have none; a loaded one might)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
-        data = RandomPlayTranscripts(seed=seed)
+        data = RandomPlayTranscripts(seed=seed, environment=environment)
         losses = [model(**_lm_batch(tokenizer, *data.batch(batch_size), bool(model.config.is_encoder_decoder))).loss.item()
                   for _ in range(batches)]
     return sum(losses) / len(losses)
 
 
-def transcripts_fingerprint(batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random") -> str:
+def transcripts_fingerprint(batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random",
+                            environment=None) -> str:
     """sha256 of the first batch of the pretraining stream: it changes when anything that makes the
     data changes (environment dynamics, rendering, the target format), which the recipe's values
     alone cannot see. The manifest records it; a test compares it with the code's."""
     with torch.random.fork_rng(devices=[]):
-        prompts, targets = transcript_stream(data, seed).batch(batch_size)
+        prompts, targets = transcript_stream(data, seed, environment).batch(batch_size)
     return hashlib.sha256("\n\0".join(prompts + targets).encode()).hexdigest()
 
 
-def offline_name(kind: ModelKind = "t5", data: str = "random") -> str:
-    """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``."""
-    return f"tiny-{kind}-" + ("pretrained" if data == "random" else data)
+def offline_name(kind: ModelKind = "t5", data: str = "random", environment=None) -> str:
+    """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``
+    (Playground-Text), ``tiny-t5-pretrained-babyai`` (another environment's transcripts)."""
+    from torchrl_glam.envs.protocol import get_environment
+
+    env = get_environment(environment)
+    suffix = "" if env is get_environment() else f"-{env.name}"
+    return f"tiny-{kind}-" + ("pretrained" if data == "random" else data) + suffix
 
 
-def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random") -> Path:
-    """The pretrained offline model of the default recipe (on the transcripts ``data``): the copy
-    shipped in the package (instant, checked against its manifest), else built once into the cache
-    (about ten minutes on a CPU; concurrent callers wait for one build, see ``build_into_cache``)."""
-    recipe = pretraining_recipe(kind, data=data)
+def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random", environment=None) -> Path:
+    """The pretrained offline model of the default recipe (on the transcripts ``data`` of
+    ``environment``, default Playground-Text): the copy shipped in the package (instant, checked
+    against its manifest), else built once into the cache (about ten minutes on a CPU; concurrent
+    callers wait for one build, see ``build_into_cache``)."""
+    recipe = pretraining_recipe(kind, data=data, environment=environment)
     version = recipe_version(recipe)
-    name = offline_name(kind, data)
+    name = offline_name(kind, data, environment)
     shipped = shipped_model_path(name, version)
     if shipped is not None:
         return shipped
@@ -404,7 +420,7 @@ def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random") 
            if shipped_enabled() else f"{SHIPPED_ENV}=0; once, then cached")
     final = cache_root() / f"{name}-{version}"
     return build_into_cache(final, lambda directory: pretrain(
-        directory, kind=kind, why=f"offline:{name} {version}: {why}", data=data))
+        directory, kind=kind, why=f"offline:{name} {version}: {why}", data=data, environment=environment))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -420,6 +436,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", choices=DATA, default="random",
                         help="the transcripts: random play, or half of it with hindsight goals "
                              "(offline:tiny-<kind>-hindsight)")
+    parser.add_argument("--env", default=None,
+                        help="the environment whose transcripts (a registered name; default playground)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--ship", action="store_true",
                         help="build the default recipe into the package folder with its manifest entry "
@@ -427,26 +445,28 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    recipe = pretraining_recipe(args.kind, args.steps, args.batch_size, args.lr, args.seed, args.data)
+    env = args.env
+    recipe = pretraining_recipe(args.kind, args.steps, args.batch_size, args.lr, args.seed, args.data, env)
     version = recipe_version(recipe)
-    name = offline_name(args.kind, args.data)
+    name = offline_name(args.kind, args.data, env)
     if args.ship:
-        if args.out or args.start_from or recipe != pretraining_recipe(args.kind, data=args.data):
+        if args.out or args.start_from or recipe != pretraining_recipe(args.kind, data=args.data, environment=env):
             parser.error("--ship builds the default recipe into the package: no --out, --start-from, "
                          "--steps, --batch-size, --lr or --seed")
         with tempfile.TemporaryDirectory() as directory:
             built, stats = _pretrain(Path(directory) / "model", None, args.kind, args.steps, args.batch_size,
-                                     args.lr, args.seed, 50, "the copy shipped in the package", args.data)
+                                     args.lr, args.seed, 50, "the copy shipped in the package", args.data, env)
             path = ship(name, built, {
                 "recipe": recipe, "recipe_version": version, "seed": args.seed,
                 "command": " ".join(["python -m torchrl_glam.modules.pretraining --ship"]
                                     + (["--kind", args.kind] if args.kind != "t5" else [])
-                                    + (["--data", args.data] if args.data != "random" else [])),
+                                    + (["--data", args.data] if args.data != "random" else [])
+                                    + (["--env", env] if env is not None else [])),
                 "torch_threads": torch.get_num_threads(),
                 "build_seconds": round(stats["seconds"]),
                 "final_running_loss": round(stats["running_loss"], 4),
-                "transcript_loss": round(transcript_loss(built), 4),
-                "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed, args.data),
+                "transcript_loss": round(transcript_loss(built, environment=env), 4),
+                "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed, args.data, env),
             })
         print(f"shipped the pretrained model in {path} (commit torchrl_glam/modules/weights/)")
         return
@@ -456,10 +476,10 @@ def main(argv: list[str] | None = None) -> None:
         out = cache_root() / f"{name}-{version}"
         path = build_into_cache(out, lambda directory: pretrain(
             directory, kind=args.kind, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-            why="rebuilding the cache's copy", data=args.data), rebuild=True)
+            why="rebuilding the cache's copy", data=args.data, environment=env), rebuild=True)
     else:
         path = pretrain(args.out, args.start_from, args.kind, args.steps, args.batch_size, args.lr, args.seed,
-                        data=args.data)
+                        data=args.data, environment=env)
     print(f"wrote the pretrained model to {path} (recipe {version}); load it with "
           f"LLMConfig(name_or_path={str(path)!r})")
 

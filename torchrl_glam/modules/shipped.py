@@ -44,6 +44,7 @@ SHIPPED_MODELS = {
     "tiny-t5": "python -m torchrl_glam.modules.offline --ship",
     "tiny-t5-pretrained": "python -m torchrl_glam.modules.pretraining --ship",
     "tiny-t5-hindsight": "python -m torchrl_glam.modules.pretraining --ship --data hindsight",
+    "tiny-t5-pretrained-babyai": "python -m torchrl_glam.modules.pretraining --ship --env babyai",
 }
 
 

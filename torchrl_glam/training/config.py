@@ -137,8 +137,8 @@ class GLAMConfig:
             "lora_alpha": self.lora_alpha >= 1,
             "num_objects": self.num_objects is None or ("num_objects" in environment.config_options
                                                         and 2 <= self.num_objects <= len(environment.object_names)),
-            # shipped pretrained weights know Playground-Text's words only
-            "model": not (self.env != DEFAULT_ENVIRONMENT and _is_pretrained_tiny(self.model)),
+            # the hindsight transcripts are Playground-Text's only
+            "model": not (self.env != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(self.model)),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
             "quantization_needs_lora": self.quantization is None or self.lora_rank >= 1,
             "device": _is_device(self.device),
@@ -162,9 +162,9 @@ class GLAMConfig:
             "num_objects": (f"none, or from 2 to {len(environment.object_names)} objects per scene"
                             if "num_objects" in environment.config_options else
                             f"none: env={self.env!r} has no num_objects option"),
-            "model": (f"a model for env={self.env!r}: the pretrained tiny weights ship for Playground-Text "
-                      "only (its words); model=none builds a random-init tiny model from this environment's "
-                      "vocabulary"),
+            "model": (f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
+                      "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
+                      "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"),
             "goal_sampling": "'uniform' (over the task set) or 'by_type' (goal types equally often)",
             "normalization": "'sum' or 'mean'",
             "tokenization": "'exact' or 'separate'",
@@ -253,9 +253,9 @@ class GLAMConfig:
         return json.dumps(self.to_dict(), indent=2)
 
 
-def _is_pretrained_tiny(model: str | None) -> bool:
-    """Whether ``model`` names a shipped tiny model pretrained on Playground-Text transcripts."""
-    return model is not None and model.startswith("offline:tiny-") and model.endswith(("-pretrained", "-hindsight"))
+def _is_hindsight_tiny(model: str | None) -> bool:
+    """Whether ``model`` names a tiny model pretrained on Playground-Text's hindsight transcripts."""
+    return model is not None and model.startswith("offline:tiny-") and model.endswith("-hindsight")
 
 
 def _warn_renamed(old: str, new: str, stacklevel: int = 2) -> None:

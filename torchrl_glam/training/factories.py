@@ -14,7 +14,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.protocol import DEFAULT_ENVIRONMENT
+from torchrl_glam.envs.protocol import get_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     ACTION_MASK_KEY,
@@ -79,16 +79,30 @@ def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
     return make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization).module
 
 
+#: The offline models that another environment than Playground-Text gets in its own vocabulary.
+_OWN_OFFLINE_MODELS = (None, "offline:tiny-t5", "offline:tiny-llama", "offline:tiny-t5-pretrained",
+                       "offline:tiny-llama-pretrained")
+
+
 def model_of(cfg: GLAMConfig) -> str | None:
-    """The model the config's ``model`` names for its environment: another environment than
-    Playground-Text gets the random-init tiny model built from its own vocabulary in place of the
-    offline tiny models (whose tokenizer holds Playground-Text's words)."""
-    if cfg.env == DEFAULT_ENVIRONMENT or cfg.model not in (None, "offline:tiny-t5", "offline:tiny-llama"):
-        return cfg.model
+    """The model the config's ``model`` names for its environment (:func:`environment_model`)."""
+    return environment_model(cfg.model, cfg.environment)
+
+
+def environment_model(model: str | None, environment) -> str | None:
+    """``model`` for ``environment``: another environment than Playground-Text gets the tiny model
+    built from its own vocabulary (random-init, or pretrained on its own random-play transcripts)
+    in place of the offline tiny models (whose tokenizer holds Playground-Text's words)."""
+    if get_environment(environment) is get_environment() or model not in _OWN_OFFLINE_MODELS:
+        return model
+    kind = "llama" if model is not None and "llama" in model else "t5"
+    if model is not None and model.endswith("-pretrained"):
+        from torchrl_glam.modules.pretraining import default_pretrained_model_path
+
+        return str(default_pretrained_model_path(kind, environment=environment))
     from torchrl_glam.modules.offline import default_tiny_model_path
 
-    kind = "llama" if cfg.model == "offline:tiny-llama" else "t5"
-    return str(default_tiny_model_path(kind, environment=cfg.environment))
+    return str(default_tiny_model_path(kind, environment=environment))
 
 
 _POLICIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # agent -> {with_log_prob: policy}

@@ -104,7 +104,7 @@ class PPOGLAMConfig(GLAMConfig):
 #: What the PPO ``cpu`` preset takes from SAC-GLAM's: the model, the environment, the discount, the run's length
 #: and schedule (the comparison runs then differ only by the algorithm). Not num_envs: with
 #: rollout_steps it makes Table 1's 2048 transitions per update.
-_FROM_SAC_CPU = ("goals", "num_objects", "max_steps", "gamma", "model", "lora_rank", "lora_alpha",
+_FROM_SAC_CPU = ("env", "goals", "num_objects", "max_steps", "gamma", "model", "lora_rank", "lora_alpha",
                  "quantization", "dtype", "device", "normalization", "total_steps", "eval_every",
                  "eval_episodes", "eval_sets", "log_every", "checkpoint_every", "loggers")
 
@@ -131,6 +131,8 @@ PPO_PRESETS: dict[str, dict[str, Any]] = {
     "cpu_full": dict(_from_sac_cpu("cpu_full"), her=False),
     "cpu_full_her": dict(_from_sac_cpu("cpu_full"), her=True, ppo_loss="clip", her_filter="aligned",
                          her_centred=False),
+    # BabyAI-Text's MixedTrainLocal, from SAC-GLAM's cpu_babyai
+    "cpu_babyai": dict(_from_sac_cpu("cpu_babyai"), her=False),
     # a first check of an install, and the end-to-end tests
     "smoke": dict(
         goals="simplified", model=None, normalization="mean", num_envs=8, rollout_steps=16, epochs=2,

@@ -319,6 +319,11 @@ PRESETS["smoke_autotelic"] = {**PRESETS["smoke"], "autotelic": "lp", "normalizat
 # (with "sum" that model keeps turning and the partner reports nothing in 400 steps).
 PRESETS["smoke_babyai"] = {**PRESETS["smoke"], "env": "babyai", "goals": "train", "max_steps": 20,
                            "normalization": "mean"}
+# BabyAI-Text's MixedTrainLocal on CPU (experiments/babyai): the cpu preset's agent, with the tiny T5
+# pretrained on BabyAI-Text's own random-play transcripts; 32-step episodes and batches of 64 (its
+# prompts are ~3x Playground-Text's: 100k steps take ~75 min on one core), evaluated every 10k steps.
+PRESETS["cpu_babyai"] = {**PRESETS["cpu"], "env": "babyai", "goals": "train", "max_steps": 32, "batch_size": 64,
+                         "total_steps": 100_000, "eval_every": 10_000, "checkpoint_every": 5_000}
 
 
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:

@@ -1,4 +1,4 @@
-"""Zero-shot baseline: any LLM as a policy over Playground-Text's candidates, before any training.
+"""Zero-shot baseline: any LLM as a policy over a text environment's candidates, before any training.
 
 The paper's learning curves start from the pretrained model's own prior; this measures it. For
 every combination of goal set (``simplified``, ``train``, ``held_out``), score normalisation
@@ -13,7 +13,11 @@ types (as in the training scripts' evaluations), so every type is represented.
 
 ``--model none`` is the random-init offline tiny T5; any name or path of
 :class:`~torchrl_glam.modules.LLMConfig` works (hub names, local folders, ``.gguf`` files,
-``offline:tiny-t5-pretrained``, ``smollm2-135m``). Rows are appended as each setting finishes, so
+``offline:tiny-t5-pretrained``, ``smollm2-135m``); ``--model random`` is the uniformly random
+policy over legal candidates (the chance level; one row per goal set). ``--env babyai`` runs
+another registered environment (its goal sets, e.g. ``--goals train test``; ``--max-steps`` its
+time limit, as the training config's ``max_steps``); the offline tiny models then mean that
+environment's own (see ``training.factories.model_of``). Rows are appended as each setting finishes, so
 an interrupted run keeps what it measured; a setting already in the CSV (same label and setting)
 is skipped, so rerunning the command resumes it.
 
@@ -31,17 +35,27 @@ from collections.abc import Sequence
 
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES, PlaygroundTextEnv
-from torchrl_glam.envs.protocol import get_environment
+from torchrl_glam.envs import GOAL_TYPES
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
 from torchrl_glam.objectives.common import render_observations
 from torchrl_glam.training.evaluation import evaluate
+from torchrl_glam.training.factories import environment_model
 
 GOAL_SETS = ("simplified", "train", "held_out")
 NORMALIZATIONS = ("sum", "mean")
 MODES = ("greedy", "sampled")
-COLUMNS = ("model", "chat_template", "goals", "normalization", "mode", "tokenization", "episodes",
-           "seed", "success", *(f"success/{name}" for name in GOAL_TYPES), "episode_length", "seconds")
+#: ``--model random``: the uniformly random policy over legal candidates
+RANDOM = "random"
+_KEY_COLUMNS = ("model", "chat_template", "goals", "normalization", "mode", "tokenization", "episodes", "seed")
+
+
+def columns(goal_types: Sequence[str] = GOAL_TYPES) -> tuple[str, ...]:
+    """The CSV's columns for an environment's goal types."""
+    return (*_KEY_COLUMNS, "success", *(f"success/{name}" for name in goal_types), "episode_length", "seconds")
+
+
+COLUMNS = columns()  # Playground-Text's
 
 
 class ZeroShotPolicy:
@@ -52,15 +66,17 @@ class ZeroShotPolicy:
     generator, so a run is reproducible.
     """
 
-    def __init__(self, scorer: LLMScorer, mode: str = "greedy", chat_template: bool = False, seed: int = 0):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        tokenizer = scorer.tokenizer
-        if chat_template and getattr(tokenizer, "chat_template", None) is None:
+    def __init__(self, scorer: LLMScorer | None, mode: str = "greedy", chat_template: bool = False, seed: int = 0,
+                 environment: str | TextEnvironment | None = None):
+        if mode not in MODES + (RANDOM,):
+            raise ValueError(f"mode must be one of {MODES + (RANDOM,)}, got {mode!r}")
+        if scorer is None and mode != RANDOM:
+            raise ValueError(f"mode={mode!r} needs a scorer; only mode='random' plays without one")
+        if chat_template and getattr(scorer.tokenizer, "chat_template", None) is None:
             raise ValueError("chat_template=True but the model's tokenizer has no chat template; "
                              "use it with instruct models only (e.g. smollm2-135m)")
         self.scorer, self.mode, self.chat_template = scorer, mode, chat_template
-        self.environment = get_environment()  # the zero-shot baseline runs on Playground-Text
+        self.environment = get_environment(environment)
         self.generator = torch.Generator().manual_seed(seed)
 
     def prompts(self, prompts: list[str]) -> list[str]:
@@ -73,6 +89,10 @@ class ZeroShotPolicy:
     @torch.no_grad()
     def __call__(self, td, greedy: bool = True):
         state = {key: td[key].cpu() for key in self.environment.state_keys}
+        if self.mode == RANDOM:  # uniform over the legal candidates, no model
+            mask = self.environment.action_mask(state)
+            td["action"] = torch.multinomial(mask.float(), 1, generator=self.generator).squeeze(-1).to(td["goal_id"].device)
+            return td
         prompts, actions, mask = render_observations(state, environment=self.environment)
         scores = self.scorer(self.prompts(prompts), actions, mask.to(next(self.scorer.model.parameters()).device))[0].float().cpu()
         logits = scores.masked_fill(~mask, MASKED_LOGIT)
@@ -84,9 +104,12 @@ class ZeroShotPolicy:
         return td
 
 
-def make_zero_shot_env(goals: str, episodes: int, seed: int) -> PlaygroundTextEnv:
+def make_zero_shot_env(goals: str, episodes: int, seed: int, environment: str | TextEnvironment | None = None,
+                       max_steps: int | None = None):
+    """One episode per sub-environment; ``train`` goals by type, as the training evaluations draw them."""
     sampling = "by_type" if goals == "train" else "uniform"
-    return PlaygroundTextEnv(num_envs=episodes, goals=goals, seed=seed, text=False, goal_sampling=sampling)
+    return get_environment(environment).make_env(episodes, seed=seed, goals=goals, max_steps=max_steps,
+                                                 goal_sampling=sampling)
 
 
 def _done_settings(path: str) -> set[tuple]:
@@ -97,14 +120,26 @@ def _done_settings(path: str) -> set[tuple]:
                  row["tokenization"], row["episodes"], row["seed"]) for row in csv.DictReader(handle)}
 
 
-def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: Sequence[str] = GOAL_SETS,
+def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: Sequence[str] | None = None,
                   normalizations: Sequence[str] = NORMALIZATIONS, modes: Sequence[str] = MODES,
                   chat_template: str = "auto", episodes: int = 32, seed: int = 0,
                   tokenization: str = "exact", dtype: str = "float32", device: str = "cpu",
-                  log=print) -> list[dict]:
-    """Evaluates every setting and appends one CSV row per setting to ``out``; returns the new rows."""
-    for name, values, allowed in (("goals", goals, GOAL_SETS), ("normalization", normalizations, NORMALIZATIONS),
+                  log=print, environment: str | TextEnvironment | None = None,
+                  max_steps: int | None = None) -> list[dict]:
+    """Evaluates every setting and appends one CSV row per setting to ``out``; returns the new rows.
+    ``goals``: goal sets of ``environment`` (default: Playground-Text's simplified, train and
+    held_out; another environment's every goal set); ``model="random"``: the random policy."""
+    environment = get_environment(environment)
+    playground = environment is get_environment()
+    goal_sets = GOAL_SETS if playground else environment.goal_sets
+    goals = goal_sets if goals is None else goals
+    row_columns = columns(environment.goal_types)
+    if model == RANDOM:
+        normalizations, modes, chat_template, tokenization = ("",), (RANDOM,), "off", ""
+    for name, values, allowed in (("goals", goals, goal_sets), ("normalization", normalizations, NORMALIZATIONS),
                                   ("mode", modes, MODES)):
+        if model == RANDOM and name != "goals":
+            continue
         bad = [value for value in values if value not in allowed]
         if bad:
             raise ValueError(f"unknown {name} {bad}; choose from {allowed}")
@@ -113,8 +148,11 @@ def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     label = label or model or "offline:tiny-t5"
-    llm = load_llm(LLMConfig(model, dtype=dtype, device=device))
-    has_template = getattr(llm.tokenizer, "chat_template", None) is not None
+    if model == RANDOM:
+        llm, has_template = None, False
+    else:
+        llm = load_llm(LLMConfig(environment_model(model, environment), dtype=dtype, device=device))
+        has_template = getattr(llm.tokenizer, "chat_template", None) is not None
     if chat_template == "on" and not has_template:
         raise ValueError(f"the tokenizer of {label!r} has no chat template; use --chat-template off")
     templates = {"off": [False], "on": [True], "both": [False, True],
@@ -126,29 +164,32 @@ def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: 
     new_rows = []
     for goal_set in goals:
         for normalization in normalizations:
-            scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder,
-                               normalization=normalization, tokenization=tokenization)
+            scorer = None if llm is None else LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder,
+                                                        normalization=normalization, tokenization=tokenization)
             for template in templates:
                 for mode in modes:
                     key = (label, str(template), goal_set, normalization, mode, tokenization, str(episodes), str(seed))
                     if key in done:
                         continue
                     start = time.perf_counter()
-                    policy = ZeroShotPolicy(scorer, mode=mode, chat_template=template, seed=seed)
-                    results = evaluate(policy, make_zero_shot_env(goal_set, episodes, seed))
-                    row = dict(zip(COLUMNS[:8], key))
-                    row.update({column: round(results[column], 4) if column in results else "" for column in COLUMNS[8:-1]})
+                    policy = ZeroShotPolicy(scorer, mode=mode, chat_template=template, seed=seed,
+                                            environment=environment)
+                    results = evaluate(policy, make_zero_shot_env(goal_set, episodes, seed, environment, max_steps),
+                                       goal_types=environment.goal_types)
+                    row = dict(zip(_KEY_COLUMNS, key))
+                    row.update({column: round(results[column], 4) if column in results else ""
+                                for column in row_columns[len(_KEY_COLUMNS):-1]})
                     row["seconds"] = round(time.perf_counter() - start, 1)
-                    _append(out, row)
+                    _append(out, row, row_columns)
                     new_rows.append(row)
                     log(", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
     return new_rows
 
 
-def _append(path: str, row: dict) -> None:
+def _append(path: str, row: dict, fieldnames: Sequence[str] = COLUMNS) -> None:
     new = not os.path.exists(path) or os.path.getsize(path) == 0
     with open(path, "a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=fieldnames)
         if new:
             writer.writeheader()
         writer.writerow(row)
@@ -158,10 +199,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True,
-                        help="name or path as in LLMConfig; 'none' for the random-init offline tiny T5")
+                        help="name or path as in LLMConfig; 'none' for the random-init offline tiny T5; "
+                             "'random' for the uniformly random policy")
     parser.add_argument("--label", help="the model's name in the CSV (default: --model)")
     parser.add_argument("--out", required=True, help="CSV file; rows are appended, settings already there skipped")
-    parser.add_argument("--goals", nargs="+", default=list(GOAL_SETS), choices=GOAL_SETS)
+    parser.add_argument("--env", default=None, help="a registered environment (default playground)")
+    parser.add_argument("--goals", nargs="+", default=None,
+                        help=f"goal sets (default: Playground-Text's {' '.join(GOAL_SETS)}; another environment's all)")
+    parser.add_argument("--max-steps", type=int, default=None, help="the time limit (default: the environment's)")
     parser.add_argument("--normalization", nargs="+", default=list(NORMALIZATIONS), choices=NORMALIZATIONS)
     parser.add_argument("--mode", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--chat-template", default="auto", choices=("auto", "off", "on", "both"),
@@ -175,7 +220,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     model = None if args.model.lower() == "none" else args.model
     run_zero_shot(model, args.out, label=args.label, goals=args.goals, normalizations=args.normalization,
                   modes=args.mode, chat_template=args.chat_template, episodes=args.episodes, seed=args.seed,
-                  tokenization=args.tokenization, dtype=args.dtype, device=args.device)
+                  tokenization=args.tokenization, dtype=args.dtype, device=args.device, environment=args.env,
+                  max_steps=args.max_steps)
 
 
 if __name__ == "__main__":
