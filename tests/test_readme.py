@@ -16,8 +16,8 @@ from torchrl_glam.training.run import parse_command_line
 from torchrl_glam.training.scripts import get_script
 
 ROOT = Path(__file__).resolve().parents[1]
-# the README and the documentation site's Markdown pages (docs/babyai_text.md is included by the site)
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "site").glob("*.md")), ROOT / "docs" / "babyai_text.md"]
+# the README and the documentation site's Markdown pages (experiments/babyai/design_notes.md is included by the site)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "site").glob("*.md")), ROOT / "experiments" / "babyai" / "design_notes.md"]
 
 
 def code_blocks(language: str) -> list[tuple[str, str]]:

@@ -1,6 +1,6 @@
 """Aggregate run directories into the paper's Figure 2 panels and a CSV summary.
 
-    python -m torchrl_glam.launch.results runs/figure2 --out docs/results/figure2
+    python -m torchrl_glam.launch.results runs/figure2 --out experiments/figure2
 
 Every run directory below the given paths (a folder holding ``evaluations.jsonl``) is one seed;
 runs are grouped by their variant (the folder above ``seed<k>``, or ``--group-by config``: the

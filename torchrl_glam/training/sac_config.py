@@ -7,7 +7,7 @@
 * ``cpu``: the offline tiny model on the simplified environment, runs anywhere (the default);
 * ``cpu_full``: ``cpu`` on the full task set (100k steps, four evaluation sets);
 * ``cpu_full_twins``: ``cpu_full`` with hindsight twins and the options that reached 0.5 there at
-  200k steps (docs/results/cpu_full);
+  200k steps (experiments/cpu_full);
 * ``smollm2_her`` / ``smollm2_her_cpu``: Table 3 with SmolLM2-135M + LoRA (bf16 on GPU; float32 on
   CPU, simplified environment);
 * ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install;
@@ -41,7 +41,7 @@ class SACGLAMConfig(GLAMConfig):
     critic_width: int = 1024  # App. C: two hidden layers of 1024
     # True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal
     # candidates (modules/critic.py). Not in the paper: on the full task set the plain head values a
-    # step that wins at once no higher than one that changes nothing (docs/results/cpu_full/critic/)
+    # step that wins at once no higher than one that changes nothing (experiments/cpu_full/critic/)
     critic_dueling: bool = False
     # SAC (Table 2)
     gamma: float = 0.99
@@ -49,13 +49,13 @@ class SACGLAMConfig(GLAMConfig):
     critic_lr: float = 1e-4
     # None: the LLM takes one Adam step on the sum of the actor's and the critic's gradients, at
     # actor_lr (the paper). A value: the critic's gradient into the LLM gets its own Adam at this
-    # rate, the actor's keeps actor_lr. Not in the paper; a probe (docs/results/cpu_full/critic/)
+    # rate, the actor's keeps actor_lr. Not in the paper; a probe (experiments/cpu_full/critic/)
     # found the critic's "Grasp on the goal's object" needs an LLM step ~10x larger than the actor
     # tolerates. Costs a second backward pass through the LLM.
     critic_llm_lr: float | None = None
     # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
     # the critic's loss with this weight (objectives/sac_glam.py). Not in the paper; for the
-    # critic's missed "Grasp on the goal's object" (docs/results/cpu_full/critic/). 0: no head.
+    # critic's missed "Grasp on the goal's object" (experiments/cpu_full/critic/). 0: no head.
     # At 1 the runs collapsed to Grasp again, at rates where no other setting did (README "Session
     # 15"; its gradient into the LLM the actor shares is the likely cause, not tested).
     success_loss_coef: float = 0.0
@@ -203,7 +203,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         alpha_init=0.05, target_entropy=0.01, her=True,
     ),
     # anywhere, no download: the offline tiny model on the simplified environment (App. B).
-    # Departures from Table 3 (issue 5; docs/results/cpu_figure2 has the runs and the probes):
+    # Departures from Table 3 (issue 5; experiments/cpu_figure2 has the runs and the probes):
     # - model: the tiny T5 pretrained on random-play transcripts (modules/pretraining.py), the
     #   stand-in for Flan-T5's prior. From random init, greedy success stayed near 0 for 6-9k
     #   steps in every setting tried; pretrained, it reached 0.45 by 6-8k steps.
@@ -251,7 +251,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 # The full task set (8,470 goals, 97.85% sequential, 6 objects; issue 15), on CPU: the cpu preset with
 # only the setting and the measurement changed, so both comparisons share one agent. The probes
-# (docs/results/cpu_full/README.md, seed 0, full task set) did not find a change that beats it:
+# (experiments/cpu_full/README.md, seed 0, full task set) did not find a change that beats it:
 # - the cpu preset itself: greedy 0.30 at 20k steps, then a plateau at 0.20-0.29 up to 100k
 #   (grow 0.6-0.8, grasp 0.1-0.3, sequential near random; ../probes on main 52395e1);
 # - batch_strategy "prior" (App. E: relabeled goals drawn by the task set's goal types, mostly
@@ -287,7 +287,7 @@ PRESETS["cpu_full"] = {
     **PRESETS["cpu"], "goals": "train", "total_steps": 100_000, "eval_every": 5_000,
     "checkpoint_every": 5_000, "eval_sets": ["train", "train_distribution", "held_out", "train_sampled"],
 }
-# The variant that met issue 15's target on the full task set, at a 200k budget (docs/results/cpu_full,
+# The variant that met issue 15's target on the full task set, at a 200k budget (experiments/cpu_full,
 # "Where it stands": 0.51 +- 0.05 greedy with goal types uniform at 200k on seeds 0-2, ahead of
 # SAC-GLAM and PPO-GLAM by more than the seeds' spread at all 40 evaluations; 0.40 +- 0.03 at 100k;
 # fresh seeds run with this preset's values after the rest: 3 and 4, both 0.52 at 200k).
