@@ -1,6 +1,7 @@
 """The library's layers reach an environment only through the protocol
 (``torchrl_glam.envs.protocol``): ``modules/``, ``objectives/`` and ``data/`` import no module of a
-specific environment, anywhere in their code (functions included)."""
+specific environment, anywhere in their code (functions included). No module of the package imports
+the research record (``experiments``), which the wheel does not ship."""
 import ast
 from pathlib import Path
 
@@ -58,3 +59,35 @@ def test_the_protocol_import_is_allowed(tmp_path):
     path.write_text("from torchrl_glam.envs.protocol import get_environment\n")
     assert env_imports(path, tmp_path) == []
 
+
+
+def experiments_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
+    """The ``experiments`` modules a file imports, anywhere in its code."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found += [f"{path.relative_to(root)}:{node.lineno} imports {name}" for name in names
+                  if name == "experiments" or name.startswith("experiments.")]
+    return found
+
+
+def test_the_package_imports_no_experiment():
+    violations = [v for path in sorted(PACKAGE.rglob("*.py")) for v in experiments_imports(path)]
+    assert not violations, "the package must run without the research record (experiments/):\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize("source", [
+    "from experiments.tools.results import aggregate\n",
+    "def f():\n    import experiments.tools.discovery\n",
+    "import experiments\n",
+])
+def test_the_check_catches_experiment_imports(tmp_path, source):
+    path = tmp_path / "torchrl_glam" / "launch" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    assert experiments_imports(path, tmp_path)

@@ -76,5 +76,7 @@ def test_shell_command_is_valid(where, argv, tmp_path, capsys):
         args = [a if not a.startswith("slurm/") else str(ROOT / a) for a in args]
         assert main([*args, "--runs-root", str(tmp_path / "runs"), "--dry-run"]) == 0, where
         return
-    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=300)
+    # from the repository root, as the pages run it: experiments.* is the checkout's, not installed
+    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
     assert done.returncode == 0, f"{where}: {module} --help\n{done.stderr[-3000:]}"

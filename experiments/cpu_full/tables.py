@@ -5,7 +5,7 @@
     python experiments/cpu_full/tables.py --budget 200000  # the comparison at 200k (margin_200k.csv)
 
 1. success at the end of the budget per evaluation set: mean ± std over seeds (numpy's std, ddof 0,
-   as ``torchrl_glam.launch.results`` draws it), each seed's value in brackets;
+   as ``experiments.tools.results`` draws it), each seed's value in brackets;
 2. per goal type at the end, greedy / sampled (the ``train`` and ``train_sampled`` sets);
 3. the issue's "ahead by more than the seeds' spread": at each evaluation, SAC-GLAM+HER's mean
    minus its std against each baseline's mean plus its std (``margin.csv``; one block per

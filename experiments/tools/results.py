@@ -1,6 +1,6 @@
 """Aggregate run directories into the paper's Figure 2 panels and a CSV summary.
 
-    python -m torchrl_glam.launch.results runs/figure2 --out experiments/figure2
+    python -m experiments.tools.results runs/figure2 --out experiments/figure2
 
 Every run directory below the given paths (a folder holding ``evaluations.jsonl``) is one seed;
 runs are grouped by their variant (the folder above ``seed<k>``, or ``--group-by config``: the
@@ -18,9 +18,9 @@ Options:
   success rate) drawn as horizontal lines on every success panel and listed in ``levels.csv``;
   ``NAME@SET=VALUE`` draws one only on that evaluation set's panels (``zero_shot@held_out=0.06``).
 * ``--reference GROUP``: ``relative.csv`` / ``relative_final.csv``, each group's success relative
-  to GROUP's at equal environment steps (:mod:`torchrl_glam.launch.relative`; ``--target``).
+  to GROUP's at equal environment steps (``experiments/tools/relative.py``; ``--target``).
 * ``--discovery``: an autotelic agent's discovered goals over time, ``discovery.csv`` /
-  ``discovery.png`` (:mod:`torchrl_glam.launch.discovery`).
+  ``discovery.png`` (``experiments/tools/discovery.py``).
 """
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.tools.discovery import read_records, write_discovery
+from experiments.tools.relative import relative_rows, write_relative
 from torchrl_glam.envs import GOAL_TYPES
-from torchrl_glam.launch.discovery import read_records, write_discovery
-from torchrl_glam.launch.relative import relative_rows, write_relative
 from torchrl_glam.training.config import upgrade_names
 from torchrl_glam.training.evaluation import EVAL_SETS
 from torchrl_glam.training.scripts import SCRIPTS

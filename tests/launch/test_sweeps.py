@@ -1,13 +1,10 @@
-"""Sweep files expand to the expected grids; Slurm settings merge; results aggregate exactly."""
-import csv
-import json
+"""Sweep files expand to the expected grids; Slurm settings merge."""
 from pathlib import Path
 
 import pytest
 
 from torchrl_glam.launch.launcher import main as launch_main
 from torchrl_glam.launch.launcher import slurm_parameters
-from torchrl_glam.launch.results import aggregate
 from torchrl_glam.launch.sweeps import expand_sweep, load_sweep, parse_seeds
 
 SLURM = Path(__file__).resolve().parents[2] / "slurm"
@@ -163,29 +160,3 @@ def test_slurm_settings_from_yaml_and_flags(tmp_path):
     bad.write_text("partitions: gpu\n")
     with pytest.raises(ValueError, match="unknown Slurm settings"):
         slurm_parameters(str(bad), {}, [])
-
-
-def _fake_run(root, variant, seed, values):
-    run = root / variant / f"seed{seed}"
-    run.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({"seed": seed}))
-    lines = [json.dumps({"env_steps": 100 * (i + 1), "wall_seconds": 10.0 * (i + 1), "set": "train",
-                         "success": v, "success/grasp": v}) for i, v in enumerate(values)]
-    (run / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
-
-
-def test_results_aggregate_mean_and_std_over_seeds(tmp_path):
-    _fake_run(tmp_path / "runs", "her", 0, [0.2, 0.6])
-    _fake_run(tmp_path / "runs", "her", 1, [0.4, 0.8])
-    _fake_run(tmp_path / "runs", "no_her", 0, [0.1, 0.1])
-    out = aggregate([tmp_path / "runs"], tmp_path / "out")
-    for name in ["success_vs_steps.png", "success_vs_seconds.png", "success_by_goal_type.png"]:
-        assert (out / name).stat().st_size > 1000
-    rows = list(csv.DictReader(open(out / "summary.csv")))
-    her = next(r for r in rows if r["group"] == "her" and r["metric"] == "success")
-    assert (float(her["mean"]), float(her["std"]), int(her["seeds"])) == (0.7, 0.1, 2)
-    assert int(her["final_env_steps"]) == 200 and float(her["final_wall_seconds"]) == 20.0
-    curve = [r for r in csv.DictReader(open(out / "curves.csv")) if r["group"] == "her" and r["metric"] == "success"]
-    assert [float(r["mean"]) for r in curve] == [0.3, 0.7]
-    with pytest.raises(FileNotFoundError, match="no run directories"):
-        aggregate([tmp_path / "nothing"], tmp_path / "out2")
