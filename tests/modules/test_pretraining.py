@@ -101,7 +101,7 @@ def _go_to_matching_share(prompts, targets, catalogue):
 
 
 def test_hindsight_goals_name_what_the_random_actions_went_on_to_do():
-    """The link random transcripts lack (docs/results/cpu_full, Session 9): under a hindsight goal
+    """The link random transcripts lack (experiments/cpu_full, Session 9): under a hindsight goal
     "Grasp D" the moves go to an object matching D far more often than chance; the goals
     are the task sets' own (never held out); the other half of the stream is random play as before."""
     catalogue = GoalCatalogue.default()

@@ -1,4 +1,4 @@
-"""A committed result keeps its runs: the configs and evaluations under docs/results/<name>/runs/
+"""A committed result keeps its runs: the configs and evaluations under experiments/<name>/runs/
 are tracked by git, while the training runs a user starts at the top (runs/) stay out of it."""
 import shutil
 import subprocess
@@ -18,6 +18,6 @@ def ignored(path: str) -> bool:
 
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
 def test_results_runs_are_tracked_and_top_level_runs_are_not():
-    assert not ignored("docs/results/cpu_full/runs/sac_glam_her/seed0/evaluations.jsonl")
-    assert not ignored("docs/results/autotelic/runs/simplified_goal_given/seed0/config.json")
+    assert not ignored("experiments/cpu_full/runs/sac_glam_her/seed0/evaluations.jsonl")
+    assert not ignored("experiments/autotelic/runs/simplified_goal_given/seed0/config.json")
     assert ignored("runs/sac_glam/checkpoint.pt")

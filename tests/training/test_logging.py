@@ -35,7 +35,7 @@ def test_the_share_of_go_to_the_object_the_agent_stands_on_is_logged(tmp_path):
 
 
 def test_the_share_of_steps_that_change_nothing_and_of_each_kind_of_action_is_logged(tmp_path):
-    """What a collapsed policy does shows in these shares (docs/results/cpu_full, "Collapses")."""
+    """What a collapsed policy does shows in these shares (experiments/cpu_full, "Collapses")."""
     # go to the cat, again (no change), grasp it, release it, release again (nothing held: no change)
     last = log_one_episode(tmp_path, (0, 0, 6, 7, 7))
     assert last("no_op_share") == pytest.approx(2 / 5)

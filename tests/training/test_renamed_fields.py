@@ -1,13 +1,11 @@
 """One name per concept across SAC-GLAM's and PPO-GLAM's configs; the old names stay accepted as
 deprecated aliases (a FutureWarning naming the new name) everywhere a config is written down:
 overrides, config.json, sweep files, the launcher, a checkpoint's saved config."""
-import json
 from pathlib import Path
 
 import pytest
 
 from torchrl_glam.launch.launcher import main as launch_main
-from torchrl_glam.launch.results import load_run
 from torchrl_glam.launch.sweeps import expand_sweep, load_sweep
 from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.ppo_config import PPOGLAMConfig, make_ppo_config, parse_ppo_overrides
@@ -61,16 +59,6 @@ def test_an_old_config_json_and_checkpoint_config_still_load():
 
 
 RENAMED_BACK = {new: old for old, new in RENAMED.items()}
-
-
-def test_results_group_old_and_new_runs_together(tmp_path):
-    cfg = make_ppo_config("smoke")
-    for name, config in (("old", {RENAMED_BACK.get(k, k): v for k, v in cfg.to_dict().items()}),
-                         ("new", cfg.to_dict())):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "config.json").write_text(json.dumps(config))
-        (tmp_path / name / "evaluations.jsonl").write_text("")
-    assert load_run(tmp_path / "old")["config"] == load_run(tmp_path / "new")["config"]
 
 
 def test_sweeps_and_launcher_accept_old_names(tmp_path, capsys):

@@ -6,7 +6,7 @@ import pytest
 
 from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig, make_config, parse_overrides
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "experiments"
 
 
 def test_paper_presets_follow_tables_2_and_3():
@@ -22,7 +22,7 @@ def test_paper_presets_follow_tables_2_and_3():
 
 
 def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
-    # docs/results/cpu_full's headline runs: `--preset cpu_full_twins seed=K` must repeat them
+    # experiments/cpu_full's headline runs: `--preset cpu_full_twins seed=K` must repeat them
     runs = RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
     for seed in (0, 1, 2, 3):
         committed = json.loads((runs / f"seed{seed}" / "config.json").read_text())

@@ -165,7 +165,7 @@ def test_resume_with_noop_twins_draws_the_same_noops(tmp_path):
 
 @pytest.mark.slow
 def test_resume_with_twins_and_types_uniform_batches_gives_the_same_losses(tmp_path):
-    # the full task set's setting that docs/results/cpu_full continues past 100k with --resume
+    # the full task set's setting that experiments/cpu_full continues past 100k with --resume
     straight, resumed = run_straight_and_resumed(
         tmp_path, "smoke", ["normalization=mean", "goals=train", "her_twins=true", "batch_strategy=types_uniform",
                             "target_llm=true"])

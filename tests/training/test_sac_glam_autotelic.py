@@ -45,8 +45,8 @@ def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
     lines = [json.loads(line) for line in (straight / "autotelic.jsonl").read_text().splitlines()]
     assert lines[-1]["discovered"] == growth[-1] and lines[-1]["groups"]
     # the log's first-report steps are the memory's, straight or resumed (the report's exact curve)
+    from experiments.tools.discovery import first_seen_from_log
     from torchrl_glam.envs import GoalCatalogue
-    from torchrl_glam.launch.discovery import first_seen_from_log
 
     for run in (straight, resumed):
         first_seen, until = first_seen_from_log(run / "autotelic.jsonl", GoalCatalogue.default())

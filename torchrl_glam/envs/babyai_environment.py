@@ -26,7 +26,7 @@ LEVEL_OF_GOAL_SET = {"train": "MixedTrainLocal", "test": "MixedTestLocal"}
 
 
 class BabyAIText(TextEnvironment):
-    """BabyAI-Text (``docs/babyai_text.md``); ``mask_noops``: the environments it builds mask the
+    """BabyAI-Text (``experiments/babyai/design_notes.md``); ``mask_noops``: the environments it builds mask the
     actions that cannot change anything (and the action mask rule says so)."""
 
     name = "babyai"

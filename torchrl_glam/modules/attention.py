@@ -16,7 +16,7 @@ registers an attention function, through transformers' public ``AttentionInterfa
 * everywhere else is T5's eager attention, in the same order of operations (so the same numbers)
   with the position bias and the mask added in place to the score product (``_attend``); on the
   CPU this beat transformers' eager and SDPA implementations at these sizes
-  (``docs/results/loop_speed``, changes 2 and 8).
+  (``experiments/loop_speed``, changes 2 and 8).
 
 The mask function registered with it is transformers' eager (additive float) mask.
 """

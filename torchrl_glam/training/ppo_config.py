@@ -11,7 +11,7 @@ naming the field, nearest-name hints, JSON, typed overrides) with ``SACGLAMConfi
 * ``cpu_her``: ``cpu`` with hindsight relabeling, the App. G variant the paper found on par with
   PPO (clipped loss, aligned goals, clipping around 1);
 * ``cpu_full``, ``cpu_full_her``: the same two on the full task set, read from SAC-GLAM's
-  ``cpu_full`` preset (``docs/results/cpu_full/``);
+  ``cpu_full`` preset (``experiments/cpu_full/``);
 * ``smoke``: a few hundred steps, for tests and a first check of an install.
 
 ``make_ppo_config("cpu_her", parse_ppo_overrides(["ppo_loss=kl"]))`` builds a validated config.

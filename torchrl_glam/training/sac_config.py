@@ -7,7 +7,7 @@
 * ``cpu``: the offline tiny model on the simplified environment, runs anywhere (the default);
 * ``cpu_full``: ``cpu`` on the full task set (100k steps, four evaluation sets);
 * ``cpu_full_twins``: ``cpu_full`` with hindsight twins and the options that reached 0.5 there at
-  200k steps (docs/results/cpu_full);
+  200k steps (experiments/cpu_full);
 * ``smollm2_her`` / ``smollm2_her_cpu``: Table 3 with SmolLM2-135M + LoRA (bf16 on GPU; float32 on
   CPU, simplified environment);
 * ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install;
@@ -41,7 +41,7 @@ class SACGLAMConfig(GLAMConfig):
     critic_width: int = 1024  # App. C: two hidden layers of 1024
     # True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal
     # candidates (modules/critic.py). Not in the paper: on the full task set the plain head values a
-    # step that wins at once no higher than one that changes nothing (docs/results/cpu_full/critic/)
+    # step that wins at once no higher than one that changes nothing (experiments/cpu_full/critic/)
     critic_dueling: bool = False
     # SAC (Table 2)
     gamma: float = 0.99
@@ -49,13 +49,13 @@ class SACGLAMConfig(GLAMConfig):
     critic_lr: float = 1e-4
     # None: the LLM takes one Adam step on the sum of the actor's and the critic's gradients, at
     # actor_lr (the paper). A value: the critic's gradient into the LLM gets its own Adam at this
-    # rate, the actor's keeps actor_lr. Not in the paper; a probe (docs/results/cpu_full/critic/)
+    # rate, the actor's keeps actor_lr. Not in the paper; a probe (experiments/cpu_full/critic/)
     # found the critic's "Grasp on the goal's object" needs an LLM step ~10x larger than the actor
     # tolerates. Costs a second backward pass through the LLM.
     critic_llm_lr: float | None = None
     # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
     # the critic's loss with this weight (objectives/sac_glam.py). Not in the paper; for the
-    # critic's missed "Grasp on the goal's object" (docs/results/cpu_full/critic/). 0: no head.
+    # critic's missed "Grasp on the goal's object" (experiments/cpu_full/critic/). 0: no head.
     # At 1 the runs collapsed to Grasp again, at rates where no other setting did (README "Session
     # 15"; its gradient into the LLM the actor shares is the likely cause, not tested).
     success_loss_coef: float = 0.0
@@ -202,25 +202,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         goals="train", model="google/flan-t5-base", lora_rank=16, quantization="4bit", device="cuda",
         alpha_init=0.05, target_entropy=0.01, her=True,
     ),
-    # anywhere, no download: the offline tiny model on the simplified environment (App. B).
-    # Departures from Table 3 (issue 5; docs/results/cpu_figure2 has the runs and the probes):
-    # - model: the tiny T5 pretrained on random-play transcripts (modules/pretraining.py), the
-    #   stand-in for Flan-T5's prior. From random init, greedy success stayed near 0 for 6-9k
-    #   steps in every setting tried; pretrained, it reached 0.45 by 6-8k steps.
-    # - normalization "mean": after its 600 pretraining steps the tiny model has not yet learnt to
-    #   copy object names, so summed scores still give each "Go to X" ~0.01 against ~0.6 for Grasp.
-    # - gamma 0.9: at 0.99 the Q-values of a good and of a wasted step differ by ~1% (every Q is
-    #   ~0.99^k), below the critic's noise (the issue's probe); 0.9 makes it 10%. Episodes last at
-    #   most 10 steps. Not ablated on the pretrained model.
-    # - target_entropy 0.5 nats, with the LLM at the paper's 1e-4: a run with target 0.01 and the
-    #   LLM at 3e-4 went deterministic on wrong actions (greedy 0.45 at 6k steps, then 0 for good,
-    #   training success 0.19, below random); the two changes were not separated.
-    # - critic_lr 1e-3, critic_width 256: small heads that fit fast.
-    # - batch_size 128: twice the updates per second (updates are the CPU's budget).
-    # - warmup_updates 50; 50k steps (~17 min on one core), evaluated every 2k steps: the three
-    #   seeds first reached 80% greedy success at 32k-46k steps.
-    # - num_threads 1 (the default, every preset): one torch thread per run; the tiny model gains
-    #   nothing from more, and spinning OpenMP threads slowed a run 20x beside a busy process.
+    # anywhere, no download: the offline pretrained tiny T5 on the simplified environment, Table 3 with
+    # departures. experiments/cpu_figure2: 0.84 +- 0.02 greedy at 50k steps, 3 seeds; why each value
+    # departs from Table 3: its README, "Why the preset's values (history)".
     "cpu": dict(
         goals="simplified", model="offline:tiny-t5-pretrained", her=True, alpha_init=0.05,
         target_entropy=0.5, normalization="mean", gamma=0.9, critic_lr=1e-3, critic_width=256,
@@ -249,63 +233,23 @@ PRESETS: dict[str, dict[str, Any]] = {
         checkpoint_every=200, warmup_updates=2,
     ),
 }
-# The full task set (8,470 goals, 97.85% sequential, 6 objects; issue 15), on CPU: the cpu preset with
-# only the setting and the measurement changed, so both comparisons share one agent. The probes
-# (docs/results/cpu_full/README.md, seed 0, full task set) did not find a change that beats it:
-# - the cpu preset itself: greedy 0.30 at 20k steps, then a plateau at 0.20-0.29 up to 100k
-#   (grow 0.6-0.8, grasp 0.1-0.3, sequential near random; ../probes on main 52395e1);
-# - batch_strategy "prior" (App. E: relabeled goals drawn by the task set's goal types, mostly
-#   sequential): 0.29 at 20k, 0.27 at 30k, in the same range;
-# - the LLM's learning rate at 3e-4: 0.21 at 10k, then 0.00 at 15k (the collapse the cpu
-#   preset's probes saw with it), so 1e-4 stays;
-# - target_entropy 1.0 nats (alpha falls to ~0 by 40k steps with 0.5): 0.19 at 15k, 0.00 at 20k,
-#   0.24 at 30k, so 0.5 stays.
-# Later probes of the collapses (seed 0, README "Five probes on the collapses"): time limits as
-# terminals, gamma 0.8 and a target LLM all collapsed by 30k; critic_input "observation" did not
-# but learnt less (0.20 at 30k); actor_lr 3e-5 held on three seeds' 100k runs without beating the
-# plateau (README "Result"), so the grid's value, 1e-4, stays. Session 8 (README "Session 8"):
-# hindsight negatives from the episode's own scene and goal types drawn uniformly in training
-# (goal_sampling "by_type", which changes the task) left the plateau and the first step of grasp
-# goals (at chance) where they were, so neither is in the preset. Session 10 (README "Session 10"):
-# critic_llm_lr=3e-4 lifted the sequential goals on seeds 0 and 1 (the paper's measure 0.18 against
-# the three reference seeds' 0.02); seed 2 is not run, so it is a sweep variant, not yet the preset.
-# Session 12: num_updates=4 (twice the updates per environment step) with critic_llm_lr=3e-4 ended
-# where num_updates=2 does (0.29 +- 0.04 against 0.30 +- 0.06 greedy at 100k, 3 seeds) at twice
-# the CPU time, so the preset keeps 2. Session 13: dueling critic heads (critic_dueling) with
-# critic_llm_lr=3e-4 ended there too (0.30 +- 0.03, 3 seeds), so the preset keeps the plain heads.
-# Session 14: a target LLM at those rates (actor 3e-5) did not collapse, but ended there as well
-# (0.32 +- 0.01, 3 seeds) at one more forward per update, so the preset keeps target_llm off.
-# Session 15: the immediate-success head (success_loss_coef=1) beside the target LLM brought the
-# collapses back (10 evaluations near random after learning, 3 seeds; 0.20 +- 0.14 at 100k), so
-# the preset keeps it off.
-# Session 16: one-step targets (n_step=1) beside the target LLM ended at 0.28 +- 0.05 (3 seeds),
-# lower on the paper's measure (0.08 against 0.17), so the preset keeps n_step 3.
-# What changes: 100k steps (the issue's budget), evaluated every 5k on 128 fixed episodes of four
-# sets: goal types uniform ("train"), goals as training samples them ("train_distribution", the
-# paper's measure), held-out goals, and "train"'s episodes with the sampled policy.
+# cpu on the full task set (8,470 goals), 100k steps, evaluated on four sets; only the setting and
+# the measurement change. experiments/cpu_full: 0.23 +- 0.04 greedy (goal types uniform) at 100k,
+# 3 seeds; no probe beat its values (its README, "Why the preset's values (history)").
 PRESETS["cpu_full"] = {
     **PRESETS["cpu"], "goals": "train", "total_steps": 100_000, "eval_every": 5_000,
     "checkpoint_every": 5_000, "eval_sets": ["train", "train_distribution", "held_out", "train_sampled"],
 }
-# The variant that met issue 15's target on the full task set, at a 200k budget (docs/results/cpu_full,
-# "Where it stands": 0.51 +- 0.05 greedy with goal types uniform at 200k on seeds 0-2, ahead of
-# SAC-GLAM and PPO-GLAM by more than the seeds' spread at all 40 evaluations; 0.40 +- 0.03 at 100k;
-# fresh seeds run with this preset's values after the rest: 3 and 4, both 0.52 at 200k).
-# Every change is off the paper and came from a probe of the cpu_full runs (README sessions 7-18):
-# actor_lr 3e-5 stopped the collapses (3 seeds); critic_llm_lr 3e-4 lets the critic's gradient into
-# the LLM learn the goal's object (oracle probe); target_llm kept the spread smallest (session 14);
-# her_twins puts a failure beside every hindsight success, which taught grasp goals (0.12 -> 0.57);
-# types_uniform batches give grasp goals a quarter of each batch. Not the default cpu_full: its runs
-# took ~1.45x the wall time (~4,200 s against ~2,900 s per 100k steps, two runs sharing 2 cores),
-# PPO-GLAM has no counterpart of its options, and it was tuned on the seeds it reports.
+# cpu_full with the options that met issue 15's target at a 200k budget. experiments/cpu_full:
+# 0.51 +- 0.04 greedy (goal types uniform) at 200k, 5 seeds; why each option, and why it is not
+# the default cpu_full: its README, "Why the preset's values (history)".
 PRESETS["cpu_full_twins"] = {
     **PRESETS["cpu_full"], "total_steps": 200_000, "actor_lr": 3e-5, "critic_llm_lr": 3e-4,
     "target_llm": True, "her_twins": True, "batch_strategy": "types_uniform",
 }
-# Autotelic agents (issue 16): the cpu preset's SAC-GLAM+HER, but the agent is never given the
-# goal list; it discovers goals from the social partner's reports and picks each episode's goal
-# among them, by learning progress or uniformly. Everything else is unchanged, so a comparison with
-# "cpu" isolates who chooses the goals (slurm/sweeps/autotelic.yaml).
+# Autotelic agents: the cpu agent, never given the goal list, picks each episode's goal among those
+# it discovered (learning progress or uniformly). experiments/autotelic: 0.84 +- 0.004 greedy at
+# 50k steps with learning progress, 98% of the goal-given agent's, 3 seeds.
 PRESETS["cpu_autotelic"] = {**PRESETS["cpu"], "autotelic": "lp"}
 PRESETS["cpu_autotelic_uniform"] = {**PRESETS["cpu"], "autotelic": "uniform"}
 PRESETS["cpu_full_autotelic"] = {**PRESETS["cpu_full"], "autotelic": "lp"}

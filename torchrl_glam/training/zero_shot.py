@@ -9,7 +9,7 @@ CSV row gives success overall and per goal type. ``train`` goals are drawn unifo
 types (as in the training scripts' evaluations), so every type is represented.
 
     python -m torchrl_glam.training.zero_shot --model smollm2-135m --episodes 32 \\
-        --out docs/results/zero_shot/zero_shot.csv
+        --out experiments/zero_shot/zero_shot.csv
 
 ``--model none`` is the random-init offline tiny T5; any name or path of
 :class:`~torchrl_glam.modules.LLMConfig` works (hub names, local folders, ``.gguf`` files,
