@@ -138,6 +138,14 @@ def _load_runs(paths: list[Path]) -> list[dict]:
     return runs
 
 
+def _goal_types(runs: list[dict]) -> list[str]:
+    """The goal types the runs' evaluations report ("success/<type>"): Playground-Text's in its
+    order, then any other environment's in the order they first appear."""
+    seen = dict.fromkeys(key.removeprefix("success/") for run in runs for entry in run["evaluations"]
+                         for key in entry if key.startswith("success/"))
+    return [t for t in GOAL_TYPES if t in seen] + [t for t in seen if t not in GOAL_TYPES]
+
+
 def group_of(run: dict, group_by: str) -> str:
     if group_by == "config":
         config = {k: v for k, v in run["config"].items() if k not in ("seed", "run_dir")}
@@ -246,7 +254,7 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
         fig.savefig(out / name, dpi=120)
         plt.close(fig)
 
-    types = [t for t in GOAL_TYPES if any(f"success/{t}" in e for r in runs for e in r["evaluations"])]
+    types = _goal_types(runs)
     fig, axes = plt.subplots(1, max(len(types), 1), figsize=(5 * max(len(types), 1), 4), squeeze=False)
     type_set = sets[0] if "train" not in sets else "train"
     for ax, goal_type in zip(axes[0], types):

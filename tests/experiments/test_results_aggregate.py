@@ -47,3 +47,15 @@ def test_results_group_old_and_new_runs_together(tmp_path):
         (tmp_path / name / "config.json").write_text(json.dumps(config))
         (tmp_path / name / "evaluations.jsonl").write_text("")
     assert load_run(tmp_path / "old")["config"] == load_run(tmp_path / "new")["config"]
+
+
+def test_another_environments_goal_types_get_their_own_rows(tmp_path):
+    run = tmp_path / "runs" / "her" / "seed0"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"seed": 0, "env": "babyai"}))
+    lines = [json.dumps({"env_steps": 100, "wall_seconds": 10.0, "set": "train", "success": 0.2,
+                         "success/goto": 0.5, "success/pickup": 0.1})]
+    (run / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+    out = aggregate([tmp_path / "runs"], tmp_path / "out")
+    metrics = {r["metric"] for r in csv.DictReader(open(out / "summary.csv"))}
+    assert {"success/goto", "success/pickup"} <= metrics
