@@ -340,6 +340,9 @@ class BabyAITextEnv(EnvBase):
         self.envs: list[RoomGridLevel] = [lv[kinds[0]] for lv in self._levels]
         self.partners = [SocialPartner() for _ in range(num_envs)]
         self._achieved: list[list[int]] = [[] for _ in range(num_envs)]  # goal ids
+        # each episode as [kind index, level seed] and its actions: what state_dict replays
+        self._episodes: list[list[int]] = [[0, 0] for _ in range(num_envs)]
+        self._actions: list[list[int]] = [[] for _ in range(num_envs)]
         self._success = np.zeros(num_envs, dtype=bool)
         self._goal_id = np.zeros(num_envs, dtype=np.int64)
         self._image = np.zeros((num_envs, VIEW_SIZE, VIEW_SIZE, 3), dtype=np.uint8)
@@ -391,26 +394,73 @@ class BabyAITextEnv(EnvBase):
         if tensordict is not None and "_reset" in tensordict.keys():
             reset = tensordict.get("_reset").reshape(B).cpu().numpy()
         for b in np.flatnonzero(reset):
-            kind = self._kinds[int(self.rng.integers(len(self._kinds)))]
-            env = self.envs[b] = self._levels[b][kind]
-            # minigrid's own levels print each rejected draw; their mission is what matters here
-            with contextlib.redirect_stdout(io.StringIO()):
-                obs, _ = env.reset(seed=int(self.rng.integers(2**31)))
-            self._goal_id[b] = self._mission_id(env)
-            self._image[b] = obs["image"]
-            self.partners[b].reset(env)
-            self._objects[b] = -1
-            scene = [_indices(o) for o in env.grid.grid if o is not None and o.type in OBJ_TYPES]
-            if len(scene) > self.max_objects:
-                raise RuntimeError(
-                    f"{len(scene)} objects in a {self.level} scene, more than max_objects={self.max_objects}"
-                )
-            self._objects[b, : len(scene)] = scene
-            self._achieved[b], self._success[b] = [], False
+            kind = int(self.rng.integers(len(self._kinds)))
+            self._reset_one(b, kind, int(self.rng.integers(2**31)))
+        return self.observation()
+
+    def _reset_one(self, b: int, kind: int, level_seed: int) -> None:
+        env = self.envs[b] = self._levels[b][self._kinds[kind]]
+        # minigrid's own levels print each rejected draw; their mission is what matters here
+        with contextlib.redirect_stdout(io.StringIO()):
+            obs, _ = env.reset(seed=level_seed)
+        self._episodes[b], self._actions[b] = [kind, level_seed], []
+        self._goal_id[b] = self._mission_id(env)
+        self._image[b] = obs["image"]
+        self.partners[b].reset(env)
+        self._objects[b] = -1
+        scene = [_indices(o) for o in env.grid.grid if o is not None and o.type in OBJ_TYPES]
+        if len(scene) > self.max_objects:
+            raise RuntimeError(
+                f"{len(scene)} objects in a {self.level} scene, more than max_objects={self.max_objects}"
+            )
+        self._objects[b, : len(scene)] = scene
+        self._achieved[b], self._success[b] = [], False
+
+    def observation(self) -> TensorDictBase:
+        """The current observation of every sub-environment (e.g. after :meth:`load_state_dict`)."""
         out = self._observation()
-        zeros = torch.zeros(B, 1, dtype=torch.bool, device=self.device)
+        zeros = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
         out.update({"done": zeros, "terminated": zeros.clone(), "truncated": zeros.clone()})
         return out
+
+    _ENV_STATE = ("rng", "seed", "episodes", "actions")
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
+        """The sampler's generator, and each sub-environment's episode as its level's kind and seed
+        and the actions taken since: :meth:`load_state_dict` rebuilds the levels by replaying them,
+        so a checkpoint resumes exactly and holds plain data only (``torch.load(weights_only=True)``
+        reads it; minigrid's Python objects would need pickle). ``nn.Module.state_dict``'s signature,
+        as ``PlaygroundTextEnv``'s."""
+        state = super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
+        state[prefix + "rng"] = self.rng.bit_generator.state
+        state[prefix + "seed"] = self.seed_value
+        state[prefix + "episodes"] = [list(e) for e in self._episodes]
+        state[prefix + "actions"] = [list(a) for a in self._actions]
+        return state
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Restores :meth:`state_dict`'s output (replays each episode's actions from its reset)."""
+        module_state = {k: v for k, v in state_dict.items() if k not in self._ENV_STATE}
+        missing = [k for k in self._ENV_STATE if k not in state_dict]
+        if missing and strict:
+            raise KeyError(f"environment state without {missing}: pass the output of BabyAITextEnv.state_dict()")
+        if not missing:
+            episodes, actions = state_dict["episodes"], state_dict["actions"]
+            if len(episodes) != self.num_envs or len(actions) != self.num_envs:
+                raise ValueError(f"the state holds {len(episodes)} sub-environments, this environment "
+                                 f"{self.num_envs}: build it with num_envs={len(episodes)}")
+            for b, ((kind, level_seed), taken) in enumerate(zip(episodes, actions)):
+                if not 0 <= kind < len(self._kinds):
+                    raise ValueError(f"kind index {kind} of sub-environment {b} does not exist here: the "
+                                     f"state is of another level or kinds than {self.level} {self._kinds}")
+                self._reset_one(b, int(kind), int(level_seed))
+                for action in taken:
+                    self._step_one(b, int(action))
+            self.rng = np.random.default_rng()
+            self.rng.bit_generator.state = state_dict["rng"]
+            self.seed_value = state_dict["seed"]
+            self._observation()  # the action spec's mask follows the restored levels
+        return super().load_state_dict(module_state, strict=strict, assign=assign)
 
     def _mission_id(self, env: RoomGridLevel) -> int:
         if env.mission not in self.catalogue:
@@ -452,25 +502,31 @@ class BabyAITextEnv(EnvBase):
         B = self.num_envs
         reward = np.zeros(B, dtype=np.float32)
         terminated, truncated = np.zeros(B, dtype=bool), np.zeros(B, dtype=bool)
-        for b, env in enumerate(self.envs):
-            carried_before = env.carrying
-            obs, r, term, trunc, _ = env.step(int(action[b]))
-            self._image[b] = obs["image"]
-            ids = [self.catalogue.id_of(g) for g in self.partners[b].step(int(action[b]), carried_before)]
-            achieved = [g for g in ids if self.reportable[g]]
-            if len(achieved) > MAX_REPORTS:
-                raise RuntimeError(f"{len(achieved)} goals reported at one step, more than MAX_REPORTS={MAX_REPORTS}")
-            self._achieved[b] = achieved
-            # minigrid's verifier decides success; the partner's report must contain the mission exactly then
-            self._success[b] = success = bool(term and r > 0)
-            reward[b] = (float(r) if self.reward_kind == "minigrid" else 1.0) if success else 0.0
-            terminated[b], truncated[b] = term, trunc and not term
+        for b in range(B):
+            reward[b], terminated[b], truncated[b] = self._step_one(b, int(action[b]))
         out = self._observation()
         out.set("reward", torch.as_tensor(reward, device=self.device).unsqueeze(-1))
         terminated_t = torch.as_tensor(terminated, device=self.device).unsqueeze(-1)
         truncated_t = torch.as_tensor(truncated, device=self.device).unsqueeze(-1)
         out.update({"terminated": terminated_t, "truncated": truncated_t, "done": terminated_t | truncated_t})
         return out
+
+    def _step_one(self, b: int, action: int) -> tuple[float, bool, bool]:
+        """Steps sub-environment ``b``: its reward, terminated, truncated."""
+        env = self.envs[b]
+        carried_before = env.carrying
+        obs, r, term, trunc, _ = env.step(action)
+        self._actions[b].append(action)
+        self._image[b] = obs["image"]
+        ids = [self.catalogue.id_of(g) for g in self.partners[b].step(action, carried_before)]
+        achieved = [g for g in ids if self.reportable[g]]
+        if len(achieved) > MAX_REPORTS:
+            raise RuntimeError(f"{len(achieved)} goals reported at one step, more than MAX_REPORTS={MAX_REPORTS}")
+        self._achieved[b] = achieved
+        # minigrid's verifier decides success; the partner's report must contain the mission exactly then
+        self._success[b] = success = bool(term and r > 0)
+        reward = (float(r) if self.reward_kind == "minigrid" else 1.0) if success else 0.0
+        return reward, bool(term), bool(trunc and not term)
 
     # ------------------------------------------------------------------ output
     def _carrying(self) -> np.ndarray:

@@ -67,7 +67,10 @@ class TextEnvironment(abc.ABC):
     [B]) and take ``"action"``, an index into the A candidates. The reward of a goal is 1 exactly
     when the step reports it: that is what hindsight relabeling relies on. The training loop also
     reads their ``num_envs``, ``max_steps`` (no episode is longer: episodes are padded to it),
-    ``seed_value`` (the last seed set: evaluation replays the same episodes) and ``catalogue``.
+    ``seed_value`` (the last seed set: evaluation replays the same episodes) and ``catalogue``;
+    ``--resume`` needs ``state_dict`` / ``load_state_dict`` (plain data, so that
+    ``torch.load(weights_only=True)`` reads checkpoints) and ``observation()``, the current
+    observation after a load.
     """
 
     #: the registry name ("playground", "babyai", ...)
