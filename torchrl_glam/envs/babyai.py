@@ -52,6 +52,7 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, NonTensor
 from torchrl.envs import EnvBase
 
+from torchrl_glam.envs.env_state import PlainEnvState
 from torchrl_glam.envs.babyai_text import (
     ACTIONS,
     HELD_OUT_PAIRS,
@@ -270,7 +271,7 @@ _EXAMPLE_PROMPT = (
 )
 
 
-class BabyAITextEnv(EnvBase):
+class BabyAITextEnv(PlainEnvState, EnvBase):
     """BabyAI-Text, batched over ``num_envs`` minigrid levels.
 
     Args:
@@ -416,51 +417,30 @@ class BabyAITextEnv(EnvBase):
         self._objects[b, : len(scene)] = scene
         self._achieved[b], self._success[b] = [], False
 
-    def observation(self) -> TensorDictBase:
-        """The current observation of every sub-environment (e.g. after :meth:`load_state_dict`)."""
-        out = self._observation()
-        zeros = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
-        out.update({"done": zeros, "terminated": zeros.clone(), "truncated": zeros.clone()})
-        return out
-
     _ENV_STATE = ("rng", "seed", "episodes", "actions")
 
-    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
+    def _env_state(self) -> dict:
         """The sampler's generator, and each sub-environment's episode as its level's kind and seed
-        and the actions taken since: :meth:`load_state_dict` rebuilds the levels by replaying them,
-        so a checkpoint resumes exactly and holds plain data only (``torch.load(weights_only=True)``
-        reads it; minigrid's Python objects would need pickle). ``nn.Module.state_dict``'s signature,
-        as ``PlaygroundTextEnv``'s."""
-        state = super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
-        state[prefix + "rng"] = self.rng.bit_generator.state
-        state[prefix + "seed"] = self.seed_value
-        state[prefix + "episodes"] = [list(e) for e in self._episodes]
-        state[prefix + "actions"] = [list(a) for a in self._actions]
-        return state
+        and the actions taken since: loading rebuilds the levels by replaying them, so a checkpoint
+        resumes exactly and holds plain data only (minigrid's Python objects would need pickle)."""
+        return {"rng": self.rng.bit_generator.state, "seed": self.seed_value,
+                "episodes": [list(e) for e in self._episodes], "actions": [list(a) for a in self._actions]}
 
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Restores :meth:`state_dict`'s output (replays each episode's actions from its reset)."""
-        module_state = {k: v for k, v in state_dict.items() if k not in self._ENV_STATE}
-        missing = [k for k in self._ENV_STATE if k not in state_dict]
-        if missing and strict:
-            raise KeyError(f"environment state without {missing}: pass the output of BabyAITextEnv.state_dict()")
-        if not missing:
-            episodes, actions = state_dict["episodes"], state_dict["actions"]
-            if len(episodes) != self.num_envs or len(actions) != self.num_envs:
-                raise ValueError(f"the state holds {len(episodes)} sub-environments, this environment "
-                                 f"{self.num_envs}: build it with num_envs={len(episodes)}")
-            for b, ((kind, level_seed), taken) in enumerate(zip(episodes, actions)):
-                if not 0 <= kind < len(self._kinds):
-                    raise ValueError(f"kind index {kind} of sub-environment {b} does not exist here: the "
-                                     f"state is of another level or kinds than {self.level} {self._kinds}")
-                self._reset_one(b, int(kind), int(level_seed))
-                for action in taken:
-                    self._step_one(b, int(action))
-            self.rng = np.random.default_rng()
-            self.rng.bit_generator.state = state_dict["rng"]
-            self.seed_value = state_dict["seed"]
-            self._observation()  # the action spec's mask follows the restored levels
-        return super().load_state_dict(module_state, strict=strict, assign=assign)
+    def _load_env_state(self, state: dict) -> None:
+        episodes, actions = state["episodes"], state["actions"]
+        if len(episodes) != self.num_envs or len(actions) != self.num_envs:
+            raise ValueError(f"the state holds {len(episodes)} sub-environments, this environment "
+                             f"{self.num_envs}: build it with num_envs={len(episodes)}")
+        for b, ((kind, level_seed), taken) in enumerate(zip(episodes, actions)):
+            if not 0 <= kind < len(self._kinds):
+                raise ValueError(f"kind index {kind} of sub-environment {b} does not exist here: the "
+                                 f"state is of another level or kinds than {self.level} {self._kinds}")
+            self._reset_one(b, int(kind), int(level_seed))
+            for action in taken:
+                self._step_one(b, int(action))
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        self.seed_value = state["seed"]
 
     def _mission_id(self, env: RoomGridLevel) -> int:
         if env.mission not in self.catalogue:

@@ -45,6 +45,7 @@ from torchrl.data import Binary, Bounded, Categorical, Composite, NonTensor, Unb
 from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.catalogue import GoalCatalogue
+from torchrl_glam.envs.env_state import PlainEnvState
 from torchrl_glam.envs.render import render_batch
 from torchrl_glam.envs.rules import PlaygroundRules, object_ids
 from torchrl_glam.envs.vocabulary import OBJECT_NAMES
@@ -85,7 +86,7 @@ def _per_env(value, batch_size: int, key: str) -> list:
     return list(value)
 
 
-class PlaygroundTextEnv(EnvBase):
+class PlaygroundTextEnv(PlainEnvState, EnvBase):
     """Playground-Text (docs/site/playground_text_spec.md), batched over ``num_envs`` scenes.
 
     Args:
@@ -246,42 +247,17 @@ class PlaygroundTextEnv(EnvBase):
 
     _ENV_STATE = ("rules", "rng", "seed", "achieved")
 
-    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
-        """Scenes, social partner memory and the sampler's generator: a checkpoint resumes exactly.
+    def _env_state(self) -> dict:
+        """Scenes, social partner memory and the sampler's generator: a checkpoint resumes exactly."""
+        return {"rules": self.rules.state_dict(), "rng": self.rng.bit_generator.state, "seed": self.seed_value,
+                "achieved": [list(a) for a in self._achieved]}
 
-        Keeps ``nn.Module.state_dict``'s signature (TorchRL's ``EnvCreator``, used by
-        ``ParallelEnv(lambda: PlaygroundTextEnv(...))``, calls it and ``load_state_dict(strict=False)``):
-        the module's own tensors (none today) plus the environment's state under plain keys, as
-        tensors and plain data so that ``torch.load(weights_only=True)`` reads it back.
-        """
-        state = super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
-        state[prefix + "rules"] = self.rules.state_dict()
-        state[prefix + "rng"] = self.rng.bit_generator.state
-        state[prefix + "seed"] = self.seed_value
-        state[prefix + "achieved"] = [list(a) for a in self._achieved]
-        return state
-
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Restores :meth:`state_dict`'s output; keys of ``nn.Module`` go to ``nn.Module.load_state_dict``."""
-        module_state = {k: v for k, v in state_dict.items() if k not in self._ENV_STATE}
-        missing = [k for k in self._ENV_STATE if k not in state_dict]
-        if missing and strict:
-            raise KeyError(f"environment state without {missing}: pass the output of PlaygroundTextEnv.state_dict()")
-        if not missing:
-            self.rules.load_state_dict(state_dict["rules"])
-            self.rng = np.random.default_rng()
-            self.rng.bit_generator.state = state_dict["rng"]
-            self.seed_value = state_dict["seed"]
-            self._achieved = [list(a) for a in state_dict["achieved"]]
-            self._observation()  # the action spec's mask follows the restored scenes
-        return super().load_state_dict(module_state, strict=strict, assign=assign)
-
-    def observation(self) -> TensorDictBase:
-        """The current observation of every sub-environment (e.g. after :meth:`load_state_dict`)."""
-        out = self._observation()
-        done = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
-        out.update({"done": done, "terminated": done.clone(), "truncated": done.clone()})
-        return out
+    def _load_env_state(self, state: dict) -> None:
+        self.rules.load_state_dict(state["rules"])
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        self.seed_value = state["seed"]
+        self._achieved = [list(a) for a in state["achieved"]]
 
     # ------------------------------------------------------------------ output
     def _observation(self) -> TensorDict:

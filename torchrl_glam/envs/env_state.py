@@ -1,0 +1,48 @@
+"""Checkpoints of the batched text environments: their state as plain data beside ``nn.Module``'s."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+
+class PlainEnvState:
+    """Mixin of an ``EnvBase`` whose state a checkpoint keeps: ``state_dict`` / ``load_state_dict``
+    with ``nn.Module``'s signatures (TorchRL's ``EnvCreator``, used by ``ParallelEnv(lambda: ...)``,
+    calls them with ``strict=False``), holding the module's own tensors plus :meth:`_env_state`
+    under plain keys, as tensors and plain data so that ``torch.load(weights_only=True)`` reads it
+    back; and :meth:`observation`, the current observation after a load.
+
+    A subclass names its keys in ``_ENV_STATE`` and implements :meth:`_env_state`,
+    :meth:`_load_env_state` and ``_observation()``."""
+
+    _ENV_STATE: tuple[str, ...] = ()
+
+    def _env_state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _load_env_state(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
+        state = super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
+        state.update({prefix + key: value for key, value in self._env_state().items()})
+        return state
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        module_state = {k: v for k, v in state_dict.items() if k not in self._ENV_STATE}
+        missing = [k for k in self._ENV_STATE if k not in state_dict]
+        if missing and strict:
+            raise KeyError(f"environment state without {missing}: pass the output of {type(self).__name__}.state_dict()")
+        if not missing:
+            self._load_env_state({k: state_dict[k] for k in self._ENV_STATE})
+            self._observation()  # the action spec's mask follows the restored state
+        return super().load_state_dict(module_state, strict=strict, assign=assign)
+
+    def observation(self) -> TensorDictBase:
+        """The current observation of every sub-environment (e.g. after :meth:`load_state_dict`)."""
+        out = self._observation()
+        done = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
+        out.update({"done": done, "terminated": done.clone(), "truncated": done.clone()})
+        return out
