@@ -241,3 +241,15 @@ def test_the_command_rebuilds_into_the_cache_and_says_where(tmp_path, monkeypatc
     with pytest.raises(SystemExit):  # --ship writes the package's copy of the default recipe only
         pretraining.main(["--ship", "--steps", "2"])
     assert "--ship builds the default recipe" in capsys.readouterr().err
+
+
+def test_the_pretrained_model_of_another_environment_is_its_own_shipped_one(no_build_no_network):
+    pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
+    from torchrl_glam.training.factories import model_of
+    from torchrl_glam.training.sac_config import make_config
+
+    cfg = make_config("cpu_babyai")
+    assert model_of(cfg) == str(WEIGHTS_DIR / "tiny-t5-pretrained-babyai")  # shipped: nothing built
+    assert model_of(make_config("cpu")) == "offline:tiny-t5-pretrained"  # Playground-Text's own name
+    tokenizer = json.loads((WEIGHTS_DIR / "tiny-t5-pretrained-babyai" / "tokenizer.json").read_text())
+    assert {"toggle", "forward", "carry"} <= set(tokenizer["model"]["vocab"])
