@@ -150,7 +150,7 @@ class Stateful(Protocol):
 
 class StateOf:
     """A stateful piece from a getter and a setter, for objects whose state is not their
-    ``state_dict`` (the agent's trainable weights only; a ``torch.Generator``'s state)."""
+    ``state_dict`` (the agent's trainable weights only)."""
 
     def __init__(self, get: Callable[[], Any], set: Callable[[Any], Any]) -> None:
         self._get, self._set = get, set
@@ -160,6 +160,20 @@ class StateOf:
 
     def load_state_dict(self, state: Any) -> None:
         self._set(state)
+
+
+#: The deprecated checkpoint layout's entries, accepted on load: entry -> (the piece that holds it
+#: now, its field in that piece's extra state). Runs written with it still resume.
+LEGACY_ENTRIES = {"her_generator": ("her", "generator"), "her_goal_memory": ("her", "goal_memory"),
+                  "noop_twins_generator": ("noop_twins", "generator")}
+
+
+def upgrade_checkpoint(state: dict) -> dict:
+    """``state`` with the deprecated layout's entries (:data:`LEGACY_ENTRIES`) moved into their pieces."""
+    for entry, (piece, field) in LEGACY_ENTRIES.items():
+        if entry in state:
+            state.setdefault(piece, {"_extra_state": {}})["_extra_state"][field] = state.pop(entry)
+    return state
 
 
 class TrainingRun:
@@ -250,6 +264,7 @@ class TrainingRun:
         state = load_checkpoint(self.checkpoint_dir)
         if state is None:
             return None
+        state = upgrade_checkpoint(state)
         self._require(state, ["config"])
         changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
         self._require(state, ["rng", "wall_seconds", *self.pieces])

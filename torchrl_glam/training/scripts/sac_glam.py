@@ -41,12 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     updater = SACGLAMUpdater(agent, replay, cfg)
     pieces = {"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
               "updater": updater, "replay": replay}
-    if her is not None:
-        pieces["her_generator"] = StateOf(her.generator.get_state, her.generator.set_state)
-        if her.memory is not None:  # the goals reported so far, the negatives' pool
-            pieces["her_goal_memory"] = her.memory
+    if her is not None:  # its draws' generator and the goals reported so far (the negatives' pool)
+        pieces["her"] = her
     if noop_twins is not None:
-        pieces["noop_twins_generator"] = StateOf(noop_twins.generator.get_state, noop_twins.generator.set_state)
+        pieces["noop_twins"] = noop_twins
     goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
     if goal_choice is not None:
         pieces["autotelic"] = goal_choice
