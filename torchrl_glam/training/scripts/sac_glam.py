@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
     replay = make_replay(cfg)
     her, noop_twins, nstep = make_episode_processing(cfg)
-    updater = SACGLAMUpdater(agent, replay, cfg)
+    updater = SACGLAMUpdater(agent, replay, cfg, run.world)
     pieces = {"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
               "updater": updater, "replay": replay}
     if her is not None:  # its draws' generator and the goals reported so far (the negatives' pool)
@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                 replay.extend(nstep(episodes))
 
             # ---- every update_frequency transitions: num_updates gradient steps
-            if run.every(cfg.update_frequency) and all_true(len(replay) >= cfg.learning_starts // run.world):
+            if run.every(cfg.update_frequency) and all_true(len(replay) >= run.per_rank("learning_starts")):
                 for _ in range(cfg.num_updates):
-                    run.log_update(updater.step(cfg.batch_size // run.world), replay)
+                    run.log_update(updater.step(), replay)
             if goal_choice is not None and run.logger and run.every(cfg.log_every):
                 run.logger.autotelic(goal_choice, run.steps)  # discovered goals, LP choices
             run.end_iteration(updates=updater.updates)
