@@ -58,3 +58,44 @@ def test_the_protocol_import_is_allowed(tmp_path):
     path.write_text("from torchrl_glam.envs.protocol import get_environment\n")
     assert env_imports(path, tmp_path) == []
 
+
+
+#: The package's rooms, each importing only from the ones before it (torchrl_glam/__init__.py).
+ROOMS = ("envs", "modules", "data", "objectives", "training", "launch")
+
+
+def room_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
+    """The imports of a file (anywhere in its code) from a room after its own."""
+    room = path.relative_to(root).parts[1]
+    later = ROOMS[ROOMS.index(room) + 1:]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found += [f"{path.relative_to(root)}:{node.lineno} imports {name}" for name in names
+                  if any(name == f"torchrl_glam.{r}" or name.startswith(f"torchrl_glam.{r}.") for r in later)]
+    return found
+
+
+def test_rooms_import_only_the_rooms_before_them():
+    files = sorted(p for room in ROOMS[:-1] for p in (PACKAGE / room).rglob("*.py"))
+    violations = [v for path in files for v in room_imports(path)]
+    assert not violations, "a room imports only the rooms before it:\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize("source", [
+    "from torchrl_glam.data.her import relabel_episodes\n",
+    "def f():\n    from torchrl_glam.data.episodes import rollout_episodes\n",
+    "import torchrl_glam.training.run\n",
+])
+def test_the_check_catches_a_module_importing_a_later_room(tmp_path, source):
+    path = tmp_path / "torchrl_glam" / "modules" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    assert room_imports(path, tmp_path)
+    path.write_text("from torchrl_glam.envs.protocol import get_environment\n")
+    assert room_imports(path, tmp_path) == []

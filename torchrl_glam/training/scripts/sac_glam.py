@@ -26,8 +26,6 @@ from torchrl_glam.training.sac import (
 )
 from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
-CONFIG_CLASS, CONFIG_PRESETS = SACGLAMConfig, PRESETS
-
 
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
