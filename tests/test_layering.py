@@ -12,21 +12,23 @@ LAYERS = ("modules", "objectives", "data")
 ALLOWED = {"torchrl_glam.envs.protocol"}
 
 
-def env_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
-    """The torchrl_glam.envs modules (or names from the envs package itself) a file imports."""
+def imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, imported names) of every absolute import of a file, anywhere in its code:
+    ``import a.b`` gives ("a.b", ["a.b"]); ``from a import b`` gives ("a", ["a", "a.b"])."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            found += [(node.lineno, alias.name, [alias.name]) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            if node.module in ALLOWED:
-                continue
-        else:
-            continue
-        found += [f"{path.relative_to(root)}:{node.lineno} imports {name}" for name in names
-                  if (name == "torchrl_glam.envs" or name.startswith("torchrl_glam.envs.")) and name not in ALLOWED]
+            found.append((node.lineno, node.module, [node.module] + [f"{node.module}.{a.name}" for a in node.names]))
     return found
+
+
+def env_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
+    """The torchrl_glam.envs modules (or names from the envs package itself) a file imports."""
+    return [f"{path.relative_to(root)}:{line} imports {name}" for line, module, names in imports(path)
+            if module not in ALLOWED for name in names
+            if (name == "torchrl_glam.envs" or name.startswith("torchrl_glam.envs.")) and name not in ALLOWED]
 
 
 def layer_files(root: Path) -> list[Path]:
@@ -67,18 +69,9 @@ ROOMS = ("envs", "modules", "data", "objectives", "training", "launch")
 def room_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     """The imports of a file (anywhere in its code) from a room after its own."""
     room = path.relative_to(root).parts[1]
-    later = ROOMS[ROOMS.index(room) + 1:]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        found += [f"{path.relative_to(root)}:{node.lineno} imports {name}" for name in names
-                  if any(name == f"torchrl_glam.{r}" or name.startswith(f"torchrl_glam.{r}.") for r in later)]
-    return found
+    later = tuple(f"torchrl_glam.{r}" for r in ROOMS[ROOMS.index(room) + 1:])
+    return [f"{path.relative_to(root)}:{line} imports {module}" for line, module, _ in imports(path)
+            if module in later or module.startswith(tuple(f"{r}." for r in later))]
 
 
 def test_rooms_import_only_the_rooms_before_them():
