@@ -48,18 +48,20 @@ def test_layers_import_no_specific_environment():
 ])
 def test_the_check_catches_environment_imports(tmp_path, source):
     # the layouts before the protocol imported the environment in these ways
-    path = tmp_path / "torchrl_glam" / "data" / "x.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
-    assert env_imports(path, tmp_path)
+    assert env_imports(package_file(tmp_path, "data", source), tmp_path)
 
 
 def test_the_protocol_import_is_allowed(tmp_path):
-    path = tmp_path / "torchrl_glam" / "data" / "x.py"
-    path.parent.mkdir(parents=True)
-    path.write_text("from torchrl_glam.envs.protocol import get_environment\n")
+    path = package_file(tmp_path, "data", "from torchrl_glam.envs.protocol import get_environment\n")
     assert env_imports(path, tmp_path) == []
 
+
+def package_file(root: Path, room: str, source: str) -> Path:
+    """``source`` as a module of ``room`` in a package tree under ``root``."""
+    path = root / "torchrl_glam" / room / "x.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return path
 
 
 #: The package's rooms, each importing only from the ones before it (torchrl_glam/__init__.py).
@@ -86,9 +88,6 @@ def test_rooms_import_only_the_rooms_before_them():
     "import torchrl_glam.training.run\n",
 ])
 def test_the_check_catches_a_module_importing_a_later_room(tmp_path, source):
-    path = tmp_path / "torchrl_glam" / "modules" / "x.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
-    assert room_imports(path, tmp_path)
-    path.write_text("from torchrl_glam.envs.protocol import get_environment\n")
+    assert room_imports(package_file(tmp_path, "modules", source), tmp_path)
+    path = package_file(tmp_path, "modules", "from torchrl_glam.envs.protocol import get_environment\n")
     assert room_imports(path, tmp_path) == []
