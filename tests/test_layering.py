@@ -13,30 +13,29 @@ LAYERS = ("modules", "objectives", "data")
 ALLOWED = {"torchrl_glam.envs.protocol"}
 
 
-def imported_names(path: Path) -> list[tuple[int, str, str | None]]:
-    """(line, name, from-module) of every absolute import of a file: ``import M`` names M;
-    ``from M import a`` names M and M.a."""
+def imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, imported names) of every absolute import of a file, anywhere in its code:
+    ``import a.b`` gives ("a.b", ["a.b"]); ``from a import b`` gives ("a", ["a", "a.b"])."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name, None) for alias in node.names]
+            found += [(node.lineno, alias.name, [alias.name]) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found += [(node.lineno, name, node.module)
-                      for name in [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]]
+            found.append((node.lineno, node.module, [node.module] + [f"{node.module}.{a.name}" for a in node.names]))
     return found
 
 
 def env_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     """The torchrl_glam.envs modules (or names from the envs package itself) a file imports."""
-    return [f"{path.relative_to(root)}:{line} imports {name}" for line, name, module in imported_names(path)
-            if module not in ALLOWED and name not in ALLOWED
-            and (name == "torchrl_glam.envs" or name.startswith("torchrl_glam.envs."))]
+    return [f"{path.relative_to(root)}:{line} imports {name}" for line, module, names in imports(path)
+            if module not in ALLOWED for name in names
+            if (name == "torchrl_glam.envs" or name.startswith("torchrl_glam.envs.")) and name not in ALLOWED]
 
 
 def experiments_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     """The ``experiments`` modules a file imports."""
-    return [f"{path.relative_to(root)}:{line} imports {name}" for line, name, _ in imported_names(path)
-            if name == "experiments" or name.startswith("experiments.")]
+    return [f"{path.relative_to(root)}:{line} imports {name}" for line, _, names in imports(path)
+            for name in names if name == "experiments" or name.startswith("experiments.")]
 
 
 def layer_files(root: Path) -> list[Path]:
@@ -64,14 +63,46 @@ def test_the_package_imports_no_experiment():
     (experiments_imports, "import experiments\n"),
 ])
 def test_the_checks_catch_their_imports(tmp_path, check, source):
-    path = tmp_path / "torchrl_glam" / "data" / "x.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
-    assert check(path, tmp_path)
+    assert check(package_file(tmp_path, "data", source), tmp_path)
 
 
 def test_the_protocol_import_is_allowed(tmp_path):
-    path = tmp_path / "torchrl_glam" / "data" / "x.py"
-    path.parent.mkdir(parents=True)
-    path.write_text("from torchrl_glam.envs.protocol import get_environment\n")
+    path = package_file(tmp_path, "data", "from torchrl_glam.envs.protocol import get_environment\n")
     assert env_imports(path, tmp_path) == []
+
+
+def package_file(root: Path, room: str, source: str) -> Path:
+    """``source`` as a module of ``room`` in a package tree under ``root``."""
+    path = root / "torchrl_glam" / room / "x.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return path
+
+
+#: The package's rooms, each importing only from the ones before it (torchrl_glam/__init__.py).
+ROOMS = ("envs", "modules", "data", "objectives", "training", "launch")
+
+
+def room_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
+    """The imports of a file (anywhere in its code) from a room after its own."""
+    room = path.relative_to(root).parts[1]
+    later = tuple(f"torchrl_glam.{r}" for r in ROOMS[ROOMS.index(room) + 1:])
+    return [f"{path.relative_to(root)}:{line} imports {module}" for line, module, _ in imports(path)
+            if module in later or module.startswith(tuple(f"{r}." for r in later))]
+
+
+def test_rooms_import_only_the_rooms_before_them():
+    files = sorted(p for room in ROOMS[:-1] for p in (PACKAGE / room).rglob("*.py"))
+    violations = [v for path in files for v in room_imports(path)]
+    assert not violations, "a room imports only the rooms before it:\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize("source", [
+    "from torchrl_glam.data.her import relabel_episodes\n",
+    "def f():\n    from torchrl_glam.data.episodes import rollout_episodes\n",
+    "import torchrl_glam.training.run\n",
+])
+def test_the_check_catches_a_module_importing_a_later_room(tmp_path, source):
+    assert room_imports(package_file(tmp_path, "modules", source), tmp_path)
+    path = package_file(tmp_path, "modules", "from torchrl_glam.envs.protocol import get_environment\n")
+    assert room_imports(path, tmp_path) == []

@@ -79,6 +79,8 @@ def test_former_playground_names_still_work_with_a_deprecation_warning():
 
     with pytest.warns(DeprecationWarning, match="step_keys"):
         assert episodes.STATE_KEYS == ("agent_on", "held", "grown")
+    with pytest.warns(DeprecationWarning, match="step_keys"):  # the name of what it is
+        assert episodes.STEP_STATE_KEYS == ("agent_on", "held", "grown")
     env = PlaygroundTextEnv(2, seed=0, text=True)
     td = env.reset()
     with pytest.warns(DeprecationWarning, match="mapping of the environment's state keys"):

@@ -122,14 +122,17 @@ def _losses(run):
     return [tuple(map(float, row.split(","))) for row in rows]
 
 
-def run_straight_and_resumed(tmp_path, preset: str, overrides: tuple[str, ...] = ()):
+def run_straight_and_resumed(tmp_path, preset: str, overrides: tuple[str, ...] = (), between=None):
     """The same 192-step run (a preset with ``overrides``) twice: straight, and stopped at 96 then
-    resumed. Asserts that both log the same critic losses; returns the two run dirs."""
+    resumed (``between(run_dir)`` runs at the stop). Asserts that both log the same critic losses;
+    returns the two run dirs."""
     example = load_example()
     common = ["--preset", preset, "--no-progress", "log_every=8", "eval_every=96", "checkpoint_every=96", *overrides]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert example.main(common + ["--run-dir", str(straight), "total_steps=192"]) == 0
     assert example.main(common + ["--run-dir", str(resumed), "total_steps=96"]) == 0
+    if between is not None:
+        between(resumed)
     assert example.main(common + ["--run-dir", str(resumed), "total_steps=192", "--resume"]) == 0
     a, b = _losses(straight), _losses(resumed)
     assert len(a) == len(b) and any(step > 96 for step, _ in a)
@@ -156,7 +159,7 @@ def test_resume_on_babyai_gives_the_same_next_losses_as_an_uninterrupted_run(tmp
 def test_resume_with_hindsight_negatives_restores_the_goals_reported_so_far(tmp_path):
     # normalization "mean": the smoke model then reaches objects, so goals are reported
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "her_negatives=2"])
-    final = [read_checkpoint(run / "checkpoint.pt")["her_goal_memory"]["first_seen"]
+    final = [read_checkpoint(run / "checkpoint.pt")["her"]["_extra_state"]["goal_memory"]["first_seen"]
              for run in (straight, resumed)]
     assert (final[0] >= 0).sum() > 10 and torch.equal(final[0], final[1])
 
@@ -164,7 +167,7 @@ def test_resume_with_hindsight_negatives_restores_the_goals_reported_so_far(tmp_
 @pytest.mark.slow
 def test_resume_with_noop_twins_draws_the_same_noops(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "noop_twins=true"])
-    final = [read_checkpoint(run / "checkpoint.pt")["noop_twins_generator"] for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt")["noop_twins"]["_extra_state"]["generator"] for run in (straight, resumed)]
     assert torch.equal(final[0], final[1])
     assert not torch.equal(final[0], torch.Generator().manual_seed(0).get_state())  # twins were drawn
 
@@ -175,7 +178,7 @@ def test_resume_with_twins_and_types_uniform_batches_gives_the_same_losses(tmp_p
     straight, resumed = run_straight_and_resumed(
         tmp_path, "smoke", ["normalization=mean", "goals=train", "her_twins=true", "batch_strategy=types_uniform",
                             "target_llm=true"])
-    final = [read_checkpoint(run / "checkpoint.pt")["her_generator"] for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt")["her"]["_extra_state"]["generator"] for run in (straight, resumed)]
     assert torch.equal(final[0], final[1])
 
 
@@ -233,3 +236,54 @@ def test_resume_with_a_target_llm_restores_it(tmp_path):
     final = [read_checkpoint(run / "checkpoint.pt")["agent"] for run in (straight, resumed)]
     targets = [key for key in final[0] if key.startswith("target_llm.")]
     assert targets and all(torch.allclose(final[0][key], final[1][key], atol=1e-6) for key in targets)
+
+
+def test_her_and_noop_twins_checkpoint_their_state_and_the_deprecated_layout_still_loads():
+    from torchrl_glam.data.her import HindsightRelabel
+    from torchrl_glam.data.noop_twins import NoOpTwins
+    from torchrl_glam.training.run import upgrade_checkpoint
+
+    her_generator, twins_generator = torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)
+    torch.rand(3, generator=her_generator)  # states that no seed of the pieces below gives
+    torch.rand(5, generator=twins_generator)
+    her = HindsightRelabel(seed=0, negatives_per_episode=2)
+    first_seen = torch.full_like(her.memory.first_seen, -1)
+    first_seen[[2, 5]] = torch.tensor([10, 40])
+    # the deprecated layout: HER's generator, its goal memory and the twins' generator as entries
+    old = {"her_generator": her_generator.get_state(), "her_goal_memory": {"first_seen": first_seen.clone()},
+           "noop_twins_generator": twins_generator.get_state(), "updater": {"updates": 3}}
+    state = upgrade_checkpoint(old)
+    assert set(state) == {"her", "noop_twins", "updater"}
+    twins = NoOpTwins(seed=0)
+    her.load_state_dict(state["her"])
+    twins.load_state_dict(state["noop_twins"])
+    assert torch.equal(her.generator.get_state(), her_generator.get_state())
+    assert torch.equal(her.memory.first_seen, first_seen)
+    assert torch.equal(twins.generator.get_state(), twins_generator.get_state())
+    # the new layout: each piece's state_dict round-trips into a fresh piece
+    fresh_her, fresh_twins = HindsightRelabel(seed=1, negatives_per_episode=2), NoOpTwins(seed=1)
+    fresh_her.load_state_dict(her.state_dict())
+    fresh_twins.load_state_dict(twins.state_dict())
+    assert torch.equal(fresh_her.generator.get_state(), her_generator.get_state())
+    assert torch.equal(fresh_her.memory.first_seen, first_seen)
+    assert torch.equal(fresh_twins.generator.get_state(), twins_generator.get_state())
+
+
+@pytest.mark.slow
+def test_a_run_checkpointed_in_the_deprecated_layout_resumes_exactly(tmp_path):
+    from torchrl_glam.training.checkpoint import save_checkpoint
+
+    def to_deprecated_layout(run_dir):
+        state = load_checkpoint(run_dir)
+        her, twins = state.pop("her")["_extra_state"], state.pop("noop_twins")["_extra_state"]
+        state.update(her_generator=her["generator"], her_goal_memory=her["goal_memory"],
+                     noop_twins_generator=twins["generator"])
+        save_checkpoint(state, run_dir)
+
+    straight, resumed = run_straight_and_resumed(
+        tmp_path, "smoke", ["normalization=mean", "her_negatives=2", "noop_twins=true"], between=to_deprecated_layout)
+    final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
+    assert torch.equal(final[0]["her"]["_extra_state"]["goal_memory"]["first_seen"],
+                       final[1]["her"]["_extra_state"]["goal_memory"]["first_seen"])
+    assert torch.equal(final[0]["noop_twins"]["_extra_state"]["generator"],
+                       final[1]["noop_twins"]["_extra_state"]["generator"])

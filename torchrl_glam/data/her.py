@@ -239,10 +239,10 @@ class HindsightRelabel(Transform):
         negatives_per_episode: also this many copies per episode relabeled with goals it did not
             achieve (:func:`relabel_negatives`; 0, the paper: none).
         negatives_from: where the negatives' goals come from: ``"reported"``, every goal reported
-            so far (``memory``, a :class:`~torchrl_glam.data.goal_memory.GoalMemory`: part of the
-            state to checkpoint; ``None`` when there is no such pool); ``"scene"``, the goals of
-            ``goal_ids`` that name only the episode's objects (:func:`scene_goals`), each goal
-            type equally often.
+            so far (``memory``, a :class:`~torchrl_glam.data.goal_memory.GoalMemory`, saved in
+            ``state_dict()`` with the generator; ``None`` when there is no such pool); ``"scene"``,
+            the goals of ``goal_ids`` that name only the episode's objects (:func:`scene_goals`),
+            each goal type equally often.
         num_goals: the size of that memory (default: the goal catalogue's).
         goal_ids: the task set (the goals the social partner reports), for ``"scene"`` and twins.
         twins: also a failure beside every relabeled success, with another goal of its type
@@ -307,6 +307,19 @@ class HindsightRelabel(Transform):
 
     def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:
         return self.forward(episodes)
+
+    # ---- checkpoints: torch's "_extra_state" entry, so ``state_dict()`` holds what a resume needs
+    def get_extra_state(self) -> dict:
+        """The draws' generator and, with ``negatives_from="reported"``, the goal memory."""
+        state = {"generator": self.generator.get_state()}
+        if self.memory is not None:
+            state["goal_memory"] = self.memory.state_dict()
+        return state
+
+    def set_extra_state(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
+        if self.memory is not None:
+            self.memory.load_state_dict(state["goal_memory"])
 
 
 def relabel_rollout(

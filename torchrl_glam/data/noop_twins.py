@@ -104,3 +104,10 @@ class NoOpTwins(Transform):
 
     def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:
         return self.forward(episodes)
+
+    # ---- checkpoints: torch's "_extra_state" entry, so ``state_dict()`` holds the draws' generator
+    def get_extra_state(self) -> dict:
+        return {"generator": self.generator.get_state()}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])

@@ -20,13 +20,13 @@ from torchrl.data import NonTensor
 from torchrl.envs.transforms import ActionMask, Transform
 
 from torchrl_glam.envs.catalogue import GoalCatalogue
+from torchrl_glam.envs.protocol import ACTIONS_KEY, PROMPT_KEY
 
 #: The compact state of an observation, in ``render_batch``'s order. ``goal_id`` and ``objects``
 #: do not change within an episode: a transition keeps them once, at its root.
 STATE_KEYS = ("goal_id", "objects", "agent_on", "held", "grown")
 #: The keys that change from step to step (also under "next" in a transition).
 STEP_STATE_KEYS = ("agent_on", "held", "grown")
-PROMPT_KEY, ACTIONS_KEY = "prompt", "actions"
 
 
 class RenderState(Transform):

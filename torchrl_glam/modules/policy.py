@@ -30,6 +30,8 @@ from torchrl_glam.modules.scoring import SCORES_KEY
 
 #: Where the policy writes the log-probability of its action (PPO's behaviour policy).
 LOG_PROB_KEY = "sample_log_prob"
+#: The candidates' scores when the action was taken: the behaviour policy's logits (PPO's KL loss).
+BEHAVIOUR_SCORES_KEY = "behaviour_scores"
 
 
 def make_policy(scorer: TensorDictModuleBase, render: TensorDictModuleBase | None = None,

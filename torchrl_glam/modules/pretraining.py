@@ -10,8 +10,9 @@ prior, learned from the environment's own language and nothing else:
   goal, which the random actions ignore. No successful, relabeled or oracle behaviour is used.
   The ``hindsight`` data (``offline:tiny-t5-hindsight``) replaces half of them by transcripts whose
   goal line is a goal the social partner reported later in the same random episode (HER applied to
-  random play, :class:`HindsightTranscripts`): still no behaviour but the random policy's, and no
-  goal outside the task sets, but the goal now says where the random actions went.
+  random play, :class:`~torchrl_glam.data.transcripts.HindsightTranscripts`): still no behaviour
+  but the random policy's, and no goal outside the task sets, but the goal now says where the
+  random actions went.
 * **objective**: given the prompt, predict the transcript's continuation: the random action that
   was taken, then what followed it, in the prompt's own words::
 
@@ -44,10 +45,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -78,9 +81,27 @@ TRANSCRIPT_LOSS_SEED = 12_345
 
 
 #: The transcript streams, by name: "random" (:class:`RandomPlayTranscripts`, the ``cpu`` presets'
-#: model) and "hindsight" (:class:`HindsightTranscripts`, half of them with hindsight goals).
+#: model) and "hindsight" (:class:`~torchrl_glam.data.transcripts.HindsightTranscripts`, half of
+#: them with hindsight goals).
 DATA = ("random", "hindsight")
 HINDSIGHT_SHARE = 0.5
+#: name -> ``factory(seed, environment)`` of the stream (:func:`register_transcript_stream`).
+TRANSCRIPT_STREAMS: dict[str, Callable] = {}
+#: The module that registers a stream built in a room above this one (HER is in ``data/``): imported
+#: by name when the stream is first asked for, so this layer imports nothing above it.
+_STREAM_MODULES = {"hindsight": "torchrl_glam.data.transcripts"}
+
+
+def register_transcript_stream(name: str, factory: Callable) -> None:
+    """Makes ``factory(seed, environment)`` the pretraining stream of ``name``."""
+    TRANSCRIPT_STREAMS[name] = factory
+
+
+def __getattr__(name: str):
+    # HindsightTranscripts moved to torchrl_glam.data.transcripts: still importable from here
+    if name == "HindsightTranscripts":
+        return importlib.import_module(_STREAM_MODULES["hindsight"]).HindsightTranscripts
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pretraining_recipe(kind: ModelKind = "t5", steps: int = DEFAULT_STEPS, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -115,12 +136,12 @@ def _transcript_goal_sets(environment) -> tuple[str, ...]:
 
 
 def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED, environment=None) -> "RandomPlayTranscripts":
-    """The pretraining data of a name of :data:`DATA`."""
-    if data == "hindsight":
-        return HindsightTranscripts(seed=seed, hindsight_share=HINDSIGHT_SHARE, environment=environment)
-    if data != "random":
+    """The pretraining data of a name of :data:`DATA` (or of :func:`register_transcript_stream`)."""
+    if data not in TRANSCRIPT_STREAMS and data in _STREAM_MODULES:
+        importlib.import_module(_STREAM_MODULES[data])  # it registers the stream
+    if data not in TRANSCRIPT_STREAMS:
         raise ValueError(f"unknown pretraining data {data!r}; choose one of {DATA}")
-    return RandomPlayTranscripts(seed=seed, environment=environment)
+    return TRANSCRIPT_STREAMS[data](seed, environment)
 
 
 class RandomPlayTranscripts:
@@ -152,6 +173,11 @@ class RandomPlayTranscripts:
         step, self.tds[index] = env.step_and_maybe_reset(td)
         return step
 
+    @property
+    def description(self) -> str:
+        """What the stream is, in words (progress messages, the model's pretraining.txt)."""
+        return "random-play transcripts"
+
     def _step(self, index: int) -> tuple[list[str], list[str]]:
         return transcript_pairs(self.random_step(index), self.environment)
 
@@ -178,66 +204,8 @@ def transcript_pairs(steps: TensorDictBase, environment=None) -> tuple[list[str]
     return prompts, environment.transcript_targets(steps, candidates)
 
 
-class HindsightTranscripts(RandomPlayTranscripts):
-    """Random-play transcripts, a share of them with a *hindsight* goal line: the goal the social
-    partner reported later in the same episode (HER's "future" relabeling, :mod:`torchrl_glam.data.her`,
-    applied to the random policy's episodes), so that the goal names what the random actions went on
-    to do. The actions are still the random policy's, unchanged: what the model can learn is which
-    actions come before a goal is reached ("Go to red cat" before "Grasp any animal"), the link
-    between a goal's words and the objects it names that random transcripts cannot teach. Measured,
-    it moves that link little: the tiny T5's first step on a grasp goal picks the goal's object 21%
-    of the time against 14% (experiments/cpu_full/README.md, "Session 9").
-
-    The other ``1 - hindsight_share`` of each batch is :class:`RandomPlayTranscripts`' stream,
-    unchanged. Only goals of the environments' own task sets are reported, so held-out goals are
-    never shown. ``window``: keep only the last ``window`` steps before each report (``None``: the
-    whole section, HER's "future"; the shipped model's choice).
-    """
-
-    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, hindsight_share: float = 0.5,
-                 window: int | None = None, environment=None) -> None:
-        if not 0.0 < hindsight_share <= 1.0:
-            raise ValueError(f"hindsight_share={hindsight_share} must be in (0, 1]")
-        super().__init__(num_envs, seed, max_steps, environment)
-        self.hindsight_share = hindsight_share
-        self.window = window
-        self.max_steps = max_steps or self.environment.pretraining_max_steps
-        # their own environments, so the plain stream above is exactly RandomPlayTranscripts'
-        self.hindsight = RandomPlayTranscripts(num_envs, seed + 1_000, max_steps, self.environment)
-        self.pool: tuple[list[str], list[str]] = ([], [])
-
-    def _refill(self) -> None:
-        from torchrl_glam.data.episodes import rollout_episodes
-        from torchrl_glam.data.her import relabel_episodes
-
-        source = self.hindsight
-        prompts, targets = [], []
-        for index in range(len(source.envs)):
-            steps = torch.stack([source.random_step(index) for _ in range(self.max_steps)], dim=1)
-            episodes = rollout_episodes(steps, self.max_steps)
-            relabeled = relabel_episodes(episodes, generator=source.generator)
-            if len(relabeled):
-                keep = relabeled["mask"]
-                if self.window is not None:  # only the last `window` steps before the report
-                    end = keep.sum(1, keepdim=True) - 1
-                    keep = keep & (end - torch.arange(keep.shape[1]) < self.window)
-                p, t = transcript_pairs(relabeled[keep], self.environment)
-                prompts += p
-                targets += t
-        order = torch.randperm(len(prompts), generator=self.generator).tolist()
-        self.pool = ([prompts[i] for i in order], [targets[i] for i in order])
-
-    def batch(self, size: int) -> tuple[list[str], list[str]]:
-        hindsight = round(size * self.hindsight_share)
-        prompts, targets = super().batch(size - hindsight) if hindsight < size else ([], [])
-        while len(self.pool[0]) < hindsight:
-            pool = self.pool
-            self._refill()
-            self.pool = (pool[0] + self.pool[0], pool[1] + self.pool[1])
-        prompts, targets = prompts + self.pool[0][:hindsight], targets + self.pool[1][:hindsight]
-        self.pool = (self.pool[0][hindsight:], self.pool[1][hindsight:])
-        order = torch.randperm(size, generator=self.generator).tolist()
-        return [prompts[i] for i in order], [targets[i] for i in order]
+register_transcript_stream("random", lambda seed, environment: RandomPlayTranscripts(seed=seed,
+                                                                                  environment=environment))
 
 
 def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_decoder: bool) -> dict:
@@ -266,10 +234,7 @@ def _describe(stream: str | RandomPlayTranscripts) -> str:
     """What a pretraining stream (or its name) is, in words."""
     if stream == "hindsight":
         return f"random-play transcripts, {HINDSIGHT_SHARE:g} of them with hindsight goals"
-    if isinstance(stream, HindsightTranscripts):
-        window = "" if stream.window is None else f", the last {stream.window} steps before each report"
-        return f"random-play transcripts, {stream.hindsight_share:g} of them with hindsight goals{window}"
-    return "random-play transcripts"
+    return stream.description if isinstance(stream, RandomPlayTranscripts) else "random-play transcripts"
 
 
 def _progress_message(what: str, steps: int, batch_size: int, out, why: str | None,

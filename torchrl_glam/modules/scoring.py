@@ -56,6 +56,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from torchrl_glam.envs.protocol import ACTION_MASK_KEY, ACTIONS_KEY, PROMPT_KEY
 from torchrl_glam.modules.causal_scoring import CausalScoring
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, load_llm
 from torchrl_glam.modules.scorer_inputs import flatten_inputs
@@ -63,9 +64,6 @@ from torchrl_glam.modules.seq2seq_scoring import Seq2SeqScoring
 from torchrl_glam.modules.tokenisation import CandidateTokeniser
 from torchrl_glam.modules.transformers_compat import activation_checkpointing
 
-PROMPT_KEY = "prompt"
-ACTIONS_KEY = "actions"
-ACTION_MASK_KEY = "action_mask"
 SCORES_KEY = "action_scores"
 ACTION_HIDDEN_KEY = "action_hidden"
 PROMPT_HIDDEN_KEY = "prompt_hidden"

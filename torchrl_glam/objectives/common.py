@@ -13,7 +13,8 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
-from torchrl_glam.modules import ACTION_HIDDEN_KEY, ACTIONS_KEY, PROMPT_HIDDEN_KEY, PROMPT_KEY, SCORES_KEY, LLMScorer
+from torchrl_glam.modules import (ACTION_HIDDEN_KEY, ACTIONS_KEY, PROMPT_HIDDEN_KEY, PROMPT_KEY, SCORES_KEY, GLAMAgent,
+                                  LLMScorer)
 
 
 def render_observations(state, *playground_state, environment: TextEnvironment | str | None = None):
@@ -53,6 +54,21 @@ def score_states(
     mask = mask.to(batch["goal_id"].device)
     scores, action_hidden, prompt_hidden = scorer(prompts, actions, mask)
     return {SCORES_KEY: scores, "action_mask": mask, ACTION_HIDDEN_KEY: action_hidden, PROMPT_HIDDEN_KEY: prompt_hidden}
+
+
+def agent_parts(scorer, environment):
+    """(the LLM scorer, the environment argument, the agent or ``None``) of an objective's
+    ``scorer`` argument: an ``LLMScorer``, or a ``GLAMAgent`` whose environment is the default."""
+    if not isinstance(scorer, GLAMAgent):
+        return scorer, environment, None
+    return scorer.llm, scorer.environment if environment is None else environment, scorer
+
+
+def attach_agent(loss, agent: GLAMAgent | None) -> None:
+    """Sets ``loss.glam_agent``, the agent acting with the loss's LLM (``None``: one built around
+    ``loss.scorer`` and ``loss.environment``)."""
+    # off the module tree (object.__setattr__): the loss's state dict holds the LLM once, as "scorer"
+    object.__setattr__(loss, "glam_agent", agent if agent is not None else GLAMAgent(loss.scorer, loss.environment))
 
 
 class TrainableState:

@@ -39,12 +39,11 @@ from torchrl.modules import MLP, MaskedCategorical
 from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
 
 from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
-from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, LLMScorer, make_actor
-from torchrl_glam.objectives.common import TrainableState, score_states
+from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, GLAMAgent, LLMScorer, make_actor
+from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY
+from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
 
 VALUE_KEY = "state_value"
-#: The candidates' scores when the action was taken: the behaviour policy's logits (KL loss).
-BEHAVIOUR_SCORES_KEY = "behaviour_scores"
 #: log pi_theta_old(a | s, g) under the transition's (possibly relabeled) goal, at the start of the
 #: update: the first epoch's numerator, the centre of the centred clip.
 FIRST_EPOCH_LOG_PROB_KEY = "first_epoch_log_prob"
@@ -70,7 +69,9 @@ class PPOGLAMLoss(TrainableState, LossModule):
     """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
     Args:
-        scorer: the :class:`~torchrl_glam.modules.LLMScorer`.
+        scorer: the :class:`~torchrl_glam.modules.LLMScorer`, or a
+            :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
+            ``environment`` names one); ``glam_agent`` is the agent that acts with it.
         clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
             0.99); the names of :class:`~torchrl_glam.training.ppo_config.PPOGLAMConfig`.
         value_width: units of the value head's two hidden layers.
@@ -110,7 +111,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
 
     def __init__(
         self,
-        scorer: LLMScorer,
+        scorer: LLMScorer | GLAMAgent,
         clip_epsilon: float = 0.2,
         entropy_coeff: float = 0.01,
         critic_coeff: float = 0.5,
@@ -139,8 +140,10 @@ class PPOGLAMLoss(TrainableState, LossModule):
             raise ValueError(f"{named}={loss!r}: expected one of {PPO_LOSSES}")
         if centred and loss != "clip":
             raise ValueError(f"centred=True moves the clipping range: it needs {named}='clip'")
+        scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
         self.environment = resolve_environment(environment, catalogue)
+        attach_agent(self, agent)
         self.loss_kind, self.centred, self.clip_epsilon = loss, centred, clip_epsilon
         self.score_chunk = score_chunk
         self.actor = make_actor(return_log_prob=True)

@@ -54,8 +54,8 @@ from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
 from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
-from torchrl_glam.modules import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, LLMScorer, make_actor, make_critic_heads
-from torchrl_glam.objectives.common import TrainableState, score_states
+from torchrl_glam.modules import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, GLAMAgent, LLMScorer, make_actor, make_critic_heads
+from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
 
 SUCCESS_LOGIT_KEY = "success_logit"
 
@@ -64,7 +64,9 @@ class SACGLAMLoss(TrainableState, LossModule):
     """The scorer and ``DiscreteSACLoss`` of SAC-GLAM; see the module docstring.
 
     Args:
-        scorer: the :class:`~torchrl_glam.modules.LLMScorer` (the LLM; trained by both losses).
+        scorer: the :class:`~torchrl_glam.modules.LLMScorer` (the LLM; trained by both losses), or
+            a :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
+            ``environment`` names one); ``glam_agent`` is the agent that acts with it.
         num_actions: candidates per step (N+2).
         critic_input: "observation_action" or "observation" (App. B).
         critic_backprop: whether the critic loss trains the LLM (App. B).
@@ -102,7 +104,7 @@ class SACGLAMLoss(TrainableState, LossModule):
 
     def __init__(
         self,
-        scorer: LLMScorer,
+        scorer: LLMScorer | GLAMAgent,
         num_actions: int,
         critic_input: str = "observation_action",
         critic_backprop: bool = True,
@@ -117,9 +119,11 @@ class SACGLAMLoss(TrainableState, LossModule):
         environment: TextEnvironment | str | None = None,
     ) -> None:
         super().__init__()
+        scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
         self.num_actions = num_actions
         self.environment = resolve_environment(environment, catalogue)
+        attach_agent(self, agent)
         self.critic_backprop = critic_backprop
         self.actor = make_actor()
         # the heads detach nothing themselves: this module decides what reaches the LLM

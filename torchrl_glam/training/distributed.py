@@ -31,6 +31,13 @@ def init_distributed(device: str = "cpu") -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
+def rank_share(cfg, name: str, world: int) -> int:
+    """One rank's share of a config field counted over all ranks (``num_envs``, ``batch_size``,
+    ``learning_starts``, ``minibatch_size``): every script and updater divides here, so a world of
+    N gives each rank 1/N of each of them."""
+    return getattr(cfg, name) // world
+
+
 def is_distributed() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 

@@ -5,30 +5,12 @@ Each algorithm's own agent factory and updater live beside this module: ``sac.py
 ``ppo.py`` (PPO-GLAM)."""
 from __future__ import annotations
 
-import weakref
-
-import torch
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictModule, TensorDictSequential
-from torchrl.envs.utils import ExplorationType, set_exploration_type
-
+from tensordict.nn import TensorDictSequential
 from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.protocol import get_environment
-from torchrl_glam.modules import (
-    ACTION_HIDDEN_KEY,
-    ACTION_MASK_KEY,
-    ACTIONS_KEY,
-    LOG_PROB_KEY,
-    PROMPT_HIDDEN_KEY,
-    PROMPT_KEY,
-    SCORES_KEY,
-    LLMConfig,
-    LLMScorer,
-    make_policy,
-    make_scorer,
-)
-from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY
+from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.evaluation import EVAL_SETS
 
@@ -105,36 +87,15 @@ def environment_model(model: str | None, environment) -> str | None:
     return str(default_tiny_model_path(kind, environment=environment))
 
 
-_POLICIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # agent -> {with_log_prob: policy}
-
-
 def agent_policy(agent, return_log_prob: bool = False) -> TensorDictSequential:
-    """The policy module of an objective holding a ``scorer`` and an ``environment`` (SAC-GLAM or
-    PPO-GLAM): ``make_policy(scorer, render=environment.render_transform())``, sharing the
-    objective's LLM.
-    Kept outside the objective (a registered submodule would enter its checkpoints twice)."""
-    policies = _POLICIES.setdefault(agent, {})
-    if return_log_prob not in policies:
-        scorer = TensorDictModule(agent.scorer, in_keys=[PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY],
-                                  out_keys=[SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY])
-        policies[return_log_prob] = make_policy(scorer, render=agent.environment.render_transform(),
-                                                return_log_prob=return_log_prob)
-    return policies[return_log_prob]
+    """The policy module of an agent: a :class:`~torchrl_glam.modules.GLAMAgent`, or an objective
+    (SAC-GLAM, PPO-GLAM) acting through its ``glam_agent`` (:meth:`GLAMAgent.policy`)."""
+    return GLAMAgent.of(agent).policy(return_log_prob)
 
 
-@torch.no_grad()
 def act(agent, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = False) -> TensorDictBase:
-    """Writes "action" into an environment tensordict with the agent's policy module
-    (:func:`agent_policy`): a sample of the policy, or its mode with ``greedy`` (TorchRL's
-    deterministic exploration type); with ``with_log_prob`` also its log-probability
-    ("sample_log_prob") and the candidates' scores ("behaviour_scores"), the behaviour policy PPO
-    needs."""
-    device = next(agent.scorer.parameters()).device
-    policy = agent_policy(agent, return_log_prob=with_log_prob and not greedy)
-    with set_exploration_type(ExplorationType.DETERMINISTIC if greedy else ExplorationType.RANDOM):
-        out = policy(td.select(*agent.environment.state_keys, ACTION_MASK_KEY).to(device))
-    td.set("action", out["action"].cpu())
-    if with_log_prob and not greedy:
-        td.set(LOG_PROB_KEY, out[LOG_PROB_KEY].cpu())
-        td.set(BEHAVIOUR_SCORES_KEY, out[SCORES_KEY].cpu())
-    return td
+    """Writes "action" into an environment tensordict with the agent's policy
+    (:meth:`GLAMAgent.act <torchrl_glam.modules.GLAMAgent.act>`; ``agent`` as in :func:`agent_policy`):
+    a sample, or the mode with ``greedy``; with ``with_log_prob`` also "sample_log_prob" and
+    "behaviour_scores"."""
+    return GLAMAgent.of(agent).act(td, greedy=greedy, with_log_prob=with_log_prob)

@@ -18,7 +18,7 @@ from torchrl_glam.data.subgoals import aligned_goal_filter
 from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
                                         get_environment)
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
-from torchrl_glam.training.distributed import all_max, all_true, average_gradients
+from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share
 from torchrl_glam.training.factories import NonFiniteLossError, make_scorer_from_config
 from torchrl_glam.training.ppo_config import PPOGLAMConfig
 
@@ -101,6 +101,7 @@ class PPOGLAMUpdater:
 
     def __init__(self, agent: PPOGLAMLoss, cfg: PPOGLAMConfig, world: int = 1) -> None:
         self.agent, self.cfg, self.world = agent, cfg, world
+        self.minibatch_size = rank_share(cfg, "minibatch_size", world)  # this rank's share of every minibatch
         # one Adam group (Table 1's single learning rate) over the loss's named groups, "llm" then
         # "heads": the order of parameters_to_train, so checkpoints' optimiser states still fit
         self.parameters = [p for group in agent.param_groups().values() for p in group]
@@ -131,8 +132,7 @@ class PPOGLAMUpdater:
     def update(self, rollout: TensorDictBase) -> list[dict[str, float]]:
         """Runs the update on a full rollout [num_envs, T]; returns each gradient step's metrics."""
         data = self.update_data(rollout)
-        minibatch = self.cfg.minibatch_size // self.world
-        num_minibatches = all_max(math.ceil(len(data) / minibatch))  # the same steps on every rank
+        num_minibatches = all_max(math.ceil(len(data) / self.minibatch_size))  # the same steps on every rank
         keys = ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "ratio"]
         keys += ["clip_fraction"] if self.cfg.ppo_loss == "clip" else ["kl", "kl_coeff"]
         metrics = []

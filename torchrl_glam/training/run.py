@@ -65,7 +65,7 @@ from torchrl_glam.training.checkpoint import (
     set_rng_state,
 )
 from torchrl_glam.training.config import ConfigError, GLAMConfig, config_from_preset, parse_overrides
-from torchrl_glam.training.distributed import any_true, init_distributed
+from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
@@ -150,7 +150,7 @@ class Stateful(Protocol):
 
 class StateOf:
     """A stateful piece from a getter and a setter, for objects whose state is not their
-    ``state_dict`` (the agent's trainable weights only; a ``torch.Generator``'s state)."""
+    ``state_dict`` (the agent's trainable weights only)."""
 
     def __init__(self, get: Callable[[], Any], set: Callable[[Any], Any]) -> None:
         self._get, self._set = get, set
@@ -162,11 +162,27 @@ class StateOf:
         self._set(state)
 
 
+#: The deprecated checkpoint layout's entries, accepted on load: entry -> (the piece that holds it
+#: now, its field in that piece's extra state). Runs written with it still resume.
+LEGACY_ENTRIES = {"her_generator": ("her", "generator"), "her_goal_memory": ("her", "goal_memory"),
+                  "noop_twins_generator": ("noop_twins", "generator")}
+
+
+def upgrade_checkpoint(state: dict) -> dict:
+    """``state`` with the deprecated layout's entries (:data:`LEGACY_ENTRIES`) moved into their pieces."""
+    for entry, (piece, field) in LEGACY_ENTRIES.items():
+        if entry in state:
+            state.setdefault(piece, {"_extra_state": {}})["_extra_state"][field] = state.pop(entry)
+    return state
+
+
 class TrainingRun:
     """One training process of a GLAM algorithm: see the module docstring for its life cycle.
 
     Attributes: ``cfg``, ``rank``, ``world``, ``main_rank``, ``env`` (this rank's share of
     ``cfg.num_envs``), ``assembler``, ``logger`` (``None`` off rank 0), ``checkpoint_dir``.
+    ``per_rank`` (the constructor's): the fields each rank gets its share of (:meth:`per_rank`),
+    refused unless they divide by the world.
     """
 
     def __init__(self, cfg: GLAMConfig, options: RunOptions | None = None,
@@ -182,7 +198,7 @@ class TrainingRun:
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
         prepare_run_dir(cfg.run_dir, self.options.resume, self.options.overwrite, self.rank)
         seed_everything(cfg.seed)  # the same initial weights on every rank
-        self.env = make_env(cfg, num_envs=cfg.num_envs // self.world, seed=cfg.seed + 1000 * self.rank)
+        self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)
         self.assembler = EpisodeAssembler(self.env.num_envs, cfg.max_steps, cfg.environment)
         # one checkpoint per rank: each holds its own environments and replay
@@ -206,6 +222,10 @@ class TrainingRun:
     def steps(self) -> int:
         """Environment steps over all ranks."""
         return self.assembler.env_steps * self.world
+
+    def per_rank(self, name: str) -> int:
+        """This rank's share of the config field ``name`` (:func:`~torchrl_glam.training.distributed.rank_share`)."""
+        return rank_share(self.cfg, name, self.world)
 
     @property
     def wall_seconds(self) -> float:
@@ -250,6 +270,7 @@ class TrainingRun:
         state = load_checkpoint(self.checkpoint_dir)
         if state is None:
             return None
+        state = upgrade_checkpoint(state)
         self._require(state, ["config"])
         changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
         self._require(state, ["rng", "wall_seconds", *self.pieces])

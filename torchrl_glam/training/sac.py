@@ -15,7 +15,7 @@ from torchrl.envs import EnvBase
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.sac_config import SACGLAMConfig
-from torchrl_glam.training.distributed import all_true, average_gradients
+from torchrl_glam.training.distributed import all_true, average_gradients, rank_share
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_scorer_from_config
 
 
@@ -106,11 +106,13 @@ class SACGLAMUpdater:
     ``critic_llm_lr`` the critic's gradient into the LLM gets a second Adam on the same weights, at
     that rate, and the first keeps the actor's alone. The immediate-success head's loss
     (``success_loss_coef``) goes with the critic's. During the first ``warmup_updates`` only the
-    heads learn (see ``objectives/sac_glam.py``).
+    heads learn (see ``objectives/sac_glam.py``). Each of ``world`` data-parallel ranks samples its
+    share of ``batch_size``.
     """
 
-    def __init__(self, agent: SACGLAMLoss, replay: GoalReplay, cfg: SACGLAMConfig) -> None:
+    def __init__(self, agent: SACGLAMLoss, replay: GoalReplay, cfg: SACGLAMConfig, world: int = 1) -> None:
         self.agent, self.replay, self.cfg = agent, replay, cfg
+        self.batch_size = rank_share(cfg, "batch_size", world)  # this rank's share of every batch
         groups = agent.param_groups()  # "llm", "heads", "alpha"
         self.llm_optimizer = torch.optim.Adam(groups["llm"], lr=cfg.actor_lr)
         self.critic_optimizer = torch.optim.Adam(groups["heads"], lr=cfg.critic_lr)
@@ -129,7 +131,7 @@ class SACGLAMUpdater:
         self.updates = 0
 
     def step(self, batch_size: int | None = None) -> dict[str, float]:
-        batch = self.replay.sample(batch_size or self.cfg.batch_size)
+        batch = self.replay.sample(batch_size or self.batch_size)
         warmup = self.updates < self.cfg.warmup_updates
         with self.agent.warming_up(warmup):
             out = self.agent(batch)

@@ -25,8 +25,6 @@ from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
 from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
-CONFIG_CLASS, CONFIG_PRESETS = PPOGLAMConfig, PPO_PRESETS
-
 
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)

@@ -26,8 +26,6 @@ from torchrl_glam.training.sac import (
 )
 from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
-CONFIG_CLASS, CONFIG_PRESETS = SACGLAMConfig, PRESETS
-
 
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
@@ -38,15 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
     replay = make_replay(cfg)
     her, noop_twins, nstep = make_episode_processing(cfg)
-    updater = SACGLAMUpdater(agent, replay, cfg)
+    updater = SACGLAMUpdater(agent, replay, cfg, run.world)
     pieces = {"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
               "updater": updater, "replay": replay}
-    if her is not None:
-        pieces["her_generator"] = StateOf(her.generator.get_state, her.generator.set_state)
-        if her.memory is not None:  # the goals reported so far, the negatives' pool
-            pieces["her_goal_memory"] = her.memory
+    if her is not None:  # its draws' generator and the goals reported so far (the negatives' pool)
+        pieces["her"] = her
     if noop_twins is not None:
-        pieces["noop_twins_generator"] = StateOf(noop_twins.generator.get_state, noop_twins.generator.set_state)
+        pieces["noop_twins"] = noop_twins
     goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
     if goal_choice is not None:
         pieces["autotelic"] = goal_choice
@@ -68,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
                 replay.extend(nstep(episodes))
 
             # ---- every update_frequency transitions: num_updates gradient steps
-            if run.every(cfg.update_frequency) and all_true(len(replay) >= cfg.learning_starts // run.world):
+            if run.every(cfg.update_frequency) and all_true(len(replay) >= run.per_rank("learning_starts")):
                 for _ in range(cfg.num_updates):
-                    run.log_update(updater.step(cfg.batch_size // run.world), replay)
+                    run.log_update(updater.step(), replay)
             if goal_choice is not None and run.logger and run.every(cfg.log_every):
                 run.logger.autotelic(goal_choice, run.steps)  # discovered goals, LP choices
             run.end_iteration(updates=updater.updates)

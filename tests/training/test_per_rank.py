@@ -1,0 +1,71 @@
+"""Data parallel: each of N ranks gets 1/N of the environments and of every batch, the SAC and PPO
+scripts and updaters alike (a world of 2 faked in one process: the collectives then do nothing)."""
+import pytest
+
+from torchrl_glam.data.replay import GoalReplay
+from torchrl_glam.objectives.ppo_glam import PPOGLAMLoss
+from torchrl_glam.training import run as run_module
+from torchrl_glam.training.ppo import PPOGLAMUpdater, make_ppo_agent
+from torchrl_glam.training.ppo_config import make_ppo_config
+from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
+from torchrl_glam.training.sac_config import make_config
+from torchrl_glam.training.scripts import get_script
+
+
+@pytest.fixture
+def world_of_two(monkeypatch):
+    """Rank 0 of 2; returns the TrainingRun the script builds."""
+    monkeypatch.setattr(run_module, "init_distributed", lambda device="cpu": (0, 2))
+    runs, start = [], run_module.TrainingRun.start
+
+    def recorded_start(self, *args, **kwargs):
+        runs.append(self)
+        return start(self, *args, **kwargs)
+
+    monkeypatch.setattr(run_module.TrainingRun, "start", recorded_start)
+    return runs
+
+
+def test_updaters_take_their_ranks_share_of_every_batch():
+    cfg = make_config("smoke", {"batch_size": 32})
+    assert SACGLAMUpdater(make_agent(cfg, num_actions=5), None, cfg, world=2).batch_size == 16
+    assert SACGLAMUpdater(make_agent(cfg, num_actions=5), None, cfg).batch_size == 32
+    ppo_cfg = make_ppo_config("smoke", {"minibatch_size": 64})
+    assert PPOGLAMUpdater(make_ppo_agent(ppo_cfg), ppo_cfg, world=2).minibatch_size == 32
+
+
+@pytest.mark.slow
+def test_sac_script_samples_half_batches_in_a_world_of_two(tmp_path, world_of_two, monkeypatch):
+    sizes, sample = [], GoalReplay.sample
+
+    def recorded_sample(self, batch_size):
+        sizes.append(batch_size)
+        return sample(self, batch_size)
+
+    monkeypatch.setattr(GoalReplay, "sample", recorded_sample)
+    code = get_script("sac_glam").load().main(
+        ["--preset", "smoke", "--run-dir", str(tmp_path / "run"), "--no-progress", "total_steps=128",
+         "learning_starts=64", "batch_size=32", "eval_every=1000"])
+    assert code == 0
+    (run,) = world_of_two
+    assert run.env.num_envs == 4 and run.per_rank("learning_starts") == 32
+    assert sizes and set(sizes) == {16}
+
+
+@pytest.mark.slow
+def test_ppo_script_takes_half_minibatches_in_a_world_of_two(tmp_path, world_of_two, monkeypatch):
+    sizes, forward = [], PPOGLAMLoss.forward
+
+    def recorded_forward(self, minibatch):
+        sizes.append(minibatch.numel())
+        return forward(self, minibatch)
+
+    monkeypatch.setattr(PPOGLAMLoss, "forward", recorded_forward)
+    # a rank's rollout: 4 environments x 16 steps = 64 transitions, in minibatches of 64 / 2
+    code = get_script("ppo_glam").load().main(
+        ["--preset", "smoke", "--run-dir", str(tmp_path / "run"), "--no-progress", "total_steps=128",
+         "minibatch_size=64", "eval_every=1000"])
+    assert code == 0
+    (run,) = world_of_two
+    assert run.env.num_envs == 4
+    assert sizes and set(sizes) == {32}
