@@ -50,6 +50,13 @@ def make_eval_envs(cfg: GLAMConfig) -> dict[str, EnvBase]:
 
 
 def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
+    """The config's LLM scorer (:func:`make_glam_agent` holds it in its ``TensorDictModule``)."""
+    return make_glam_agent(cfg).llm
+
+
+def make_glam_agent(cfg: GLAMConfig) -> GLAMAgent:
+    """The agent of ``cfg``: the LLM scorer (``make_scorer``'s ``TensorDictModule``) and the actor,
+    acting in ``cfg.env``; the losses take it."""
     llm = LLMConfig(
         name_or_path=model_of(cfg),
         dtype=cfg.dtype,
@@ -58,7 +65,8 @@ def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
         lora_alpha=cfg.lora_alpha,
         quantization=cfg.quantization,
     )
-    return make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization).module
+    scorer = make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization)
+    return GLAMAgent(scorer, environment=cfg.environment)
 
 
 #: The offline models that another environment than Playground-Text gets in its own vocabulary.

@@ -19,7 +19,8 @@ from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_I
                                         get_environment)
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
 from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share
-from torchrl_glam.training.factories import NonFiniteLossError, make_scorer_from_config
+from torchrl_glam.modules import GLAMAgent
+from torchrl_glam.training.factories import NonFiniteLossError, make_glam_agent
 from torchrl_glam.training.ppo_config import PPOGLAMConfig
 
 #: What a rollout keeps of each environment step besides the environment's compact state (its
@@ -34,9 +35,15 @@ UPDATE_KEYS = ("action", "sample_log_prob", BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LO
 
 
 def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
-    """The LLM scorer, the value head and their PPO loss (clipped or KL-penalised)."""
+    """The PPO-GLAM loss around a new agent of ``cfg`` (its ``glam_agent``):
+    ``make_ppo_loss(cfg, make_glam_agent(cfg))``."""
+    return make_ppo_loss(cfg, make_glam_agent(cfg))
+
+
+def make_ppo_loss(cfg: PPOGLAMConfig, agent: GLAMAgent) -> PPOGLAMLoss:
+    """The value head and the PPO loss (clipped or KL-penalised) over ``agent``."""
     return PPOGLAMLoss(
-        make_scorer_from_config(cfg),
+        agent,
         clip_epsilon=cfg.clip_epsilon,
         entropy_coeff=cfg.entropy_coeff,
         critic_coeff=cfg.critic_coeff,
@@ -47,7 +54,6 @@ def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
         centred=cfg.her_centred,
         kl_coeff=cfg.kl_coeff,
         kl_target=cfg.kl_target,
-        environment=cfg.environment,
     ).to(cfg.device)
 
 

@@ -16,13 +16,20 @@ from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.sac_config import SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, average_gradients, rank_share
-from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_scorer_from_config
+from torchrl_glam.modules import GLAMAgent
+from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_glam_agent
 
 
 def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
-    """The LLM scorer, the actor, the twin critic heads and their ``DiscreteSACLoss``."""
+    """The SAC-GLAM loss around a new agent of ``cfg`` (its ``glam_agent``):
+    ``make_sac_loss(cfg, make_glam_agent(cfg), num_actions)``."""
+    return make_sac_loss(cfg, make_glam_agent(cfg), num_actions)
+
+
+def make_sac_loss(cfg: SACGLAMConfig, agent: GLAMAgent, num_actions: int) -> SACGLAMLoss:
+    """The twin critic heads and their ``DiscreteSACLoss`` over ``agent`` (its LLM and actor)."""
     return SACGLAMLoss(
-        make_scorer_from_config(cfg),
+        agent,
         num_actions=num_actions,
         critic_input=cfg.critic_input,
         critic_backprop=cfg.critic_backprop,
@@ -33,7 +40,6 @@ def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
         target_llm=cfg.target_llm,
         success_loss_coef=cfg.success_loss_coef,
         critic_dueling=cfg.critic_dueling,
-        environment=cfg.environment,
     ).to(cfg.device)
 
 

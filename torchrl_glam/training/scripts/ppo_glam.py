@@ -20,8 +20,8 @@ from __future__ import annotations
 import sys
 
 from torchrl_glam.training.distributed import broadcast_parameters
-from torchrl_glam.training.factories import act
-from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
+from torchrl_glam.training.factories import make_glam_agent
+from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_loss
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
 from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
@@ -30,19 +30,21 @@ def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)
     run = TrainingRun(cfg, options, per_rank=("num_envs", "minibatch_size"))
 
-    # ---- the agent (LLM scorer + actor + value head + PPO loss), its updater, the rollout
-    agent = make_ppo_agent(cfg)
-    broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
-    updater = PPOGLAMUpdater(agent, cfg, run.world)
+    # ---- the agent (LLM scorer + actor), its loss (value head + PPO), its updater, the rollout
+    agent = make_glam_agent(cfg)
+    loss = make_ppo_loss(cfg, agent)
+    broadcast_parameters(loss.parameters())  # rank 0's initial weights everywhere
+    updater = PPOGLAMUpdater(loss, cfg, run.world)
     rollout = Rollout(cfg.rollout_steps, cfg.environment)  # the steps collected since the last update
-    td = run.start({"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
+    # "agent": the trainable weights (LLM adapters, value head), under the checkpoints' old name
+    td = run.start({"agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
                     "updater": updater, "rollout": rollout},
-                   greedy_policy=lambda t, greedy: act(agent, t, greedy), optimizers=updater.optimizers)
+                   greedy_policy=lambda t, greedy: agent.act(t, greedy), optimizers=updater.optimizers)
 
     with run:
         while run.running():
             # ---- act in every environment with the current policy, keeping its log-probabilities
-            act(agent, td, with_log_prob=True)
+            agent.act(td, with_log_prob=True)
             step, td, _ = run.step(td)
 
             # ---- every rollout_steps: GAE (+ HER), then epochs x minibatches of the PPO loss

@@ -20,9 +20,9 @@ import sys
 
 from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, broadcast_parameters
-from torchrl_glam.training.factories import act
+from torchrl_glam.training.factories import make_glam_agent
 from torchrl_glam.training.sac import (
-    SACGLAMUpdater, make_agent, make_episode_processing, make_goal_choice, make_replay, num_actions,
+    SACGLAMUpdater, make_episode_processing, make_goal_choice, make_replay, make_sac_loss, num_actions,
 )
 from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
@@ -31,13 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
     run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
 
-    # ---- the agent (LLM scorer + actor + twin heads + loss), replay, episode processing
-    agent = make_agent(cfg, num_actions=num_actions(cfg, run.env))
-    broadcast_parameters(agent.parameters())  # rank 0's initial weights everywhere
+    # ---- the agent (LLM scorer + actor), its loss (twin critic heads + DiscreteSACLoss), replay,
+    # episode processing
+    agent = make_glam_agent(cfg)
+    loss = make_sac_loss(cfg, agent, num_actions=num_actions(cfg, run.env))
+    broadcast_parameters(loss.parameters())  # rank 0's initial weights everywhere
     replay = make_replay(cfg)
     her, noop_twins, nstep = make_episode_processing(cfg)
-    updater = SACGLAMUpdater(agent, replay, cfg, run.world)
-    pieces = {"agent": StateOf(agent.trainable_state_dict, agent.load_trainable_state_dict),
+    updater = SACGLAMUpdater(loss, replay, cfg, run.world)
+    # "agent": the trainable weights (LLM adapters, heads, alpha), under the checkpoints' old name
+    pieces = {"agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
               "updater": updater, "replay": replay}
     if her is not None:  # its draws' generator and the goals reported so far (the negatives' pool)
         pieces["her"] = her
@@ -46,13 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
     if goal_choice is not None:
         pieces["autotelic"] = goal_choice
-    td = run.start(pieces, greedy_policy=lambda t, greedy: act(agent, t, greedy),
+    td = run.start(pieces, greedy_policy=lambda t, greedy: agent.act(t, greedy),
                    optimizers=updater.optimizers, env_transform=goal_choice)
 
     with run:
         while run.running():
             # ---- act in every environment with the current policy
-            act(agent, td)
+            agent.act(td)
             _, td, episodes = run.step(td)
 
             # ---- finished episodes -> (hindsight relabeling) -> (no-op twins) -> n-step transitions -> replay
