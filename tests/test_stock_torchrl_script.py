@@ -8,7 +8,7 @@ from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.envs import STATE_KEYS, PlaygroundTextEnv, RenderText
-from torchrl_glam.modules import make_policy, make_scorer
+from torchrl_glam.modules import GLAMAgent, make_scorer
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 
 
@@ -20,8 +20,8 @@ from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(auto_register_policy_transforms):
     torch.manual_seed(0)
     env = PlaygroundTextEnv(num_envs=4, goals="simplified", text=False, seed=0)
-    scorer = make_scorer(None)
-    policy = make_policy(scorer, render=RenderText())
+    agent = GLAMAgent(make_scorer(None), environment="playground")
+    policy = agent.policy()
     collector = Collector(env, policy, frames_per_batch=32, total_frames=64,
                           auto_register_policy_transforms=auto_register_policy_transforms)
     replay = ReplayBuffer(storage=LazyTensorStorage(1_000), batch_size=16, transform=RenderText(next_state=True))
@@ -38,7 +38,7 @@ def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(aut
     assert batch["prompt"][0].startswith("Goal: ") and batch["next", "prompt"][0].startswith("Goal: ")
     assert batch["actions"][0][-2:] == ["Grasp", "Release"]
 
-    loss = SACGLAMLoss(scorer.module, num_actions=env.num_objects + 2, critic_width=16)
+    loss = SACGLAMLoss(agent, num_actions=env.num_objects + 2, critic_width=16)
     out = loss(batch)
     total = out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]
     assert torch.isfinite(total)
