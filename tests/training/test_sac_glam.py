@@ -150,6 +150,21 @@ def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_resume_may_add_evaluation_sets_without_changing_the_training(tmp_path):
+    example = load_example()
+    common = ["--preset", "smoke", "--no-progress", "log_every=8", "eval_every=96", "checkpoint_every=96"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert example.main(common + ["--run-dir", str(straight), "total_steps=192"]) == 0
+    assert example.main(common + ["--run-dir", str(resumed), "total_steps=96"]) == 0
+    added = "eval_sets=train,held_out,train_sampled,held_out_sampled"
+    assert example.main(common + ["--run-dir", str(resumed), "total_steps=192", "--resume", added]) == 0
+    assert _losses(straight) == _losses(resumed)  # the sampled evaluations draw from their own stream
+    evaluations = [json.loads(line) for line in (resumed / "evaluations.jsonl").read_text().splitlines()]
+    assert {(e["env_steps"], e["set"]) for e in evaluations if "sampled" in e["set"]} == {
+        (192, "train_sampled"), (192, "held_out_sampled")}
+
+
+@pytest.mark.slow
 def test_resume_on_babyai_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
     pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
     run_straight_and_resumed(tmp_path, "smoke_babyai")

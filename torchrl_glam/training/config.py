@@ -77,7 +77,7 @@ class GLAMConfig:
     eval_episodes: int = 128
     # the evaluation sets logged (training/evaluation.py EVAL_SETS): "train" (training goals, goal
     # types uniform), "held_out", "train_distribution" (training goals as training samples them),
-    # "train_sampled" ("train" with the sampled policy instead of the greedy one)
+    # "train_sampled" and "held_out_sampled" (with the sampled policy instead of the greedy one)
     eval_sets: list[str] = field(default_factory=lambda: ["train", "held_out"])
     log_every: int = 1_000
     checkpoint_every: int = 10_000
@@ -129,7 +129,8 @@ class GLAMConfig:
             "eval_episodes": self.eval_episodes >= 1,
             "eval_sets": (len(self.eval_sets) >= 1 and len(set(self.eval_sets)) == len(self.eval_sets)
                           and set(self.eval_sets) <= set(EVAL_SETS)
-                          and ("held_out" not in self.eval_sets or environment.held_out_goal_set is not None)),
+                          and (environment.held_out_goal_set is not None
+                               or all(EVAL_SETS[name].goals != "held_out" for name in self.eval_sets))),
             "log_every": self.log_every >= 1,
             "checkpoint_every": self.checkpoint_every >= 1,
             "num_threads": 1 <= self.num_threads <= MAX_THREADS,
@@ -171,7 +172,8 @@ class GLAMConfig:
             "quantization": "none, '4bit' or '8bit'",
             "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
             "eval_sets": f"a non-empty list of distinct names among {sorted(EVAL_SETS)}"
-                         + ("" if environment.held_out_goal_set else f" but 'held_out' (env={self.env!r} has none)"),
+                         + ("" if environment.held_out_goal_set else
+                            f" but the held-out ones (env={self.env!r} has no held-out goals)"),
             "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
                                        "be trained; only LoRA adapters on them), or quantization=none",
             "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",

@@ -6,8 +6,9 @@ silently kept some saved values and took some new ones would train a mix that no
 describes, so each field is decided here:
 
 * may change, and is really applied: the run's length and schedule (``total_steps``,
-  ``eval_every``, ``log_every``, ``checkpoint_every``), ``loggers``, ``num_threads``, where the run
-  lives (``run_dir``), and the learning rates (set on the optimisers' parameter groups after their
+  ``eval_every``, ``log_every``, ``checkpoint_every``), the evaluation sets (``eval_sets``: each
+  draws from its own random stream, so adding one leaves the training as it was), ``loggers``,
+  ``num_threads``, where the run lives (``run_dir``), and the learning rates (set on the optimisers' parameter groups after their
   state is loaded: the way out of a diverging run);
 * anything else changed: the resume is refused with each field's saved and new values.
 
@@ -24,7 +25,8 @@ from torchrl_glam.training.config import GLAMConfig, upgrade_names
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
 #: Fields a resume may change (see the module docstring).
-SCHEDULE_FIELDS = ("total_steps", "eval_every", "log_every", "checkpoint_every", "loggers", "num_threads", "run_dir")
+SCHEDULE_FIELDS = ("total_steps", "eval_every", "log_every", "checkpoint_every", "eval_sets", "loggers", "num_threads",
+                   "run_dir")
 LEARNING_RATE_FIELDS = ("actor_lr", "critic_lr", "alpha_lr", "lr")
 RESUMABLE_FIELDS = SCHEDULE_FIELDS + LEARNING_RATE_FIELDS
 

@@ -265,9 +265,11 @@ PRESETS["smoke_babyai"] = {**PRESETS["smoke"], "env": "babyai", "goals": "train"
                            "normalization": "mean"}
 # BabyAI-Text's MixedTrainLocal on CPU (experiments/babyai): the cpu preset's agent, with the tiny T5
 # pretrained on BabyAI-Text's own random-play transcripts; 32-step episodes and batches of 64 (its
-# prompts are ~3x Playground-Text's: 100k steps take ~75 min on one core), evaluated every 10k steps.
+# prompts are ~3x Playground-Text's), evaluated every 10k steps greedy and sampled (a greedy policy
+# without memory of past views loops: turning in place).
 PRESETS["cpu_babyai"] = {**PRESETS["cpu"], "env": "babyai", "goals": "train", "max_steps": 32, "batch_size": 64,
-                         "total_steps": 100_000, "eval_every": 10_000, "checkpoint_every": 5_000}
+                         "total_steps": 100_000, "eval_every": 10_000, "checkpoint_every": 5_000,
+                         "eval_sets": ["train", "held_out", "train_sampled", "held_out_sampled"]}
 
 
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:
