@@ -17,7 +17,7 @@ types (as in the training scripts' evaluations), so every type is represented.
 policy over legal candidates (the chance level; one row per goal set). ``--env babyai`` runs
 another registered environment (its goal sets, e.g. ``--goals train test``; ``--max-steps`` its
 time limit, as the training config's ``max_steps``); the offline tiny models then mean that
-environment's own (see ``training.factories.model_of``). Rows are appended as each setting finishes, so
+environment's own (``training.factories.environment_model``). Rows are appended as each setting finishes, so
 an interrupted run keeps what it measured; a setting already in the CSV (same label and setting)
 is skipped, so rerunning the command resumes it.
 
