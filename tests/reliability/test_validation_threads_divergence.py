@@ -38,7 +38,7 @@ def test_cuda_without_a_gpu_fails_before_the_model_loads(monkeypatch, sac_exampl
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     loaded = []
-    monkeypatch.setattr(script, "make_agent", lambda *a, **k: loaded.append(1))
+    monkeypatch.setattr(script, "make_glam_agent", lambda *a, **k: loaded.append(1))
     with pytest.raises(RuntimeError, match="device='cuda' but torch sees no CUDA GPU.*device=cpu"):
         sac_example.main(["--preset", "smoke", "--run-dir", "/nonexistent/never", "device=cuda", "--no-progress"])
     assert not loaded
