@@ -142,8 +142,10 @@ OFFLINE_MODELS = ("tiny-t5", "tiny-llama", "tiny-t5-pretrained", "tiny-llama-pre
                   "tiny-llama-hindsight", "tiny-t5-pretrained-babyai", "tiny-llama-pretrained-babyai")
 
 
-def offline_model_path(name: str):
-    """The cached directory of an offline model named ``offline:<one of OFFLINE_MODELS>``."""
+def offline_model_path(name: str, environment=None):
+    """The cached directory of an offline model named ``offline:<one of OFFLINE_MODELS>``, in the
+    vocabulary of ``environment`` (a ``TextEnvironment`` or its registered name; default the one the
+    name says: Playground-Text, or the suffix's, e.g. ``-babyai``)."""
     key = name.removeprefix(OFFLINE_PREFIX)
     if key not in OFFLINE_MODELS:
         raise ValueError(f"unknown offline model {name!r}; choose one of "
@@ -152,12 +154,12 @@ def offline_model_path(name: str):
     if trained:
         from torchrl_glam.modules.pretraining import default_pretrained_model_path
 
-        environment = trained[1] if len(trained) > 1 else None
+        environment = trained[1] if len(trained) > 1 else environment
         return default_pretrained_model_path(kind, "hindsight" if trained[0] == "hindsight" else "random",
                                              environment)
     from torchrl_glam.modules.offline import default_tiny_model_path
 
-    return default_tiny_model_path(kind)
+    return default_tiny_model_path(kind, environment=environment)
 
 
 #: Models shipped inside PyPI wheels as GGUF files, by short name: (distribution, file name,

@@ -11,6 +11,7 @@ from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.protocol import get_environment
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
+from torchrl_glam.modules.loading import offline_model_path
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.evaluation import EVAL_SETS
 
@@ -85,14 +86,7 @@ def environment_model(model: str | None, environment) -> str | None:
     in place of the offline tiny models (whose tokenizer holds Playground-Text's words)."""
     if get_environment(environment) is get_environment() or model not in _OWN_OFFLINE_MODELS:
         return model
-    kind = "llama" if model is not None and "llama" in model else "t5"
-    if model is not None and model.endswith("-pretrained"):
-        from torchrl_glam.modules.pretraining import default_pretrained_model_path
-
-        return str(default_pretrained_model_path(kind, environment=environment))
-    from torchrl_glam.modules.offline import default_tiny_model_path
-
-    return str(default_tiny_model_path(kind, environment=environment))
+    return str(offline_model_path(model or "offline:tiny-t5", environment))
 
 
 def agent_policy(agent, return_log_prob: bool = False) -> TensorDictSequential:
