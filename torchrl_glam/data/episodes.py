@@ -68,10 +68,15 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def step_success(next_state: TensorDictBase) -> torch.Tensor:
+    """bool, the shape of its "terminated": whether each step is a success, a rewarded terminal
+    step (an environment may also end an episode on a failure). ``next_state``: a step's "next"."""
+    return next_state["terminated"] & (next_state["reward"] > 0)
+
+
 def episode_success(episodes: TensorDictBase) -> torch.Tensor:
-    """bool [E]: whether each episode ended on a rewarded terminal step (an environment may also
-    end an episode on a failure)."""
-    return (episodes["next", "terminated"] & (episodes["next", "reward"] > 0)).any(-1)
+    """bool [E]: whether each episode ended on a success (:func:`step_success`)."""
+    return step_success(episodes["next"]).any(-1)
 
 
 class EpisodeAssembler:

@@ -27,7 +27,7 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
-from torchrl_glam.data.episodes import EVENT_KEYS
+from torchrl_glam.data.episodes import EVENT_KEYS, step_success
 from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 
 
@@ -43,7 +43,7 @@ def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
     their last step."""
     last = episodes["mask"].sum(-1) - 1
     rows = torch.arange(episodes.shape[0])
-    won = episodes["next", "terminated"][rows, last] & (episodes["next", "reward"][rows, last] > 0)
+    won = step_success(episodes["next"])[rows, last]
     e = won.nonzero().squeeze(-1)
     return e, last[e]
 

@@ -8,6 +8,7 @@ import torch
 
 from torchrl.envs import EnvBase
 
+from torchrl_glam.data.episodes import step_success
 from torchrl_glam.envs.protocol import get_environment
 
 
@@ -68,7 +69,7 @@ def _episodes(policy, env: EnvBase, greedy: bool, goal_types: tuple[str, ...]) -
         policy(td, greedy=greedy)
         out = env.step(td)["next"]
         running = ~ended
-        success |= running & out["terminated"].squeeze(-1) & (out["reward"].squeeze(-1) > 0)  # a failure may end it too
+        success |= running & step_success(out).squeeze(-1)
         length += running.float()
         ended |= out["done"].squeeze(-1)
         if ended.all():
