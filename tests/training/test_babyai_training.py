@@ -23,3 +23,29 @@ def test_the_smoke_babyai_preset_trains_and_relabels(tmp_path):
     assert state["updater"]["updates"] > 0
     relabeled = (run_dir / "logs" / "scalars" / "batch" / "relabeled_share.csv").read_text().split()[-1]
     assert float(relabeled.split(",")[1]) > 0  # the partner's reports are relabeled with
+
+
+def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_path):
+    """``goal_types=goto,pickup``: GoToLocal's and PickupLocal's kinds of mission, in the training
+    episodes and in both evaluation sets; a type BabyAI-Text lacks is refused by name."""
+    from torchrl_glam.envs.babyai_text import BabyAIGoalCatalogue
+    from torchrl_glam.training.config import ConfigError
+    from torchrl_glam.training.factories import make_env, make_eval_envs
+    from torchrl_glam.training.sac_config import SACGLAMConfig
+
+    cfg = SACGLAMConfig(env="babyai", goal_types=["goto", "pickup"], num_envs=24, eval_episodes=24).validate()
+    catalogue = BabyAIGoalCatalogue.default()
+    for env in (make_env(cfg), *make_eval_envs(cfg).values()):
+        kinds = {catalogue.type_of(int(g)) for g in env.reset()["goal_id"]}
+        assert kinds == {"goto", "pickup"}, kinds
+    with pytest.raises(ConfigError, match="goal_types=.*'goto', 'pickup', 'open'"):
+        SACGLAMConfig(env="babyai", goal_types=["goto", "fly"]).validate()
+    with pytest.raises(ConfigError, match="env='playground' has no goal_types option"):
+        SACGLAMConfig(goal_types=["goto"]).validate()
+
+    run_dir = tmp_path / "run"
+    assert main(["--preset", "smoke_babyai", "goal_types=goto,pickup", "total_steps=40", "max_steps=5",
+                 "learning_starts=16", "update_frequency=16", "eval_every=40", "eval_episodes=8", "loggers=csv",
+                 "--run-dir", str(run_dir), "--no-progress"]) == 0
+    evaluation = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
+    assert {k for e in evaluation for k in e if k.startswith("success/")} <= {"success/goto", "success/pickup"}

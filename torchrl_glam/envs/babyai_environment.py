@@ -2,7 +2,8 @@
 environment ``"babyai"`` (needs ``minigrid``, imported only when it is chosen).
 
 Goal sets: ``"train"`` plays MixedTrainLocal and ``"test"`` MixedTestLocal (the catalogue's sets of
-the same names: the goals those levels ask). Optional capabilities: the no-op rule only; minigrid
+the same names: the goals those levels ask); the config's ``goal_types`` restricts both to some task
+kinds (e.g. ``goal_types=[goto,pickup]``: GoToLocal's and PickupLocal's kinds of mission). Optional capabilities: the no-op rule only; minigrid
 generates each mission with its grid, so there is no goal choice at reset (no autotelic agent, and
 ``goal_sampling="by_type"`` draws episodes as ``"uniform"`` does: evaluation groups them by
 ``goal_type``), and no grammar of scene objects (no HER scene negatives, aligned-goal filter, or
@@ -10,7 +11,7 @@ curricula by category or colour).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import torch
 from torchrl.envs import EnvBase
@@ -35,6 +36,7 @@ class BabyAIText(TextEnvironment):
     goal_types = GOAL_TYPES
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
     held_out_goal_set = "test"
+    config_options = ("goal_types",)
     pretraining_max_steps = 20
 
     def __init__(self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None) -> None:
@@ -46,16 +48,20 @@ class BabyAIText(TextEnvironment):
         return self._catalogue or BabyAIGoalCatalogue.default()
 
     def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
-                 max_steps: int | None = None, goal_sampling: str = "uniform", **options) -> BabyAITextEnv:
+                 max_steps: int | None = None, goal_sampling: str = "uniform",
+                 goal_types: Sequence[str] | None = None, **options) -> BabyAITextEnv:
         """``goals``: "train" (MixedTrainLocal, the default) or "test" (MixedTestLocal);
-        ``options``: those of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv` (``level`` overrides
-        the goal set's)."""
+        ``goal_types``: the task kinds drawn (default all of :data:`GOAL_TYPES`; the environment's
+        ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv`
+        (``level`` overrides the goal set's)."""
         goals = goals or "train"
         if goals not in LEVEL_OF_GOAL_SET:
             raise ValueError(f"goals={goals!r} is not a BabyAI-Text goal set; choose one of {self.goal_sets}")
         if goal_sampling not in ("uniform", "by_type"):
             raise ValueError(f"goal_sampling={goal_sampling!r}; choose 'uniform' or 'by_type'")
         options.setdefault("level", LEVEL_OF_GOAL_SET[goals])
+        if goal_types is not None:
+            options["kinds"] = tuple(goal_types)
         return BabyAITextEnv(num_envs=num_envs, seed=seed, text=False, mask_noops=self.mask_noops,
                              max_steps=max_steps, **options)
 

@@ -59,6 +59,9 @@ class GLAMConfig:
     # then 97.85% sequential) or "by_type" (a goal type uniformly, then a goal of it)
     goal_sampling: str = "uniform"
     num_objects: int | None = None  # Playground-Text only; None: 6, or 3 for "simplified"
+    # BabyAI-Text only: the goal types (task kinds) its Mixed levels draw, for training and
+    # evaluation alike, e.g. [goto, pickup]; None: all five
+    goal_types: list[str] | None = None
     max_steps: int = 10
     num_envs: int = 32
     # model (App. C): None = the offline tiny T5 built locally
@@ -138,6 +141,10 @@ class GLAMConfig:
             "lora_alpha": self.lora_alpha >= 1,
             "num_objects": self.num_objects is None or ("num_objects" in environment.config_options
                                                         and 2 <= self.num_objects <= len(environment.object_names)),
+            "goal_types": self.goal_types is None or ("goal_types" in environment.config_options
+                                                      and len(self.goal_types) >= 1
+                                                      and len(set(self.goal_types)) == len(self.goal_types)
+                                                      and set(self.goal_types) <= set(environment.goal_types)),
             # the hindsight transcripts are Playground-Text's only
             "model": not (self.env != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(self.model)),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
@@ -163,6 +170,9 @@ class GLAMConfig:
             "num_objects": (f"none, or from 2 to {len(environment.object_names)} objects per scene"
                             if "num_objects" in environment.config_options else
                             f"none: env={self.env!r} has no num_objects option"),
+            "goal_types": (f"none, or a non-empty list of distinct goal types among {environment.goal_types}"
+                           if "goal_types" in environment.config_options else
+                           f"none: env={self.env!r} has no goal_types option"),
             "model": (f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
                       "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
                       "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"),
