@@ -55,3 +55,18 @@ def test_zero_shot_runs_on_babyai_with_its_own_goal_sets_and_types(tmp_path):
     assert all(r["episode_length"] <= 3 for r in rows)
     with pytest.raises(ValueError, match="unknown goals"):
         run_zero_shot(None, str(out), goals=["held_out"], environment="babyai")
+
+
+def test_zero_shot_levels_of_some_goal_types_only(tmp_path):
+    """``--goal-types goto pickup``: the level of a run trained with ``goal_types=goto,pickup``."""
+    pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
+    out = tmp_path / "subset.csv"
+    main(["--model", "random", "--env", "babyai", "--goal-types", "goto", "pickup", "--episodes", "24",
+          "--max-steps", "3", "--out", str(out)])
+    rows = list(csv.DictReader(out.open()))
+    assert [r["goals"] for r in rows] == ["train", "test"]
+    for row in rows:
+        assert row["success/goto"] != "" and row["success/pickup"] != ""
+        assert row["success/open"] == row["success/putnext"] == row["success/pickup_then_goto"] == ""
+    with pytest.raises(ValueError, match="no goal_types option"):
+        run_zero_shot("random", str(tmp_path / "p.csv"), goals=["simplified"], episodes=4, goal_types=["go_to"])

@@ -105,11 +105,18 @@ class ZeroShotPolicy:
 
 
 def make_zero_shot_env(goals: str, episodes: int, seed: int, environment: str | TextEnvironment | None = None,
-                       max_steps: int | None = None):
-    """One episode per sub-environment; ``train`` goals by type, as the training evaluations draw them."""
+                       max_steps: int | None = None, goal_types: Sequence[str] | None = None):
+    """One episode per sub-environment; ``train`` goals by type, as the training evaluations draw them;
+    ``goal_types``: only those (an environment with the ``goal_types`` option, as the config's)."""
     sampling = "by_type" if goals == "train" else "uniform"
-    return get_environment(environment).make_env(episodes, seed=seed, goals=goals, max_steps=max_steps,
-                                                 goal_sampling=sampling)
+    environment = get_environment(environment)
+    options = {}
+    if goal_types is not None:
+        if "goal_types" not in environment.config_options:
+            raise ValueError(f"environment {environment.name!r} has no goal_types option; leave --goal-types out")
+        options["goal_types"] = tuple(goal_types)
+    return environment.make_env(episodes, seed=seed, goals=goals, max_steps=max_steps, goal_sampling=sampling,
+                                **options)
 
 
 def _done_settings(path: str) -> set[tuple]:
@@ -125,10 +132,11 @@ def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: 
                   chat_template: str = "auto", episodes: int = 32, seed: int = 0,
                   tokenization: str = "exact", dtype: str = "float32", device: str = "cpu",
                   log=print, environment: str | TextEnvironment | None = None,
-                  max_steps: int | None = None) -> list[dict]:
+                  max_steps: int | None = None, goal_types: Sequence[str] | None = None) -> list[dict]:
     """Evaluates every setting and appends one CSV row per setting to ``out``; returns the new rows.
     ``goals``: goal sets of ``environment`` (default: Playground-Text's simplified, train and
-    held_out; another environment's every goal set); ``model="random"``: the random policy."""
+    held_out; another environment's every goal set); ``model="random"``: the random policy;
+    ``goal_types``: only those goal types (not a column of the CSV: give it a file of its own)."""
     environment = get_environment(environment)
     playground = environment is get_environment()
     goal_sets = GOAL_SETS if playground else environment.goal_sets
@@ -174,8 +182,8 @@ def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: 
                     start = time.perf_counter()
                     policy = ZeroShotPolicy(scorer, mode=mode, chat_template=template, seed=seed,
                                             environment=environment)
-                    results = evaluate(policy, make_zero_shot_env(goal_set, episodes, seed, environment, max_steps),
-                                       goal_types=environment.goal_types)
+                    env = make_zero_shot_env(goal_set, episodes, seed, environment, max_steps, goal_types)
+                    results = evaluate(policy, env, goal_types=environment.goal_types)
                     row = dict(zip(_KEY_COLUMNS, key))
                     row.update({column: round(results[column], 4) if column in results else ""
                                 for column in row_columns[len(_KEY_COLUMNS):-1]})
@@ -207,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--goals", nargs="+", default=None,
                         help=f"goal sets (default: Playground-Text's {' '.join(GOAL_SETS)}; another environment's all)")
     parser.add_argument("--max-steps", type=int, default=None, help="the time limit (default: the environment's)")
+    parser.add_argument("--goal-types", nargs="+", default=None,
+                        help="only these goal types (BabyAI-Text: e.g. goto pickup), as the config's goal_types")
     parser.add_argument("--normalization", nargs="+", default=list(NORMALIZATIONS), choices=NORMALIZATIONS)
     parser.add_argument("--mode", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--chat-template", default="auto", choices=("auto", "off", "on", "both"),
@@ -221,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_zero_shot(model, args.out, label=args.label, goals=args.goals, normalizations=args.normalization,
                   modes=args.mode, chat_template=args.chat_template, episodes=args.episodes, seed=args.seed,
                   tokenization=args.tokenization, dtype=args.dtype, device=args.device, environment=args.env,
-                  max_steps=args.max_steps)
+                  max_steps=args.max_steps, goal_types=args.goal_types)
 
 
 if __name__ == "__main__":
