@@ -36,7 +36,8 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
                                           ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
                                           ("ppo_her", 6 * 3), ("autotelic", 6 * 3),
-                                          ("cpu_full", 18 * 3), ("cpu_full_200k", 3 * 3), ("babyai", 3 * 3)])
+                                          ("cpu_full", 18 * 3), ("cpu_full_200k", 3 * 3), ("babyai", 3 * 3),
+                                          ("babyai_goto_pickup", 3 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
@@ -56,6 +57,13 @@ def test_autotelic_sweep_changes_only_who_chooses_the_goals(tmp_path):
             assert other["autotelic"] == strategy and given["autotelic"] == "off"
             assert {k for k in given if given[k] != other[k]} == {"autotelic"}
     assert configs["full_goal_given"]["goals"] == "train" and configs["simplified_goal_given"]["goals"] == "simplified"
+
+
+def test_the_babyai_goto_pickup_sweep_trains_and_evaluates_on_those_kinds_only(tmp_path):
+    configs = sweep_configs("babyai_goto_pickup", tmp_path)
+    assert {name: c["goal_types"] for name, c in configs.items()} == dict.fromkeys(configs, ["goto", "pickup"])
+    assert {name: c["env"] for name, c in configs.items()} == dict.fromkeys(configs, "babyai")
+    assert configs["sac_glam_her"]["her"] and not configs["sac_glam"]["her"]
 
 
 def sweep_configs(name: str, tmp_path) -> dict[str, dict]:
