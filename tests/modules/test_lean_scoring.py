@@ -69,6 +69,30 @@ def test_tree_equals_the_full_logits_of_the_pairs(kind, tiny_paths, playground_b
     assert_same(ours, outputs_and_gradients(full_logits_scorer(llm, monkeypatch).naive, llm.model, batch))
 
 
+def test_grouped_key_value_heads_stay_grouped_on_the_cpu_and_score_as_transformers_sdpa(tiny_paths, playground_batch):
+    """The tiny decoder (4 query, 2 key/value heads) gets the GQA-keeping SDPA when scored lean;
+    scores, hidden states and LoRA gradients are transformers' SDPA's, and autograd saves less."""
+    from torchrl_glam.modules.causal_scoring import GQA_SDPA_ATTENTION
+
+    llm = load_llm(LLMConfig(str(tiny_paths["llama"]), lora_rank=4))
+    assert llm.model.config._attn_implementation == "sdpa"
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    assert llm.model.config._attn_implementation == GQA_SDPA_ATTENTION
+    batch = playground_batch(3, 4, seed=6, uneven=True)
+
+    def saved_bytes():
+        sizes = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.numel() * t.element_size()) or t,
+                                                      lambda t: t):
+            scorer(*batch)
+        return sum(sizes)
+
+    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes()
+    llm.model.set_attn_implementation("sdpa")
+    assert_same(ours, outputs_and_gradients(scorer, llm.model, batch))
+    assert ours_saved < saved_bytes()
+
+
 def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, make_scorer_for, playground_batch):
     """One forward of one sequence per prompt (no cache repeated per candidate): the prompt's tokens,
     then "Go", "Grasp", "Release", "Go to", the colours and the whole "Go to" candidates once each."""

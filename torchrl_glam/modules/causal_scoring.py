@@ -34,8 +34,50 @@ from torchrl_glam.modules.token_log_probs import (
 from torchrl_glam.modules.tokenisation import Tokenised
 from torchrl_glam.modules.transformers_compat import cache_argument
 
+#: the attention implementation a lean model gets on the CPU when it has fewer key/value heads than
+#: query heads (:func:`gqa_sdpa_attention`)
+GQA_SDPA_ATTENTION = "glam_gqa_sdpa"
 #: attention implementations that apply a given 4D additive mask (flash attention does not)
-MASKED_ATTENTION = ("eager", "sdpa")
+MASKED_ATTENTION = ("eager", "sdpa", GQA_SDPA_ATTENTION)
+
+
+def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
+                       dropout: float = 0.0, scaling: float | None = None, is_causal: bool | None = None,
+                       **kwargs) -> tuple[Tensor, None]:
+    """transformers' SDPA attention, with grouped key/value heads kept grouped on the CPU.
+
+    Given a mask, transformers repeats the key/value heads to the query heads' number before SDPA
+    (its kernels on CUDA need that), and autograd saves the repeated copies. The CPU kernel takes
+    ``enable_gqa`` with a mask: SmolLM2's attention (9 query, 3 key/value heads) then saves 2/3 of
+    the bytes and runs forward + backward ~25% faster, with the same outputs (tests compare)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    groups = getattr(module, "num_key_value_groups", 1)
+    if (query.device.type != "cpu" or groups == 1 or kwargs.get("output_attentions")
+            or kwargs.get("softcap") is not None):
+        return ALL_ATTENTION_FUNCTIONS["sdpa"](module, query, key, value, attention_mask, dropout=dropout,
+                                               scaling=scaling, is_causal=is_causal, **kwargs)
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    out = nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True,
+        is_causal=bool(query.shape[2] > 1 and attention_mask is None and causal))
+    return out.transpose(1, 2).contiguous(), None
+
+
+def use_gqa_sdpa_attention(model: nn.Module) -> bool:
+    """Switches ``model`` from transformers' SDPA to :func:`gqa_sdpa_attention` if it groups its
+    key/value heads; returns whether it did (the same numbers: only the CPU's saved bytes change)."""
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+
+    config = model.config
+    grouped = getattr(config, "num_key_value_heads", None) not in (None, getattr(config, "num_attention_heads", None))
+    if getattr(config, "_attn_implementation", None) != "sdpa" or not grouped:
+        return False
+    AttentionInterface.register(GQA_SDPA_ATTENTION, gqa_sdpa_attention)
+    AttentionMaskInterface.register(GQA_SDPA_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    model.set_attn_implementation(GQA_SDPA_ATTENTION)
+    return True
 
 
 def supports_prefix_tree(model: nn.Module) -> bool:
@@ -57,6 +99,8 @@ class CausalScoring:
         self.model = model
         self.lean = supports_prefix_tree(model)
         self.head = LMHead(model) if self.lean else None
+        if self.lean:
+            use_gqa_sdpa_attention(model)
 
     def tree(self, batch: Tokenised) -> PerToken:
         """The prompts (left-padded) and their candidates' prefix trees in one forward."""
