@@ -3,11 +3,11 @@ environment ``"babyai"`` (needs ``minigrid``, imported only when it is chosen).
 
 Goal sets: ``"train"`` plays MixedTrainLocal and ``"test"`` MixedTestLocal (the catalogue's sets of
 the same names: the goals those levels ask); the config's ``goal_types`` restricts both to some task
-kinds (e.g. ``goal_types=[goto,pickup]``: GoToLocal's and PickupLocal's kinds of mission). Optional capabilities: the no-op rule only; minigrid
-generates each mission with its grid, so there is no goal choice at reset (no autotelic agent, and
-``goal_sampling="by_type"`` draws episodes as ``"uniform"`` does: evaluation groups them by
-``goal_type``), and no grammar of scene objects (no HER scene negatives, aligned-goal filter, or
-curricula by category or colour).
+kinds (e.g. ``goal_types=[goto,pickup]``: GoToLocal's and PickupLocal's kinds of mission). Optional
+capabilities: the no-op rule only; minigrid generates each mission with its grid, so there is no
+goal choice at reset (no autotelic agent, and ``goal_sampling="by_type"`` draws episodes as
+``"uniform"`` does: evaluation groups them by ``goal_type``), and no grammar of scene objects (no
+HER scene negatives, aligned-goal filter, or curricula by category or colour).
 """
 from __future__ import annotations
 
