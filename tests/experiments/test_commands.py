@@ -12,7 +12,7 @@ import pytest
 from page_commands import ROOT, command_lines, dry_run_launch, parse_training_command
 from torchrl_glam.training.scripts import SCRIPTS
 
-HEADLINE = [ROOT / "experiments" / name for name in ("cpu_full", "cpu_figure2", "first_run", "babyai")]
+HEADLINE = [ROOT / "experiments" / name for name in ("cpu_full", "cpu_figure2", "first_run", "babyai", "smollm2")]
 # environment assignments first, then a training script or the launcher
 TRAINING = re.compile(r"^(?:\w+=\S*\s+)*python\s+(?:examples/\w+\.py|-m\s+torchrl_glam\.launch)(?:\s|$)")
 
