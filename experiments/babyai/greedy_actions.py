@@ -14,6 +14,7 @@ import sys
 
 import torch
 
+from torchrl_glam.data.episodes import step_success
 from torchrl_glam.envs.babyai_text import ACTIONS
 from torchrl_glam.training.factories import act, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent
@@ -33,7 +34,7 @@ def rollout(agent, env, max_steps: int, greedy: bool) -> tuple[float, dict[str, 
         taken += int(alive.sum())
         previous = action.clone()
         following = env.step(td)["next"]
-        success |= (following["reward"].squeeze(-1) > 0) & alive
+        success |= step_success(following).squeeze(-1) & alive
         ended |= following["done"].squeeze(-1)
         if ended.all():
             break
@@ -45,7 +46,7 @@ def main(run_dir: str) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)  # the sampled actions' draws
     cfg, agent, steps = load_trained_agent(run_dir)
-    cfg = cfg.replace(eval_episodes=64)
+    cfg = cfg.replace(eval_sets=["train"], eval_episodes=64)  # only the set it rolls out
     print(f"{run_dir} at {steps} environment steps")
     for greedy in (True, False):
         success, shares, repeated = rollout(agent, make_eval_envs(cfg)["train"], cfg.max_steps, greedy)
