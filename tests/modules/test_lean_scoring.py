@@ -93,6 +93,38 @@ def test_grouped_key_value_heads_stay_grouped_on_the_cpu_and_score_as_transforme
     assert ours_saved < saved_bytes()
 
 
+def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(tiny_paths, playground_batch):
+    """The tiny decoder's MLPs (LoRA on all three projections) become :class:`SwiGLU` when scored lean;
+    scores, hidden states and every LoRA gradient equal transformers' MLPs', bit for bit, and
+    autograd saves one [tokens, intermediate] tensor fewer per layer."""
+    from torchrl_glam.modules.swiglu import SwiGLU
+
+    llm = load_llm(LLMConfig(str(tiny_paths["llama"]), lora_rank=4,
+                             lora_target_modules=["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]))
+    layers = llm.model.get_decoder().layers
+    originals = [layer.mlp for layer in layers]
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    assert all(isinstance(layer.mlp, SwiGLU) for layer in layers)
+    batch = playground_batch(3, 4, seed=7, uneven=True)
+
+    def saved_bytes():
+        sizes = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.numel() * t.element_size()) or t,
+                                                      lambda t: t):
+            scorer(*batch)
+        return sum(sizes)
+
+    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes()
+    names = set(dict(llm.model.named_parameters()))
+    for layer, original in zip(layers, originals):
+        layer.mlp = original
+    assert set(dict(llm.model.named_parameters())) == names
+    theirs = outputs_and_gradients(scorer, llm.model, batch)
+    assert any("gate_proj.lora" in name for name in ours[1])
+    assert_same(ours, theirs, atol=0, grad_atol=0)
+    assert ours_saved < saved_bytes()
+
+
 def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, make_scorer_for, playground_batch):
     """One forward of one sequence per prompt (no cache repeated per candidate): the prompt's tokens,
     then "Go", "Grasp", "Release", "Go to", the colours and the whole "Go to" candidates once each."""

@@ -7,7 +7,9 @@
   length - 1 + depth), so every node computes what the last token of its own prefix would. The
   prompt runs once and no cache is repeated per candidate; it needs no cache at all, so it also
   runs with activation checkpointing. Only the last hidden state is kept and the LM head is applied
-  where a candidate token is predicted (``modules/token_log_probs.py``).
+  where a candidate token is predicted (``modules/token_log_probs.py``). Such a model's MLPs save
+  less for backward (``modules/swiglu.py``) and, on the CPU, its grouped key/value heads stay
+  grouped (:func:`gqa_sdpa_attention`).
 * :meth:`CausalScoring.pairs`: every (prompt, candidate) pair as its own sequence (``naive``).
 * :meth:`CausalScoring.repeated_cache`: other models (whose attention may ignore a 4D mask, or whose
   logits are not the plain head of the last state): the left-padded prompts run once with a KV
@@ -20,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from torchrl_glam.modules.prefix_tree import prefix_tree, tree_layout
+from torchrl_glam.modules.swiglu import use_swiglu
 from torchrl_glam.modules.token_log_probs import (
     LEAN_CAUSAL_MODEL_TYPES,
     LMHead,
@@ -101,6 +104,7 @@ class CausalScoring:
         self.head = LMHead(model) if self.lean else None
         if self.lean:
             use_gqa_sdpa_attention(model)
+            use_swiglu(model)
 
     def tree(self, batch: Tokenised) -> PerToken:
         """The prompts (left-padded) and their candidates' prefix trees in one forward."""
