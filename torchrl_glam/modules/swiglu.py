@@ -21,7 +21,7 @@ class _SiLUProduct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gate: Tensor, up: Tensor) -> Tensor:
         ctx.save_for_backward(gate, up)
-        return nn.functional.silu(gate) * up
+        return nn.functional.silu(gate).mul_(up)  # in place: one [tokens, intermediate] buffer, not two
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
