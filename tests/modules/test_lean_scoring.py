@@ -25,6 +25,15 @@ def outputs_and_gradients(method, model, batch):
     return out, {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
 
 
+def saved_bytes(scorer, batch):
+    """Bytes autograd saves for backward in one scoring of ``batch``."""
+    sizes = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.numel() * t.element_size()) or t,
+                                                  lambda t: t):
+        scorer(*batch)
+    return sum(sizes)
+
+
 def assert_same(ours, theirs, atol=1e-5, grad_atol=1e-4):
     (out, grads), (ref, ref_grads) = ours, theirs
     for a, b in zip(out, ref):
@@ -80,17 +89,10 @@ def test_grouped_key_value_heads_stay_grouped_on_the_cpu_and_score_as_transforme
     assert llm.model.config._attn_implementation == GQA_SDPA_ATTENTION
     batch = playground_batch(3, 4, seed=6, uneven=True)
 
-    def saved_bytes():
-        sizes = []
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.numel() * t.element_size()) or t,
-                                                      lambda t: t):
-            scorer(*batch)
-        return sum(sizes)
-
-    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes()
+    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes(scorer, batch)
     llm.model.set_attn_implementation("sdpa")
     assert_same(ours, outputs_and_gradients(scorer, llm.model, batch))
-    assert ours_saved < saved_bytes()
+    assert ours_saved < saved_bytes(scorer, batch)
 
 
 def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(tiny_paths, playground_batch):
@@ -107,14 +109,7 @@ def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(
     assert all(isinstance(layer.mlp, SwiGLU) for layer in layers)
     batch = playground_batch(3, 4, seed=7, uneven=True)
 
-    def saved_bytes():
-        sizes = []
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.numel() * t.element_size()) or t,
-                                                      lambda t: t):
-            scorer(*batch)
-        return sum(sizes)
-
-    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes()
+    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes(scorer, batch)
     names = set(dict(llm.model.named_parameters()))
     for layer, original in zip(layers, originals):
         layer.mlp = original
@@ -122,7 +117,7 @@ def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(
     theirs = outputs_and_gradients(scorer, llm.model, batch)
     assert any("gate_proj.lora" in name for name in ours[1])
     assert_same(ours, theirs, atol=0, grad_atol=0)
-    assert ours_saved < saved_bytes()
+    assert ours_saved < saved_bytes(scorer, batch)
 
 
 def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, make_scorer_for, playground_batch):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 #: the MLP classes whose forward is ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``
 GATED_MLP_CLASSES = ("LlamaMLP", "MistralMLP", "Qwen2MLP", "Qwen3MLP")
@@ -24,6 +25,7 @@ class _SiLUProduct(torch.autograd.Function):
         return nn.functional.silu(gate).mul_(up)  # in place: one [tokens, intermediate] buffer, not two
 
     @staticmethod
+    @once_differentiable  # a second derivative through it raises instead of being wrong
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
         gate, up = ctx.saved_tensors
         with torch.enable_grad():
