@@ -156,6 +156,33 @@ def test_exact_tokenisation_caches_the_encoder_decoder_continuations(tiny_paths,
     assert set(scorer._candidate_ids) == {" " + text for row in actions for text in row}
 
 
+def test_decoder_only_exact_tokenisation_is_memoised_least_recently_used(tiny_paths, make_scorer_for,
+                                                                          playground_batch):
+    # a replayed prompt was tokenised when it was acted on: a pair seen before is not encoded again,
+    # gives what a fresh tokenisation gives, and only the most recent pairs are kept
+    from torchrl_glam.modules.tokenisation import CandidateTokeniser
+
+    tokenizer = make_scorer_for(tiny_paths["llama"]).tokenizer
+    prompts, actions, mask = playground_batch(6, 3, uneven=True)
+    assert len(set(prompts)) == 6
+    cached = CandidateTokeniser(tokenizer, is_encoder_decoder=False, tokenization="exact", pair_cache_size=4)
+    fresh = CandidateTokeniser(tokenizer, is_encoder_decoder=False, tokenization="exact", pair_cache_size=0)
+    encoded = []
+    encode = cached.encode
+    cached.encode = lambda texts, **kwargs: encoded.extend(texts) or encode(texts, **kwargs)
+    cpu = torch.device("cpu")
+    cached(prompts[:4], actions[:4], mask[:4], left_pad_prompts=True, device=cpu)
+    encoded.clear()
+    again = cached(prompts[2:], actions[2:], mask[2:], left_pad_prompts=True, device=cpu)  # 2 seen, 2 new
+    assert len(encoded) == 2 * (1 + len(actions[0]))  # the new prompts and their whole texts only
+    assert not any(text.startswith(prompts[2].rstrip()) for text in encoded)
+    expected = fresh(prompts[2:], actions[2:], mask[2:], left_pad_prompts=True, device=cpu)
+    for field in ("prompt_ids", "prompt_mask", "action_ids", "action_lengths"):
+        assert torch.equal(getattr(again, field), getattr(expected, field)), field
+    assert [context for context, _ in cached._pairs] == [prompt.rstrip() for prompt in prompts[2:]]
+    assert not fresh._pairs
+
+
 def test_token_ids_are_those_of_the_tokenizers_own_call(kind, tiny_paths, make_scorer_for, playground_batch):
     # the scorer asks the tokenizers library directly (no offsets); the ids must not change, and a
     # tokenizer whose tokenizer.json pads or truncates by itself goes through transformers' call

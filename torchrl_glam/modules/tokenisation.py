@@ -2,6 +2,8 @@
 continuation (``"exact"``) or the way Lamorel does (``"separate"``); see ``modules/scoring.py``."""
 from __future__ import annotations
 
+from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +20,11 @@ class Tokenised:
     num_candidates: int  # A
 
 
+#: (prompt, candidates) pairs a decoder-only tokeniser keeps: a Table 3 replay's 100k transitions'
+#: prompts and their next ones (~1-2 KB each with SmolLM2's tokenizer)
+DEFAULT_PAIR_CACHE_SIZE = 1 << 17
+
+
 class CandidateTokeniser:
     """Tokenises a batch of prompts and their candidates into a :class:`Tokenised` batch.
 
@@ -25,9 +32,12 @@ class CandidateTokeniser:
         tokenizer: the LLM's tokenizer (its pad token is set to EOS where it has none).
         is_encoder_decoder: the candidate is then tokenised alone (a new decoder sequence).
         tokenization: ``"exact"`` or ``"separate"`` (see ``modules/scoring.py``).
+        pair_cache_size: decoder-only ``"exact"`` tokenisation keeps the token ids of this many
+            recently scored (prompt, candidates) pairs (0: none).
     """
 
-    def __init__(self, tokenizer, is_encoder_decoder: bool, tokenization: str):
+    def __init__(self, tokenizer, is_encoder_decoder: bool, tokenization: str,
+                 pair_cache_size: int = DEFAULT_PAIR_CACHE_SIZE):
         self.tokenizer = tokenizer
         self.is_encoder_decoder = is_encoder_decoder
         self.tokenization = tokenization
@@ -37,6 +47,13 @@ class CandidateTokeniser:
         # Candidate texts repeat across steps and environments (N+2 texts from a small vocabulary):
         # each is tokenised once.
         self.candidate_ids: dict[str, tuple[int, ...]] = {}
+        # Decoder-only exact tokenisation encodes the prompt once per candidate (~150 ms per 256
+        # full-set SmolLM2 prompts on one core, the GPU update's CPU cost), and every replayed
+        # prompt was tokenised when it was acted on: the pairs are memoised, least recently used
+        # dropped. The key holds the texts, so a hit is the same tokenisation.
+        self.pair_cache_size = pair_cache_size
+        self._pairs: OrderedDict[tuple[str, tuple[str, ...]], tuple[array, tuple[tuple[int, ...], ...]]] = OrderedDict()
+        self._rows: dict[tuple[int, ...], tuple[int, ...]] = {}  # candidate rows, shared by the pairs
 
     def __call__(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
                  left_pad_prompts: bool, device: torch.device) -> Tokenised:
@@ -52,36 +69,74 @@ class CandidateTokeniser:
         num_candidates = len(candidates[0])
         contexts = [prompt.rstrip() for prompt in prompts]
         moved = [prompt[len(context):] for prompt, context in zip(prompts, contexts)]
+        continuations = [tuple(space + text for text in row) for space, row in zip(moved, candidates)]
+        if self.is_encoder_decoder:
+            # The decoder starts a new sequence: the continuation is tokenised alone (the harness's
+            # seq2seq rule), without special tokens.
+            context_ids = self._contexts(prompts, contexts)
+            action_rows = self.alone([text for row in continuations for text in row])
+        else:
+            keys = list(zip(contexts, continuations))
+            missing = [i for i, key in enumerate(keys) if key not in self._pairs]
+            if missing:
+                self._remember([keys[i] for i in missing],
+                               *self._encode_pairs([prompts[i] for i in missing], [contexts[i] for i in missing],
+                                                   [continuations[i] for i in missing]))
+            pairs = [self._pairs[key] for key in keys]
+            for key in keys:
+                self._pairs.move_to_end(key)
+            self._forget()
+            context_ids = [pair[0] for pair in pairs]
+            action_rows = [row for pair in pairs for row in pair[1]]
+        return self._pack(context_ids, action_rows, mask, num_candidates, left_pad_prompts, device)
+
+    def _contexts(self, prompts: list[str], contexts: list[str]) -> list[list[int]]:
         context_ids = self.encode(contexts)
         for prompt, ids in zip(prompts, context_ids):
             if not ids:
                 raise ValueError(f"the prompt {prompt!r} has no tokens once its trailing whitespace "
                                  "moves to the candidates; give a prompt with some text")
-        continuations = [space + text for space, row in zip(moved, candidates) for text in row]
-        if self.is_encoder_decoder:
-            # The decoder starts a new sequence: the continuation is tokenised alone (the harness's
-            # seq2seq rule), without special tokens.
-            action_rows = self.alone(continuations)
-        else:
-            # Decoder-only: the whole text once; the candidate's tokens are those after the
-            # context's own tokenisation. Where a merge crosses the boundary (the whole text's
-            # tokens do not start with the context's), the harness would drop the merged characters
-            # from the continuation; the continuation is then tokenised alone instead, so that
-            # context + continuation tokens still spell exactly prompt + candidate.
-            pair_contexts = [ids for ids in context_ids for _ in range(num_candidates)]
-            wholes = self.encode([contexts[i // num_candidates] + text for i, text in enumerate(continuations)])
-            action_rows = [None] * len(wholes)
-            crossing = []
-            for i, (whole, context) in enumerate(zip(wholes, pair_contexts)):
-                if whole[:len(context)] == context:
-                    action_rows[i] = whole[len(context):]
-                else:
-                    crossing.append(i)
-            if crossing:
-                alone = self.alone([continuations[i] for i in crossing])
-                for i, row in zip(crossing, alone):
-                    action_rows[i] = row
-        return self._pack(context_ids, action_rows, mask, num_candidates, left_pad_prompts, device)
+        return context_ids
+
+    def _encode_pairs(self, prompts: list[str], contexts: list[str], continuations: list[tuple[str, ...]]
+                      ) -> tuple[list[list[int]], list[list[Sequence[int]]]]:
+        """Decoder-only: the whole text once; the candidate's tokens are those after the context's
+        own tokenisation. Where a merge crosses the boundary (the whole text's tokens do not start
+        with the context's), the harness would drop the merged characters from the continuation;
+        the continuation is then tokenised alone instead, so that context + continuation tokens
+        still spell exactly prompt + candidate."""
+        context_ids = self._contexts(prompts, contexts)
+        flat = [(b, text) for b, row in enumerate(continuations) for text in row]
+        wholes = self.encode([contexts[b] + text for b, text in flat])
+        action_rows: list[Sequence[int] | None] = [None] * len(wholes)
+        crossing = []
+        for i, (whole, (b, _)) in enumerate(zip(wholes, flat)):
+            context = context_ids[b]
+            if whole[:len(context)] == context:
+                action_rows[i] = whole[len(context):]
+            else:
+                crossing.append(i)
+        if crossing:
+            for i, row in zip(crossing, self.alone([flat[i][1] for i in crossing])):
+                action_rows[i] = row
+        rows_of, start = [], 0
+        for row in continuations:
+            rows_of.append(action_rows[start:start + len(row)])
+            start += len(row)
+        return context_ids, rows_of
+
+    def _remember(self, keys: list, context_ids: list[list[int]], rows_of: list[list[Sequence[int]]]) -> None:
+        """Stores the pairs compactly: the context's ids as a C array, each candidate row once."""
+        if len(self._rows) > 100_000:  # open-ended action texts: do not grow forever
+            self._rows.clear()
+        for key, ids, rows in zip(keys, context_ids, rows_of):
+            rows = tuple(self._rows.setdefault(tuple(row), tuple(row)) for row in rows)
+            self._pairs[key] = (array("l", ids), rows)
+
+    def _forget(self) -> None:
+        """Drops the least recently used pairs beyond the cache's size (not those of the batch at hand)."""
+        while len(self._pairs) > self.pair_cache_size:
+            self._pairs.popitem(last=False)
 
     def alone(self, texts: list[str]) -> list[tuple[int, ...]]:
         """Each text tokenised on its own, without special tokens (cached: candidates repeat)."""
