@@ -21,7 +21,7 @@ class Tokenised:
 
 
 #: (prompt, candidates) pairs a decoder-only tokeniser keeps: a Table 3 replay's 100k transitions'
-#: prompts and their next ones (~1-2 KB each with SmolLM2's tokenizer)
+#: prompts and their next ones (~1.7 KB each with SmolLM2's tokenizer)
 DEFAULT_PAIR_CACHE_SIZE = 1 << 17
 
 
@@ -134,7 +134,7 @@ class CandidateTokeniser:
             self._pairs[key] = (array("l", ids), rows)
 
     def _forget(self) -> None:
-        """Drops the least recently used pairs beyond the cache's size (not those of the batch at hand)."""
+        """Drops the least recently used pairs beyond the cache's size (the batch at hand has its ids already)."""
         while len(self._pairs) > self.pair_cache_size:
             self._pairs.popitem(last=False)
 
