@@ -51,10 +51,8 @@ def stream(transitions: int, num_envs: int, batch_size: int, num_updates: int, s
 def run(tokeniser: CandidateTokeniser, batches) -> float:
     """Seconds spent tokenising the batches."""
     spent = 0.0
-    for rows in batches:
-        width = max(len(row[1]) for row in rows)  # scenes of a batch differ: pad with masked candidates
-        candidates = [list(row[1]) + [""] * (width - len(row[1])) for row in rows]
-        mask = torch.stack([torch.nn.functional.pad(row[2], (0, width - len(row[2]))) for row in rows])
+    for rows in batches:  # the environment's action spec gives every row the same candidate count
+        candidates, mask = [list(row[1]) for row in rows], torch.stack([row[2] for row in rows])
         start = time.perf_counter()
         tokeniser([row[0] for row in rows], candidates, mask, left_pad_prompts=True, device=torch.device("cpu"))
         spent += time.perf_counter() - start
