@@ -29,6 +29,16 @@ def test_cpu_preset_follows_the_sac_cpu_preset():
     assert (her.her, her.ppo_loss, her.her_filter, her.her_centred) == (True, "clip", "aligned", False)
 
 
+def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
+    ppo, sac = make_ppo_config("cpu_babyai"), make_config("cpu_babyai")
+    for name in ("env", "goals", "model", "max_steps", "gamma", "total_steps", "eval_every", "eval_sets"):
+        assert getattr(ppo, name) == getattr(sac, name), name
+    # GLAM's PPO on BabyAI-Text (Carta et al. 2023): 40 steps x 32 environments, 4 epochs of minibatches of 64
+    assert (ppo.num_envs, ppo.rollout_steps, ppo.epochs, ppo.minibatch_size, ppo.her) == (32, 40, 4, 64, False)
+    # the comparison spends the same scorer updates per environment step on each algorithm
+    assert ppo.epochs == sac.num_updates * sac.batch_size / sac.update_frequency
+
+
 def test_overrides_are_typed_by_the_ppo_fields():
     overrides = parse_ppo_overrides(["her=true", "ppo_loss=kl", "kl_target=none", "max_grad_norm=none",
                                      "epochs=4", "lr=3e-4"])
