@@ -192,6 +192,36 @@ def test_compact_state_re_renders_the_prompt():
     check_env_specs(env, seed=None)
 
 
+def test_history_shows_the_past_views_and_actions_oldest_first():
+    """GLAM's prompt with past observations: each earlier view with the action taken after it,
+    oldest first, at most ``history`` of them, none after a reset; ``history=0`` is the plain prompt."""
+    env, plain = BabyAITextEnv(num_envs=2, seed=5, history=2), BabyAITextEnv(num_envs=2, seed=5)
+    td, td_plain = env.reset(), plain.reset()
+    assert td["prompt"] == td_plain["prompt"] and (td["past_actions"] == -1).all()
+    views = [(td["image"][0].numpy(), td["carrying"][0].tolist())]
+    for action in ("turn left", "go forward", "turn right"):
+        act = torch.full((2,), ACTIONS.index(action))
+        td = env.step(td.set("action", act))["next"]
+        td_plain = plain.step(td_plain.set("action", act))["next"]
+        views.append((td["image"][0].numpy(), td["carrying"][0].tolist()))
+    goal = td["goal"][0]
+    past = [(*views[1], ACTIONS.index("go forward")), (*views[2], ACTIONS.index("turn right"))]
+    assert td["prompt"][0] == render_prompt(goal, *views[3], past=past)
+    assert td["prompt"][0].count("\nObservation: ") == 3 and "Action: go forward\nObservation: " in td["prompt"][0]
+    assert td["past_actions"].tolist() == [[2, 1], [2, 1]]
+    assert td_plain["prompt"][0] == render_prompt(goal, *views[3])  # the same episode without history
+    reset = env.reset(td.set("_reset", torch.tensor([True, False])))
+    assert reset["past_actions"].tolist() == [[-1, -1], [2, 1]]
+    check_env_specs(BabyAITextEnv(num_envs=3, seed=0, history=3), seed=None)
+
+
+def test_history_is_compact_state_that_re_renders_the_prompt():
+    text = random_rollout(BabyAITextEnv(num_envs=4, seed=3, history=2), 40, seed=0)
+    compact = random_rollout(BabyAITextEnv(num_envs=4, seed=3, text=False, history=2), 40, seed=0)
+    rendered = RenderBabyAIText(next_state=True, history=2)(compact.clone())
+    assert rendered["prompt"] == text["prompt"] and rendered["next", "prompt"] == text["next", "prompt"]
+
+
 def test_masks_follow_from_the_compact_state():
     for mask_noops in (False, True):
         data = random_rollout(BabyAITextEnv(num_envs=4, seed=4, text=False, mask_noops=mask_noops), 80, seed=0)
@@ -461,20 +491,22 @@ def _random_steps(env, td, steps, generator):
     return td, out
 
 
-def test_a_saved_state_resumes_exactly_in_a_fresh_environment():
+@pytest.mark.parametrize("history", [0, 2])
+def test_a_saved_state_resumes_exactly_in_a_fresh_environment(history):
     """What a checkpoint needs: state_dict holds plain data (torch.load(weights_only=True) reads it)
     and a new environment that loads it continues with the same observations, reports and rewards."""
     import io
 
-    env = BabyAITextEnv(num_envs=4, level="MixedTrainLocal", seed=3, max_steps=12)
+    env = BabyAITextEnv(num_envs=4, level="MixedTrainLocal", seed=3, max_steps=12, history=history)
     td, _ = _random_steps(env, env.reset(), 17, torch.Generator().manual_seed(0))  # mid-episode, some reset
     buffer = io.BytesIO()
     torch.save(env.state_dict(), buffer)
     buffer.seek(0)
-    fresh = BabyAITextEnv(num_envs=4, level="MixedTrainLocal", seed=99, max_steps=12)
+    fresh = BabyAITextEnv(num_envs=4, level="MixedTrainLocal", seed=99, max_steps=12, history=history)
     fresh.load_state_dict(torch.load(buffer, weights_only=True))
     restored = fresh.observation()
-    for key in ("goal_id", "image", "carrying", "objects", "action_mask", "achieved_goal_ids"):
+    history_keys = ("past_images", "past_carrying", "past_actions") if history else ()
+    for key in ("goal_id", "image", "carrying", "objects", "action_mask", "achieved_goal_ids", *history_keys):
         assert torch.equal(restored[key], td[key]), key
     assert restored["prompt"] == td["prompt"]
     _, a = _random_steps(env, td, 30, torch.Generator().manual_seed(1))

@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("minigrid")
 
@@ -49,3 +50,32 @@ def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_pat
                  "--run-dir", str(run_dir), "--no-progress"]) == 0
     evaluation = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
     assert {k for e in evaluation for k in e if k.startswith("success/")} <= {"success/goto", "success/pickup"}
+
+
+def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_path):
+    """``history=2`` (GLAM's prompt): the config's environment renders the past views, the stored
+    compact state holds them, and a run trains; an environment without the option refuses it."""
+    from torchrl_glam.training.config import ConfigError
+    from torchrl_glam.training.factories import make_env, make_glam_agent
+    from torchrl_glam.training.sac_config import SACGLAMConfig
+
+    cfg = SACGLAMConfig(env="babyai", history=2, num_envs=2, model=None).validate()
+    env, agent = make_env(cfg), make_glam_agent(cfg)
+    assert agent.environment is cfg.environment and "past_actions" in cfg.environment.state_keys
+    td = env.reset()
+    td = env.step(td.set("action", torch.tensor([2, 0])))["next"]
+    prompts, _ = agent.environment.render({k: td[k] for k in agent.environment.state_keys})
+    assert all(p.count("Observation: ") == 2 for p in prompts)
+    assert "Action: go forward\nObservation: " in prompts[0] and "Action: turn left\nObservation: " in prompts[1]
+    with pytest.raises(ConfigError, match="history=2: expected 0: env='playground' has no history option"):
+        SACGLAMConfig(history=2).validate()
+    with pytest.raises(ConfigError, match="bad config value history=9"):
+        SACGLAMConfig(env="babyai", history=9).validate()
+
+    run_dir = tmp_path / "run"
+    assert main(["--preset", "smoke_babyai", "history=2", "total_steps=40", "max_steps=5", "learning_starts=16",
+                 "update_frequency=16", "eval_every=40", "eval_episodes=4", "loggers=csv",
+                 "--run-dir", str(run_dir), "--no-progress"]) == 0
+    assert json.loads((run_dir / "config.json").read_text())["history"] == 2
+    stored = load_checkpoint(Path(run_dir))["replay"]["buffers"][0]
+    assert (stored["_storage"]["_storage"]["next.past_actions"] >= 0).any()  # TorchRL storage state: flat keys

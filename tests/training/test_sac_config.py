@@ -25,8 +25,8 @@ def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
     # experiments/cpu_full's headline runs: `--preset cpu_full_twins seed=K` must repeat them
     runs = RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
     for seed in (0, 1, 2, 3):
-        committed = json.loads((runs / f"seed{seed}" / "config.json").read_text())
-        committed.setdefault("env", "playground")  # written before the env field: Playground-Text
+        # as a resume loads it: fields added since (env, history) take their defaults
+        committed = SACGLAMConfig.from_dict(json.loads((runs / f"seed{seed}" / "config.json").read_text())).to_dict()
         preset = make_config("cpu_full_twins", {"seed": seed}).to_dict()
         differ = {k for k in set(committed) | set(preset) if committed.get(k) != preset.get(k)}
         assert differ == {"run_dir"}, differ

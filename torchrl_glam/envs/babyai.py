@@ -13,6 +13,8 @@ key                      shape          meaning
 "image"                  [B, 7, 7, 3]   compact state: minigrid's encoded egocentric view (uint8)
 "carrying"               [B, 2] int     compact state: [type, color] indices of the carried object, -1
 "objects"                [B, M, 2] int  the scene at the reset: (type, color) of each object, -1 rows
+"past_images", ...       [B, H, ...]    with ``history=H``: the H views before, what was carried and the
+                                        action taken after each (-1: before the episode), oldest first
 "achieved_goals"         [B] text       the social partner's reports at the last step (a list each)
 "achieved_goal_ids"      [B, K] int     the same as catalogue ids, padded with -1 ...
 "achieved_goal_count"    [B] int        ... and how many are valid
@@ -56,6 +58,7 @@ from torchrl_glam.envs.env_state import PlainEnvState
 from torchrl_glam.envs.babyai_text import (
     ACTIONS,
     HELD_OUT_PAIRS,
+    HISTORY_KEYS,
     MOVABLE_TYPES,
     OBJ_TYPES,
     VIEW_SIZE,
@@ -78,6 +81,8 @@ LEVELS = (*MIXED_LEVELS, *GRAMMAR_LEVELS)
 #: An upper bound on the goals reported at one step, the width of "achieved_goal_ids" (exceeding it
 #: raises: a few goto / pick up / open / put-next reports, and 2 sequences per (picked, reached) pair).
 MAX_REPORTS = 256
+#: The longest history of past observations a prompt shows (each adds ~50 tokens to a prompt of ~150).
+MAX_HISTORY = 8
 _PICKUP, _DROP, _TOGGLE = ACTIONS.index("pick up"), ACTIONS.index("drop"), ACTIONS.index("toggle")
 
 
@@ -291,6 +296,8 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             on the held-out goals, "train" and "test" on MixedTestLocal, "all" elsewhere.
         catalogue: the goal grammar (shared default when omitted).
         max_steps: the episodes' time limit (a truncation); ``None``: each minigrid level's own.
+        history: past observations shown in the prompt before the current one, each with the action
+            taken after it (GLAM shows 2); they are part of the compact state (:data:`HISTORY_KEYS`).
     """
 
     batch_locked = True
@@ -308,6 +315,7 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         reported_goals: Sequence[str] | None = None,
         catalogue: BabyAIGoalCatalogue | None = None,
         max_steps: int | None = None,
+        history: int = 0,
     ) -> None:
         if level not in LEVELS:
             raise ValueError(
@@ -320,6 +328,8 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             raise ValueError(f"num_envs={num_envs} must be at least 1")
         if max_steps is not None and max_steps < 1:
             raise ValueError(f"max_steps={max_steps} must be at least 1 (or None: the level's own)")
+        if not 0 <= history <= MAX_HISTORY:
+            raise ValueError(f"history={history}: from 0 to {MAX_HISTORY} past observations in the prompt (GLAM: 2)")
         if kinds is not None and (level not in MIXED_LEVELS or not kinds or set(kinds) - set(MIXED_KINDS)):
             raise ValueError(
                 f"kinds={kinds!r}: a non-empty subset of {MIXED_KINDS}, for the Mixed levels {tuple(MIXED_LEVELS)} only"
@@ -347,6 +357,10 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         self._success = np.zeros(num_envs, dtype=bool)
         self._goal_id = np.zeros(num_envs, dtype=np.int64)
         self._image = np.zeros((num_envs, VIEW_SIZE, VIEW_SIZE, 3), dtype=np.uint8)
+        self.history = history
+        self._past_images = np.zeros((num_envs, history, VIEW_SIZE, VIEW_SIZE, 3), dtype=np.uint8)
+        self._past_carrying = np.full((num_envs, history, 2), -1, dtype=np.int64)
+        self._past_actions = np.full((num_envs, history), -1, dtype=np.int64)
         self.max_objects = 16 if level in MIXED_LEVELS else 64  # Mixed: at most 10; minigrid's 3x3 mazes: ~40
         self._objects = np.full((num_envs, self.max_objects, 2), -1, dtype=np.int64)
         self._make_specs()
@@ -370,6 +384,14 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             shape=(B,),
             device=dev,
         )
+        if self.history:
+            H = self.history
+            self.observation_spec["past_images"] = Bounded(low=0, high=top, shape=(B, H, VIEW_SIZE, VIEW_SIZE, 3),
+                                                           dtype=torch.uint8, device=dev)
+            self.observation_spec["past_carrying"] = Bounded(low=-1, high=top, shape=(B, H, 2), dtype=torch.int64,
+                                                             device=dev)
+            self.observation_spec["past_actions"] = Bounded(low=-1, high=A - 1, shape=(B, H), dtype=torch.int64,
+                                                            device=dev)
         if self.text:
             examples = {
                 "prompt": _EXAMPLE_PROMPT,
@@ -407,6 +429,7 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         self._episodes[b], self._actions[b] = [kind, level_seed], []
         self._goal_id[b] = self._mission_id(env)
         self._image[b] = obs["image"]
+        self._past_images[b], self._past_carrying[b], self._past_actions[b] = 0, -1, -1
         self.partners[b].reset(env)
         self._objects[b] = -1
         scene = [_indices(o) for o in env.grid.grid if o is not None and o.type in OBJ_TYPES]
@@ -495,6 +518,12 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         """Steps sub-environment ``b``: its reward, terminated, truncated."""
         env = self.envs[b]
         carried_before = env.carrying
+        if self.history:  # the view being left, what was carried in it and the action, last in the history
+            for past in (self._past_images, self._past_carrying, self._past_actions):
+                past[b] = np.roll(past[b], -1, axis=0)
+            self._past_images[b, -1] = self._image[b]
+            self._past_carrying[b, -1] = _indices(carried_before) if carried_before else _NOTHING
+            self._past_actions[b, -1] = action
         obs, r, term, trunc, _ = env.step(action)
         self._actions[b].append(action)
         self._image[b] = obs["image"]
@@ -541,8 +570,12 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             batch_size=self.batch_size,
             device=self.device,
         )
+        past = {}
+        if self.history:
+            past = dict(zip(HISTORY_KEYS, (self._past_images, self._past_carrying, self._past_actions)))
+            out.update({k: torch.from_numpy(v.copy()) for k, v in past.items()})
         if self.text:
-            prompts, actions = render_batch(self._goal_id, self._image, carrying, self.catalogue)
+            prompts, actions = render_batch(self._goal_id, self._image, carrying, self.catalogue, **past)
             out.set("prompt", _text(prompts, self.device))
             out.set("actions", _text(actions, self.device))
             out.set("goal", _text([e.mission for e in self.envs], self.device))
@@ -556,6 +589,7 @@ __all__ = [
     "BabyAITextEnv",
     "GRAMMAR_LEVELS",
     "LEVELS",
+    "MAX_HISTORY",
     "MAX_REPORTS",
     "MIXED_KINDS",
     "MIXED_LEVELS",

@@ -17,9 +17,9 @@ import torch
 from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.babyai import BabyAITextEnv
-from torchrl_glam.envs.babyai_text import (ACTIONS, GOAL_TYPES, STATE_KEYS, STEP_STATE_KEYS, BabyAIGoalCatalogue,
-                                           action_mask_from_state, describe_view, render_batch,
-                                           vocabulary_words)
+from torchrl_glam.envs.babyai_text import (ACTIONS, GOAL_TYPES, HISTORY_KEYS, STATE_KEYS, STEP_STATE_KEYS,
+                                           BabyAIGoalCatalogue, action_mask_from_state, describe_view,
+                                           render_batch, vocabulary_words)
 from torchrl_glam.envs.protocol import TextEnvironment
 
 #: goal set -> the level that asks its goals
@@ -28,7 +28,9 @@ LEVEL_OF_GOAL_SET = {"train": "MixedTrainLocal", "test": "MixedTestLocal"}
 
 class BabyAIText(TextEnvironment):
     """BabyAI-Text (``experiments/babyai/design_notes.md``); ``mask_noops``: the environments it builds mask the
-    actions that cannot change anything (and the action mask rule says so)."""
+    actions that cannot change anything (and the action mask rule says so); ``history``: the past
+    observations its prompts show (GLAM: 2), part of the compact state then (the config's
+    ``history`` field: :meth:`with_options`)."""
 
     name = "babyai"
     episode_keys = STATE_KEYS[:1]
@@ -37,11 +39,24 @@ class BabyAIText(TextEnvironment):
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
     held_out_goal_set = "test"
     config_options = ("goal_types",)
+    state_options = ("history",)
     pretraining_max_steps = 20
 
-    def __init__(self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None) -> None:
+    def __init__(self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None,
+                 history: int = 0) -> None:
         self.mask_noops = mask_noops
         self._catalogue = catalogue
+        self.history = history
+        self.step_keys = STEP_STATE_KEYS + (HISTORY_KEYS if history else ())
+        self._variants: dict[int, BabyAIText] = {history: self}
+
+    def with_options(self, history: int = 0) -> BabyAIText:
+        """This environment with ``history`` past observations in its prompts (one instance per
+        value, so that the library's objects of one run share it)."""
+        if history not in self._variants:
+            self._variants[history] = BabyAIText(self.mask_noops, self._catalogue, history)
+            self._variants[history]._variants = self._variants
+        return self._variants[history]
 
     @property
     def catalogue(self) -> BabyAIGoalCatalogue:
@@ -63,13 +78,14 @@ class BabyAIText(TextEnvironment):
         if goal_types is not None:
             options["kinds"] = tuple(goal_types)
         return BabyAITextEnv(num_envs=num_envs, seed=seed, text=False, mask_noops=self.mask_noops,
-                             max_steps=max_steps, **options)
+                             max_steps=max_steps, history=self.history, **options)
 
     def num_actions(self, env: EnvBase) -> int:
         return len(ACTIONS)
 
     def render(self, state: Mapping[str, torch.Tensor]) -> tuple[list[str], list[list[str]]]:
-        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue)
+        past = {k: state[k] for k in HISTORY_KEYS} if self.history else {}
+        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue, **past)
 
     def action_mask(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return action_mask_from_state(state["image"], state["carrying"], self.mask_noops)

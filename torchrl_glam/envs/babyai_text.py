@@ -12,6 +12,13 @@ Playground-Text does with :class:`~torchrl_glam.envs.RenderText`. A prompt reads
 
 The view is described as in GLAM (Carta et al. 2023): what is carried, the nearest wall straight
 ahead, left and right of the agent, then every visible object with its offset from the agent.
+With a history (the environment's ``history``; GLAM shows two past views), the past observations
+come first, oldest first, each followed by the action taken after it::
+
+    Observation: You see a wall 3 steps forward
+    Action: turn left
+    Observation: You see a wall 2 steps forward, You see a red ball 1 step left and 2 steps forward
+    Action: <- the current observation's
 """
 from __future__ import annotations
 
@@ -34,6 +41,9 @@ HELD_OUT_PAIRS = frozenset({("yellow", "box"), ("red", "key"), ("red", "door"), 
 #: The compact state, in :func:`render_batch`'s order; "goal_id" is constant within an episode.
 STATE_KEYS = ("goal_id", "image", "carrying")
 STEP_STATE_KEYS = ("image", "carrying")
+#: The compact state of the past observations shown in the prompt (an environment with a history):
+#: [history] views, what was carried in them, and the action taken after each (-1: none yet), oldest first.
+HISTORY_KEYS = ("past_images", "past_carrying", "past_actions")
 VIEW_SIZE = 7
 _AGENT = (VIEW_SIZE // 2, VIEW_SIZE - 1)  # the agent's cell in the egocentric view, facing "up"
 _WALL, _DOOR = OBJECT_TO_IDX["wall"], OBJECT_TO_IDX["door"]
@@ -221,22 +231,36 @@ def _actions_line() -> str:
     return "Possible actions of the agent: " + ", ".join(ACTIONS)
 
 
-def render_prompt(goal: str, image: np.ndarray, carrying: Sequence[int]) -> str:
-    """The prompt of one state (GLAM's layout, one observation, no history)."""
+def _observation_line(image: np.ndarray, carrying: Sequence[int]) -> str:
     seen = describe_view(image, carrying)
-    return (
-        f"{_actions_line()}\nGoal of the agent: {goal}\n"
-        f"Observation: {', '.join(seen) if seen else 'You see nothing'}\nAction: "
-    )
+    return f"Observation: {', '.join(seen) if seen else 'You see nothing'}\n"
+
+
+def render_prompt(goal: str, image: np.ndarray, carrying: Sequence[int],
+                  past: Sequence[tuple[np.ndarray, Sequence[int], int]] = ()) -> str:
+    """The prompt of one state in GLAM's layout: ``past`` holds the earlier (view, carried,
+    action taken) shown before the current observation, oldest first (empty: no history)."""
+    history = "".join(f"{_observation_line(im, c)}Action: {ACTIONS[int(a)]}\n" for im, c, a in past)
+    return f"{_actions_line()}\nGoal of the agent: {goal}\n{history}{_observation_line(image, carrying)}Action: "
 
 
 def render_batch(
-    goal_id: np.ndarray, image: np.ndarray, carrying: np.ndarray, catalogue: BabyAIGoalCatalogue | None = None
+    goal_id: np.ndarray, image: np.ndarray, carrying: np.ndarray, catalogue: BabyAIGoalCatalogue | None = None,
+    past_images: np.ndarray | None = None, past_carrying: np.ndarray | None = None,
+    past_actions: np.ndarray | None = None,
 ) -> tuple[list[str], list[list[str]]]:
-    """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch)."""
+    """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch);
+    the ``past_*`` arrays (:data:`HISTORY_KEYS`, [B, history, ...]) add the past observations
+    whose action is set (>= 0)."""
     goals = (catalogue or BabyAIGoalCatalogue.default()).goals
     goal_id, image, carrying = (np.asarray(x) for x in (goal_id, image, carrying))
-    prompts = [render_prompt(goals[int(g)], im, c) for g, im, c in zip(goal_id, image, carrying)]
+    if past_actions is None:
+        pasts = [()] * len(goal_id)
+    else:
+        past_images, past_carrying, past_actions = (np.asarray(x) for x in (past_images, past_carrying, past_actions))
+        pasts = [[(im[j], c[j], a[j]) for j in np.flatnonzero(a >= 0)]
+                 for im, c, a in zip(past_images, past_carrying, past_actions)]
+    prompts = [render_prompt(goals[int(g)], im, c, past) for g, im, c, past in zip(goal_id, image, carrying, pasts)]
     return prompts, [list(ACTIONS) for _ in prompts]
 
 
@@ -254,10 +278,11 @@ class RenderBabyAIText(RenderState):
     replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's):
     :class:`~torchrl_glam.envs.transforms.RenderState` over this environment."""
 
-    def __init__(self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False) -> None:
+    def __init__(self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False,
+                 history: int = 0) -> None:
         from torchrl_glam.envs.babyai_environment import BabyAIText  # it imports this module
 
-        super().__init__(BabyAIText(catalogue=catalogue), next_state=next_state)
+        super().__init__(BabyAIText(catalogue=catalogue, history=history), next_state=next_state)
         self.catalogue = self.environment.catalogue
 
 
@@ -266,6 +291,7 @@ __all__ = [
     "BabyAIGoalCatalogue",
     "GOAL_TYPES",
     "HELD_OUT_PAIRS",
+    "HISTORY_KEYS",
     "MOVABLE_TYPES",
     "OBJ_TYPES",
     "RenderBabyAIText",

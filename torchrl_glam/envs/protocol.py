@@ -90,6 +90,9 @@ class TextEnvironment(abc.ABC):
     held_out_goal_set: str | None = None
     #: training-config fields passed on to :meth:`make_env` as options (Playground: "num_objects")
     config_options: tuple[str, ...] = ()
+    #: training-config fields that change the compact state and the prompts, given to
+    #: :meth:`with_options` (BabyAI-Text: "history")
+    state_options: tuple[str, ...] = ()
     #: the goal sets and episode length of the random-play transcripts that pretrain the offline
     #: tiny model (:mod:`torchrl_glam.modules.pretraining`); ``()``: the first of :attr:`goal_sets`
     pretraining_goal_sets: tuple[str, ...] = ()
@@ -148,6 +151,14 @@ class TextEnvironment(abc.ABC):
             reports = [goals[g] for g in nxt[ACHIEVED_GOAL_IDS_KEY][b, : int(nxt[ACHIEVED_GOAL_COUNT_KEY][b])].tolist()]
             targets.append(f"{candidates[b][chosen]} : {', '.join(reports) if reports else 'nothing'}")
         return targets
+
+    def with_options(self, **options) -> TextEnvironment:
+        """This environment with the :attr:`state_options` set (an environment that has some
+        overrides this); without options, itself."""
+        if options:
+            raise TypeError(f"the {self.name or type(self).__name__!r} environment takes no options "
+                            f"({', '.join(options)}); an environment that does lists them in state_options")
+        return self
 
     # optional capabilities: each raises MissingCapability unless the environment has it
 

@@ -31,7 +31,8 @@ class ConfigError(ValueError):
 #: are below 2**32 and runs add up to 1000 x rank and 30,000 (evaluation sets) to the seed.
 MAX_SEED = 2**31 - 1
 MAX_THREADS = 1024
-MAX_EPISODE_STEPS = 1_000  # episodes are padded to max_steps in memory; the paper's are 10 steps
+MAX_EPISODE_STEPS = 1_000
+MAX_HISTORY = 8  # BabyAI-Text's (torchrl_glam.envs.babyai.MAX_HISTORY, not imported: minigrid is optional)  # episodes are padded to max_steps in memory; the paper's are 10 steps
 MAX_TOTAL_STEPS = 10**12
 
 
@@ -62,6 +63,9 @@ class GLAMConfig:
     # BabyAI-Text only: the goal types (task kinds) its Mixed levels draw, for training and
     # evaluation alike, e.g. [goto, pickup]; None: all five
     goal_types: list[str] | None = None
+    # BabyAI-Text only: past observations shown in the prompt before the current one, each with the
+    # action taken after it (GLAM shows 2); 0: the current observation only
+    history: int = 0
     max_steps: int = 10
     num_envs: int = 32
     # model (App. C): None = the offline tiny T5 built locally
@@ -95,14 +99,17 @@ class GLAMConfig:
 
     @property
     def environment(self) -> TextEnvironment:
-        """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env``."""
+        """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env``, with the
+        config's values of its ``state_options`` (BabyAI-Text: ``history``)."""
         try:
-            return get_environment(self.env)
+            environment = get_environment(self.env)
         except ImportError as error:  # an optional dependency (BabyAI-Text: minigrid)
             raise ConfigError(f"env={self.env!r} needs a package that is not installed ({error}); "
                               "for env=babyai: pip install minigrid") from None
         except ValueError as error:
             raise ConfigError(f"bad config value env={self.env!r}: {error}") from None
+        options = {name: getattr(self, name) for name in environment.state_options}
+        return environment.with_options(**options) if options else environment
 
     def _has(self, capability: str) -> bool:
         """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
@@ -145,6 +152,8 @@ class GLAMConfig:
                                                       and len(self.goal_types) >= 1
                                                       and len(set(self.goal_types)) == len(self.goal_types)
                                                       and set(self.goal_types) <= set(environment.goal_types)),
+            "history": self.history == 0 or ("history" in environment.state_options
+                                             and 1 <= self.history <= MAX_HISTORY),
             # the hindsight transcripts are Playground-Text's only
             "model": not (self.env != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(self.model)),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
@@ -173,6 +182,9 @@ class GLAMConfig:
             "goal_types": (f"none, or a non-empty list of distinct goal types among {environment.goal_types}"
                            if "goal_types" in environment.config_options else
                            f"none: env={self.env!r} has no goal_types option"),
+            "history": (f"from 0 to {MAX_HISTORY} past observations in the prompt (GLAM: 2)"
+                        if "history" in environment.state_options else
+                        f"0: env={self.env!r} has no history option"),
             "model": (f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
                       "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
                       "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"),

@@ -217,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-steps", type=int, default=None, help="the time limit (default: the environment's)")
     parser.add_argument("--goal-types", nargs="+", default=None,
                         help="only these goal types (BabyAI-Text: e.g. goto pickup), as the config's goal_types")
+    parser.add_argument("--history", type=int, default=0,
+                        help="past observations in the prompt (BabyAI-Text; as the config's history)")
     parser.add_argument("--normalization", nargs="+", default=list(NORMALIZATIONS), choices=NORMALIZATIONS)
     parser.add_argument("--mode", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--chat-template", default="auto", choices=("auto", "off", "on", "both"),
@@ -228,9 +230,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     model = None if args.model.lower() == "none" else args.model
+    environment = get_environment(args.env)
+    if args.history:
+        if "history" not in environment.state_options:
+            parser.error(f"environment {environment.name!r} has no history option; leave --history out")
+        environment = environment.with_options(history=args.history)
     run_zero_shot(model, args.out, label=args.label, goals=args.goals, normalizations=args.normalization,
                   modes=args.mode, chat_template=args.chat_template, episodes=args.episodes, seed=args.seed,
-                  tokenization=args.tokenization, dtype=args.dtype, device=args.device, environment=args.env,
+                  tokenization=args.tokenization, dtype=args.dtype, device=args.device, environment=environment,
                   max_steps=args.max_steps, goal_types=args.goal_types)
 
 
