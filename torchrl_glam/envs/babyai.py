@@ -81,7 +81,7 @@ LEVELS = (*MIXED_LEVELS, *GRAMMAR_LEVELS)
 #: An upper bound on the goals reported at one step, the width of "achieved_goal_ids" (exceeding it
 #: raises: a few goto / pick up / open / put-next reports, and 2 sequences per (picked, reached) pair).
 MAX_REPORTS = 256
-#: The longest history of past observations a prompt shows (each adds ~50 tokens to a prompt of ~150).
+#: The longest history of past observations a prompt shows (each adds ~60 tokens to a prompt of ~95).
 MAX_HISTORY = 8
 _PICKUP, _DROP, _TOGGLE = ACTIONS.index("pick up"), ACTIONS.index("drop"), ACTIONS.index("toggle")
 
