@@ -31,8 +31,8 @@ class ConfigError(ValueError):
 #: are below 2**32 and runs add up to 1000 x rank and 30,000 (evaluation sets) to the seed.
 MAX_SEED = 2**31 - 1
 MAX_THREADS = 1024
-MAX_EPISODE_STEPS = 1_000
-MAX_HISTORY = 8  # BabyAI-Text's (torchrl_glam.envs.babyai.MAX_HISTORY, not imported: minigrid is optional)  # episodes are padded to max_steps in memory; the paper's are 10 steps
+MAX_EPISODE_STEPS = 1_000  # episodes are padded to max_steps in memory; the paper's are 10 steps
+MAX_HISTORY = 8  # BabyAI-Text's (torchrl_glam.envs.babyai.MAX_HISTORY, not imported: minigrid is optional)
 MAX_TOTAL_STEPS = 10**12
 
 
