@@ -71,6 +71,10 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
         SACGLAMConfig(history=2).validate()
     with pytest.raises(ConfigError, match="bad config value history=9"):
         SACGLAMConfig(env="babyai", history=9).validate()
+    from torchrl_glam.envs.babyai import MAX_HISTORY
+    from torchrl_glam.training import config
+
+    assert config.MAX_HISTORY == MAX_HISTORY  # the config's bound is the environment's
 
     run_dir = tmp_path / "run"
     assert main(["--preset", "smoke_babyai", "history=2", "total_steps=40", "max_steps=5", "learning_starts=16",
