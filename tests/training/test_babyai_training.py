@@ -55,6 +55,8 @@ def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_pat
 def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_path):
     """``history=2`` (GLAM's prompt): the config's environment renders the past views, the stored
     compact state holds them, and a run trains; an environment without the option refuses it."""
+    from torchrl_glam.envs.babyai import MAX_HISTORY
+    from torchrl_glam.training import config
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_glam_agent
     from torchrl_glam.training.sac_config import SACGLAMConfig
@@ -71,9 +73,6 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
         SACGLAMConfig(history=2).validate()
     with pytest.raises(ConfigError, match="bad config value history=9"):
         SACGLAMConfig(env="babyai", history=9).validate()
-    from torchrl_glam.envs.babyai import MAX_HISTORY
-    from torchrl_glam.training import config
-
     assert config.MAX_HISTORY == MAX_HISTORY  # the config's bound is the environment's
 
     run_dir = tmp_path / "run"
