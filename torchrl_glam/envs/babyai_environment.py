@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.babyai import BabyAITextEnv
+from torchrl_glam.envs.babyai import MAX_HISTORY, BabyAITextEnv
 from torchrl_glam.envs.babyai_text import (ACTIONS, GOAL_TYPES, HISTORY_KEYS, STATE_KEYS, STEP_STATE_KEYS,
                                            BabyAIGoalCatalogue, action_mask_from_state, describe_view,
                                            render_batch, vocabulary_words)
@@ -40,6 +40,7 @@ class BabyAIText(TextEnvironment):
     held_out_goal_set = "test"
     config_options = ("goal_types",)
     state_options = ("history",)
+    max_history = MAX_HISTORY  # the config's bound on history
     pretraining_max_steps = 20
 
     def __init__(self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None,

@@ -32,7 +32,6 @@ class ConfigError(ValueError):
 MAX_SEED = 2**31 - 1
 MAX_THREADS = 1024
 MAX_EPISODE_STEPS = 1_000  # episodes are padded to max_steps in memory; the paper's are 10 steps
-MAX_HISTORY = 8  # BabyAI-Text's (torchrl_glam.envs.babyai.MAX_HISTORY, not imported: minigrid is optional)
 MAX_TOTAL_STEPS = 10**12
 
 
@@ -108,8 +107,7 @@ class GLAMConfig:
                               "for env=babyai: pip install minigrid") from None
         except ValueError as error:
             raise ConfigError(f"bad config value env={self.env!r}: {error}") from None
-        options = {name: getattr(self, name) for name in environment.state_options}
-        return environment.with_options(**options) if options else environment
+        return environment.with_options(**{name: getattr(self, name) for name in environment.state_options})
 
     def _has(self, capability: str) -> bool:
         """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
@@ -153,7 +151,7 @@ class GLAMConfig:
                                                       and len(set(self.goal_types)) == len(self.goal_types)
                                                       and set(self.goal_types) <= set(environment.goal_types)),
             "history": self.history == 0 or ("history" in environment.state_options
-                                             and 1 <= self.history <= MAX_HISTORY),
+                                             and 1 <= self.history <= environment.max_history),
             # the hindsight transcripts are Playground-Text's only
             "model": not (self.env != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(self.model)),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
@@ -182,7 +180,7 @@ class GLAMConfig:
             "goal_types": (f"none, or a non-empty list of distinct goal types among {environment.goal_types}"
                            if "goal_types" in environment.config_options else
                            f"none: env={self.env!r} has no goal_types option"),
-            "history": (f"from 0 to {MAX_HISTORY} past observations in the prompt (GLAM: 2)"
+            "history": (f"from 0 to {environment.max_history} past observations in the prompt (GLAM: 2)"
                         if "history" in environment.state_options else
                         f"0: env={self.env!r} has no history option"),
             "model": (f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
