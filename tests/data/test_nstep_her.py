@@ -1,4 +1,6 @@
 """n-step returns and hindsight relabeling on hand-computed episodes, and on real ones."""
+from collections import Counter
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -8,6 +10,7 @@ from torchrl_glam.data.her import (HindsightRelabel, hindsight_steps, relabel_ep
                                    unachieved_goals)
 from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
 from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv
+from torchrl_glam.envs.protocol import get_environment
 
 K = 4  # report slots in the hand-made episodes
 
@@ -149,6 +152,43 @@ def random_play_episodes(goals: str, steps: int):
         if finished is not None:
             episodes.append(finished)
     return env, torch.cat(episodes)
+
+
+def test_twins_on_babyai_name_the_room_and_fail_where_the_success_succeeded():
+    """BabyAI-Text's twins: each relabeled success's steps under another goal of its kind that fits
+    the episode's room (minigrid's descriptions: "the" for one fitting object, "a" for several) and
+    that the episode never achieved; reward 0, a truncation at the same step."""
+    pytest.importorskip("minigrid")
+    from torchrl_glam.envs.babyai import BabyAITextEnv
+
+    environment = get_environment("babyai")
+    env = BabyAITextEnv(num_envs=16, seed=0, text=False, max_steps=16)
+    assembler = EpisodeAssembler(16, 16, environment=environment)
+    td, gen, episodes = env.reset(), torch.Generator().manual_seed(0), []
+    for _ in range(64):
+        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
+        step, td = env.step_and_maybe_reset(td)
+        if (finished := assembler.add(step)) is not None:
+            episodes.append(finished)
+    episodes = torch.cat(episodes)
+    train = environment.catalogue.goal_set("train")
+    plain = HindsightRelabel(seed=0, goal_ids=train, environment=environment)(episodes)[len(episodes):]
+    out = HindsightRelabel(seed=0, twins=True, goal_ids=train, environment=environment)(episodes)[len(episodes):]
+    successes, twins = out[: len(plain)], out[len(plain):]
+    assert len(plain) > 20 and len(twins) > 0.5 * len(plain)
+    assert (twins["next", "reward"] == 0).all() and not twins["next", "terminated"].any()
+    kinds = torch.from_numpy(environment.catalogue.goal_type)
+    # each twin sits beside a success of its kind: same episode (actions, room), same end
+    key = lambda td: [(tuple(a), tuple(o), int(m), int(kinds[g]))  # noqa: E731
+                      for a, o, m, g in zip(td["action"].tolist(), td["objects"][:, 0].flatten(1).tolist(),
+                                            td["mask"].sum(-1).tolist(), td["goal_id"][:, 0].tolist())]
+    assert Counter(key(twins)) <= Counter(key(successes))
+    for twin in twins:
+        room, goal = twin["objects"][0], int(twin["goal_id"][0])
+        assert environment.catalogue.goals_in_scene(room.numpy())[goal]  # it names the room's objects
+        episode = episodes[(episodes["action"] == twin["action"]).all(-1) & (episodes["objects"][:, 0] == room).flatten(1).all(-1)][0]
+        reported = episode["next", "achieved_goal_ids"][episode["next", "achieved_goal_ids"] >= 0]
+        assert goal not in reported.tolist()  # and the episode never achieved it
 
 
 def test_real_episodes_relabeled_replay_exactly_in_the_environment():

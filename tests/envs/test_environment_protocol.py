@@ -50,8 +50,8 @@ def test_the_playground_adapter_is_the_environment_of_the_paper():
 def test_babyai_lacks_the_playground_grammar_capabilities_by_name():
     pytest.importorskip("minigrid")
     babyai = get_environment("babyai")
-    assert babyai.state_keys == ("goal_id", "image", "carrying") and babyai.held_out_goal_set == "test"
-    assert babyai.has("noop_actions") and not babyai.has("goals_in_scene")
+    assert babyai.state_keys == ("goal_id", "objects", "image", "carrying") and babyai.held_out_goal_set == "test"
+    assert babyai.has("noop_actions") and babyai.has("goals_in_scene") and not babyai.has("goal_attributes")
     with pytest.raises(MissingCapability, match="'babyai' environment has no 'subgoal_matrix'"):
         babyai.subgoal_matrix()
     with pytest.raises(ValueError, match="not a BabyAI-Text goal set"):

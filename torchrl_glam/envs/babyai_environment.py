@@ -4,15 +4,16 @@ environment ``"babyai"`` (needs ``minigrid``, imported only when it is chosen).
 Goal sets: ``"train"`` plays MixedTrainLocal and ``"test"`` MixedTestLocal (the catalogue's sets of
 the same names: the goals those levels ask); the config's ``goal_types`` restricts both to some task
 kinds (e.g. ``goal_types=[goto,pickup]``: GoToLocal's and PickupLocal's kinds of mission). Optional
-capabilities: the no-op rule only; minigrid generates each mission with its grid, so there is no
-goal choice at reset (no autotelic agent, and ``goal_sampling="by_type"`` draws episodes as
-``"uniform"`` does: evaluation groups them by ``goal_type``), and no grammar of scene objects (no
-HER scene negatives, aligned-goal filter, or curricula by category or colour).
+capabilities: the no-op rule, and the goals that fit an episode's room (HER's scene negatives and
+twins); minigrid generates each mission with its grid, so there is no goal choice at reset (no
+autotelic agent, and ``goal_sampling="by_type"`` draws episodes as ``"uniform"`` does: evaluation
+groups them by ``goal_type``), and no aligned-goal filter or curricula by category or colour.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 from torchrl.envs import EnvBase
 
@@ -33,7 +34,9 @@ class BabyAIText(TextEnvironment):
     ``history`` field: :meth:`with_options`)."""
 
     name = "babyai"
-    episode_keys = STATE_KEYS[:1]
+    # the room's objects, (type, colour) rows: not rendered (the prompt shows the view), kept for
+    # goals_in_scene
+    episode_keys = (*STATE_KEYS[:1], "objects")
     step_keys = STEP_STATE_KEYS
     goal_types = GOAL_TYPES
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
@@ -105,6 +108,14 @@ class BabyAIText(TextEnvironment):
             targets.append(f"{candidates[b][chosen]} : {', '.join(seen) if seen else 'You see nothing'} : "
                            f"{', '.join(reports) if reports else 'nothing'}")
         return targets
+
+    def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
+        """The goals whose every description fits the episode's room as minigrid's ``ObjDesc``
+        reads it ("the": exactly one object fits, "a": several), from the room at the reset."""
+        objects = episode_state["objects"].cpu().numpy()
+        fits = np.stack([self.catalogue.goals_in_scene(room) for room in objects]) if len(objects) else \
+            np.zeros((0, len(self.catalogue)), dtype=bool)
+        return torch.from_numpy(fits)[:, torch.as_tensor(goal_ids)]
 
     def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Pick up, drop and toggle where minigrid's conditions for them to change anything fail
