@@ -36,7 +36,7 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
 @pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
                                           ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
                                           ("ppo_her", 6 * 3), ("autotelic", 6 * 3),
-                                          ("cpu_full", 18 * 3), ("cpu_full_200k", 3 * 3), ("babyai", 3 * 3),
+                                          ("cpu_full", 18 * 3), ("cpu_full_200k", 3 * 3), ("babyai", 4 * 3),
                                           ("babyai_goto_pickup", 3 * 3)])
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)

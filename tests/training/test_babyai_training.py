@@ -81,3 +81,22 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
     assert json.loads((run_dir / "config.json").read_text())["history"] == 2
     stored = load_checkpoint(Path(run_dir))["replay"]["buffers"][0]
     assert (stored["_storage"]["_storage"]["next.past_actions"] >= 0).any()  # TorchRL storage state: flat keys
+
+
+def test_a_checkpoint_whose_steps_lack_a_key_of_the_compact_state_is_refused_by_name(tmp_path):
+    """A run checkpointed before BabyAI-Text's steps held the room ("objects", for HER's twins)
+    does not resume into a crash deep in the episode assembler: the error names the key and the way
+    out."""
+    from torchrl_glam.training.checkpoint import CheckpointError, save_checkpoint
+
+    run_dir = tmp_path / "run"
+    args = ["--preset", "smoke_babyai", "max_steps=7", "learning_starts=16", "update_frequency=16",
+            "eval_every=1000", "checkpoint_every=40", "loggers=csv", "--run-dir", str(run_dir), "--no-progress"]
+    assert main([*args, "total_steps=40"]) == 0
+    state = load_checkpoint(Path(run_dir))
+    steps = state["assembler"]["steps"]
+    assert any(steps)  # episodes in progress at the checkpoint
+    state["assembler"]["steps"] = [[step.exclude("objects") for step in env_steps] for env_steps in steps]
+    save_checkpoint(state, run_dir)
+    with pytest.raises(CheckpointError, match=r"lack \['objects'\].*resume it with those, or start a new --run-dir"):
+        main([*args, "total_steps=80", "--resume"])

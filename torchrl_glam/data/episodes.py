@@ -118,6 +118,13 @@ class EpisodeAssembler:
         return {"steps": [list(steps) for steps in self._steps], "env_steps": self.env_steps}
 
     def load_state_dict(self, state: dict) -> None:
+        saved = next((steps[0] for steps in state["steps"] if steps), None)
+        if saved is not None:
+            missing = [k for k in self.step_keys if k not in saved.keys()]
+            missing += [("next", k) for k in self.next_keys if ("next", k) not in saved.keys(True)]
+            if missing:  # steps recorded by an earlier version of the environment's compact state
+                raise ValueError(f"its episodes in progress lack {missing}, which this environment's steps "
+                                 "now hold")
         self._steps = [list(steps) for steps in state["steps"]]
         self.env_steps = state["env_steps"]
 

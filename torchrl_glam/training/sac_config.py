@@ -8,6 +8,8 @@
 * ``cpu_full``: ``cpu`` on the full task set (100k steps, four evaluation sets);
 * ``cpu_full_twins``: ``cpu_full`` with hindsight twins and the options that reached 0.5 there at
   200k steps (experiments/cpu_full);
+* ``cpu_babyai``: ``cpu``'s agent on BabyAI-Text's MixedTrainLocal; ``cpu_babyai_twins`` the same
+  with hindsight twins (experiments/babyai);
 * ``smollm2_her``: Table 3 with SmolLM2-135M + LoRA, bf16 on a GPU; ``smollm2_her_cpu``: ``cpu``'s
   agent with SmolLM2-135M + LoRA and updates as light as one CPU core allows;
 * ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install;
@@ -264,6 +266,9 @@ PRESETS["cpu_babyai"] = {**PRESETS["cpu"], "env": "babyai", "goals": "train", "m
                          "total_steps": 100_000, "eval_every": 10_000, "checkpoint_every": 5_000,
                          "eval_sets": ["train", "held_out", "train_sampled", "held_out_sampled"]}
 
+# cpu_babyai with hindsight twins: beside every relabeled success, the same steps under another goal
+# of its kind that fits the room and the episode never achieved, a failure (experiments/babyai).
+PRESETS["cpu_babyai_twins"] = {**PRESETS["cpu_babyai"], "her_twins": True}
 
 # SmolLM2-135M + LoRA 16 on CPU: the cpu preset's agent (float32, the simplified set) with updates as
 # light as one core allows (one SmolLM2 update of 32 takes ~12 s): 8k steps, 1.7-2 h on one core (measured);
