@@ -137,11 +137,11 @@ def test_her_skips_the_episodes_own_goal_and_caps_goals_per_episode():
         HindsightRelabel(max_per_episode=0)
 
 
-def random_play_episodes(goals: str, steps: int):
-    """The environment (16 sub-environments) and the episodes a uniformly random legal policy
-    finished in ``steps`` steps, assembled [E, max_steps]."""
-    env = PlaygroundTextEnv(num_envs=16, goals=goals, seed=0, text=False)
-    assembler = EpisodeAssembler(16, env.max_steps)
+def random_play_episodes(goals: str, steps: int, env=None, environment=None):
+    """The environment (default: Playground-Text's, 16 sub-environments) and the episodes a
+    uniformly random legal policy finished in ``steps`` steps, assembled [E, max_steps]."""
+    env = env or PlaygroundTextEnv(num_envs=16, goals=goals, seed=0, text=False)
+    assembler = EpisodeAssembler(env.num_envs, env.max_steps, environment=environment)
     td = env.reset()
     gen = torch.Generator().manual_seed(0)
     episodes = []
@@ -163,14 +163,7 @@ def test_twins_on_babyai_name_the_room_and_fail_where_the_success_succeeded():
 
     environment = get_environment("babyai")
     env = BabyAITextEnv(num_envs=16, seed=0, text=False, max_steps=16)
-    assembler = EpisodeAssembler(16, 16, environment=environment)
-    td, gen, episodes = env.reset(), torch.Generator().manual_seed(0), []
-    for _ in range(64):
-        td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=gen).squeeze(-1))
-        step, td = env.step_and_maybe_reset(td)
-        if (finished := assembler.add(step)) is not None:
-            episodes.append(finished)
-    episodes = torch.cat(episodes)
+    _, episodes = random_play_episodes("train", 64, env, environment)
     train = environment.catalogue.goal_set("train")
     plain = HindsightRelabel(seed=0, goal_ids=train, environment=environment)(episodes)[len(episodes):]
     out = HindsightRelabel(seed=0, twins=True, goal_ids=train, environment=environment)(episodes)[len(episodes):]
