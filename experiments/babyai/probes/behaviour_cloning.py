@@ -7,21 +7,33 @@ same one-view prompt, trained by supervised cross-entropy on the actions of mini
 run's own evaluation sets. If cloning an expert on 10k+ of its steps does not beat the random
 policy, reinforcement learning with the same model and prompt is not expected to.
 
+``--model mlp`` clones the same steps with a small network over the compact state instead (the
+one-hot 7x7 view, what is carried, an embedding of the goal's id; the same single view as the
+prompt): what a memoryless policy with a plain encoding of this information can reach.
+``--width W`` clones with a randomly initialised tiny T5 of d_model W (2 layers, 4 heads) in
+BabyAI-Text's vocabulary in place of the preset's pretrained 64-wide one.
+
     python experiments/babyai/probes/behaviour_cloning.py --goal-types goto pickup \
         --episodes 2000 --updates 2000 --eval-every 500 --out experiments/babyai/probes/behaviour_cloning.csv
+    python experiments/babyai/probes/behaviour_cloning.py --model mlp --goal-types goto pickup \
+        --episodes 2000 --updates 2000 --eval-every 500 --lr 1e-3 --out experiments/babyai/probes/behaviour_cloning_mlp.csv
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import tempfile
 import time
 from collections import Counter
 
 import torch
 from minigrid.utils.baby_ai_bot import BabyAIBot
 
+from torch import nn
+
 from torchrl_glam.envs.babyai_text import ACTIONS
 from torchrl_glam.envs.protocol import ACTION_MASK_KEY
+from torchrl_glam.modules.offline import build_tiny_model
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_env, make_eval_envs, make_glam_agent
 from torchrl_glam.training.sac_config import make_config
@@ -53,8 +65,39 @@ def bot_steps(cfg, episodes: int) -> tuple[list, torch.Tensor, float]:
     return torch.cat(states), torch.tensor(actions), successes / episodes
 
 
+class ViewPolicy(nn.Module):
+    """A memoryless policy over the compact state: one-hot view cells (object, colour, state),
+    one-hot carried object, an embedding of the goal id; masked logits over the six actions."""
+
+    def __init__(self, num_goals: int, width: int = 256) -> None:
+        super().__init__()
+        self.goal = nn.Embedding(num_goals, 64)
+        self.net = nn.Sequential(nn.Linear(7 * 7 * 20 + 12 + 7 + 64, width), nn.ReLU(),
+                                 nn.Linear(width, width), nn.ReLU(), nn.Linear(width, len(ACTIONS)))
+
+    def forward(self, state) -> torch.Tensor:
+        image = state["image"].long()
+        cells = torch.cat([nn.functional.one_hot(image[..., 0], 11), nn.functional.one_hot(image[..., 1], 6),
+                           nn.functional.one_hot(image[..., 2], 3)], -1).flatten(1).float()
+        carrying = state["carrying"] + 1  # -1: nothing
+        carried = torch.cat([nn.functional.one_hot(carrying[:, 0], 12), nn.functional.one_hot(carrying[:, 1], 7)], -1)
+        logits = self.net(torch.cat([cells, carried.float(), self.goal(state["goal_id"])], -1))
+        return logits.masked_fill(~state[ACTION_MASK_KEY], float("-inf"))
+
+    @torch.no_grad()
+    def act(self, td, greedy: bool = True):
+        logits = self(td)
+        action = logits.argmax(-1) if greedy else torch.distributions.Categorical(logits=logits).sample()
+        td.set("action", action)
+        return td
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=("llm", "mlp"), default="llm",
+                        help="the cpu_babyai agent's LLM, or a small network over the compact state")
+    parser.add_argument("--width", type=int, default=None,
+                        help="a random-init tiny T5 of this d_model in place of the preset's model")
     parser.add_argument("--goal-types", nargs="+", default=None, help="task kinds (default: all five)")
     parser.add_argument("--episodes", type=int, default=2000, help="bot episodes to clone")
     parser.add_argument("--updates", type=int, default=2000)
@@ -66,8 +109,13 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="CSV of the evaluations")
     args = parser.parse_args()
 
-    cfg = make_config("cpu_babyai", {"seed": args.seed, "eval_sets": ["train", "held_out"],
-                                     "goal_types": args.goal_types, "history": args.history})
+    overrides = {"seed": args.seed, "eval_sets": ["train", "held_out"], "goal_types": args.goal_types,
+                 "history": args.history}
+    if args.width:
+        wide = build_tiny_model(tempfile.mkdtemp(), "t5", seed=args.seed, environment="babyai",
+                                d_model=args.width, d_kv=args.width // 4, d_ff=2 * args.width)
+        overrides["model"] = str(wide)
+    cfg = make_config("cpu_babyai", overrides)
     torch.manual_seed(args.seed)
     agent = make_glam_agent(cfg)
     environment = cfg.environment
@@ -76,18 +124,30 @@ def main() -> None:
     print(f"{len(actions)} bot steps from {args.episodes} episodes; bot success {bot_success:.3f}; actions: "
           + ", ".join(f"{ACTIONS[a]} {shares[a] / len(actions):.2f}" for a in sorted(shares)), flush=True)
 
+    if args.model == "llm":
+        policy, act = agent.llm, agent.act
+
+        def logits_of(batch):
+            prompts, candidates = environment.render(batch)
+            mask = batch[ACTION_MASK_KEY]
+            scores, _, _ = agent.llm(prompts, candidates, mask)
+            return scores.masked_fill(~mask, float("-inf"))
+    else:
+        policy = logits_of = ViewPolicy(len(environment.catalogue))
+        act = policy.act
+
     eval_envs = make_eval_envs(cfg)
-    optimiser = torch.optim.Adam(agent.llm.parameters(), lr=args.lr)
+    optimiser = torch.optim.Adam(policy.parameters(), lr=args.lr)
     rows, accuracy, loss_sum, seen, start = [], 0.0, 0.0, 0, time.time()
 
     def log(update: int) -> None:
-        agent.eval()
+        policy.eval()
         row = {"updates": update, "seconds": round(time.time() - start, 1),
                "train_loss": round(loss_sum / max(seen, 1), 4), "train_accuracy": round(accuracy / max(seen, 1), 4)}
         for name, env in eval_envs.items():
-            result = evaluate(agent.act, env, greedy=True, goal_types=environment.goal_types)
+            result = evaluate(act, env, greedy=True, goal_types=environment.goal_types)
             row[name] = round(result["success"], 4)
-        agent.train()
+        policy.train()
         rows.append(row)
         print(row, flush=True)
 
@@ -95,11 +155,7 @@ def main() -> None:
     log(0)
     for update in range(1, args.updates + 1):
         index = torch.randint(len(actions), (args.batch_size,), generator=generator)
-        batch = states[index]
-        prompts, candidates = environment.render(batch)
-        mask = batch[ACTION_MASK_KEY]
-        scores, _, _ = agent.llm(prompts, candidates, mask)
-        logits = scores.masked_fill(~mask, float("-inf"))
+        logits = logits_of(states[index])
         loss = torch.nn.functional.cross_entropy(logits, actions[index])
         optimiser.zero_grad()
         loss.backward()
