@@ -11,7 +11,8 @@ policy, reinforcement learning with the same model and prompt is not expected to
 one-hot 7x7 view, what is carried, an embedding of the goal's id; the same single view as the
 prompt): what a memoryless policy with a plain encoding of this information can reach.
 ``--width W`` clones with a randomly initialised tiny T5 of d_model W (2 layers, 4 heads) in
-BabyAI-Text's vocabulary in place of the preset's pretrained 64-wide one.
+BabyAI-Text's vocabulary in place of the preset's pretrained 64-wide one; ``--set`` overrides
+the preset's fields (e.g. ``--set model=smollm2-135m lora_rank=16 eval_episodes=32``).
 
     python experiments/babyai/probes/behaviour_cloning.py --goal-types goto pickup \
         --episodes 2000 --updates 2000 --eval-every 500 --out experiments/babyai/probes/behaviour_cloning.csv
@@ -36,7 +37,7 @@ from torchrl_glam.envs.protocol import ACTION_MASK_KEY
 from torchrl_glam.modules.offline import build_tiny_model
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_env, make_eval_envs, make_glam_agent
-from torchrl_glam.training.sac_config import make_config
+from torchrl_glam.training.sac_config import make_config, parse_overrides
 
 
 def bot_steps(cfg, episodes: int) -> tuple[list, torch.Tensor, float]:
@@ -106,11 +107,12 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--history", type=int, default=0, help="past views in the prompt (GLAM: 2)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="the preset's fields to override")
     parser.add_argument("--out", default=None, help="CSV of the evaluations")
     args = parser.parse_args()
 
     overrides = {"seed": args.seed, "eval_sets": ["train", "held_out"], "goal_types": args.goal_types,
-                 "history": args.history}
+                 "history": args.history, **parse_overrides(args.set)}
     if args.width:
         wide = build_tiny_model(tempfile.mkdtemp(), "t5", seed=args.seed, environment="babyai",
                                 d_model=args.width, d_kv=args.width // 4, d_ff=2 * args.width)
@@ -137,7 +139,7 @@ def main() -> None:
         act = policy.act
 
     eval_envs = make_eval_envs(cfg)
-    optimiser = torch.optim.Adam(policy.parameters(), lr=args.lr)
+    optimiser = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=args.lr)
     rows, accuracy, loss_sum, seen, start = [], 0.0, 0.0, 0, time.time()
 
     def log(update: int) -> None:
