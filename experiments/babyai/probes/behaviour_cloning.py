@@ -9,9 +9,10 @@ policy, reinforcement learning with the same model and prompt is not expected to
 
 ``--model mlp`` clones the same steps with a small network over the compact state instead (the
 one-hot 7x7 view, what is carried, an embedding of the goal's id; the same single view as the
-prompt): what a memoryless policy with a plain encoding of this information can reach.
-``--width W`` clones with a randomly initialised tiny T5 of d_model W (2 layers, 4 heads) in
-BabyAI-Text's vocabulary in place of the preset's pretrained 64-wide one; ``--set`` overrides
+prompt): what a memoryless policy with a plain encoding of this information can reach;
+``--model mlp_goalless`` the same without the goal: how far the view alone predicts the bot.
+``--width W`` clones with a randomly initialised tiny T5 of d_model W (``--layers`` layers in the
+encoder and in the decoder, default 2; 4 heads) in BabyAI-Text's vocabulary in place of the preset's pretrained 64-wide one; ``--set`` overrides
 the preset's fields (e.g. ``--set model=smollm2-135m lora_rank=16 eval_episodes=32``).
 
     python experiments/babyai/probes/behaviour_cloning.py --goal-types goto pickup \
@@ -70,9 +71,10 @@ class ViewPolicy(nn.Module):
     """A memoryless policy over the compact state: one-hot view cells (object, colour, state),
     one-hot carried object, an embedding of the goal id; masked logits over the six actions."""
 
-    def __init__(self, num_goals: int, width: int = 256) -> None:
+    def __init__(self, num_goals: int, width: int = 256, goal: bool = True) -> None:
         super().__init__()
         self.goal = nn.Embedding(num_goals, 64)
+        self.reads_goal = goal
         self.net = nn.Sequential(nn.Linear(7 * 7 * 20 + 12 + 7 + 64, width), nn.ReLU(),
                                  nn.Linear(width, width), nn.ReLU(), nn.Linear(width, len(ACTIONS)))
 
@@ -82,7 +84,8 @@ class ViewPolicy(nn.Module):
                            nn.functional.one_hot(image[..., 2], 3)], -1).flatten(1).float()
         carrying = state["carrying"] + 1  # -1: nothing
         carried = torch.cat([nn.functional.one_hot(carrying[:, 0], 12), nn.functional.one_hot(carrying[:, 1], 7)], -1)
-        logits = self.net(torch.cat([cells, carried.float(), self.goal(state["goal_id"])], -1))
+        goal = self.goal(state["goal_id"]) * self.reads_goal
+        logits = self.net(torch.cat([cells, carried.float(), goal], -1))
         return logits.masked_fill(~state[ACTION_MASK_KEY], float("-inf"))
 
     @torch.no_grad()
@@ -95,10 +98,11 @@ class ViewPolicy(nn.Module):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("llm", "mlp"), default="llm",
+    parser.add_argument("--model", choices=("llm", "mlp", "mlp_goalless"), default="llm",
                         help="the cpu_babyai agent's LLM, or a small network over the compact state")
     parser.add_argument("--width", type=int, default=None,
                         help="a random-init tiny T5 of this d_model in place of the preset's model")
+    parser.add_argument("--layers", type=int, default=2, help="with --width: the tiny T5's layers")
     parser.add_argument("--goal-types", nargs="+", default=None, help="task kinds (default: all five)")
     parser.add_argument("--episodes", type=int, default=2000, help="bot episodes to clone")
     parser.add_argument("--updates", type=int, default=2000)
@@ -115,7 +119,7 @@ def main() -> None:
                  "history": args.history, **parse_overrides(args.set)}
     if args.width:
         wide = build_tiny_model(tempfile.mkdtemp(), "t5", seed=args.seed, environment="babyai",
-                                d_model=args.width, d_kv=args.width // 4, d_ff=2 * args.width)
+                                d_model=args.width, d_kv=args.width // 4, d_ff=2 * args.width, num_layers=args.layers)
         overrides["model"] = str(wide)
     cfg = make_config("cpu_babyai", overrides)
     torch.manual_seed(args.seed)
@@ -135,7 +139,7 @@ def main() -> None:
             scores, _, _ = agent.llm(prompts, candidates, mask)
             return scores.masked_fill(~mask, float("-inf"))
     else:
-        policy = logits_of = ViewPolicy(len(environment.catalogue))
+        policy = logits_of = ViewPolicy(len(environment.catalogue), goal=args.model == "mlp")
         act = policy.act
 
     eval_envs = make_eval_envs(cfg)
