@@ -67,6 +67,15 @@ def bot_steps(cfg, episodes: int) -> tuple[list, torch.Tensor, float]:
     return torch.cat(states), torch.tensor(actions), successes / episodes
 
 
+def distinct_inputs(states, environment) -> tuple[int, int, int]:
+    """Distinct prompts, distinct (view, carried, goal) and distinct pairs of both among the bot's
+    steps: three equal counts mean the text tells apart exactly the steps the view does."""
+    prompts, _ = environment.render(states)
+    views = [(states["image"][i].numpy().tobytes(), tuple(states["carrying"][i].tolist()), int(states["goal_id"][i]))
+             for i in range(len(prompts))]
+    return len(set(prompts)), len(set(views)), len(set(zip(prompts, views)))
+
+
 class ViewPolicy(nn.Module):
     """A memoryless policy over the compact state: one-hot view cells (object, colour, state),
     one-hot carried object, an embedding of the goal id; masked logits over the six actions."""
@@ -142,6 +151,7 @@ def main() -> None:
         policy = logits_of = ViewPolicy(len(environment.catalogue), goal=args.model == "mlp")
         act = policy.act
 
+    print("distinct prompts, views, (prompt, view) pairs: %d, %d, %d" % distinct_inputs(states, environment), flush=True)
     eval_envs = make_eval_envs(cfg)
     optimiser = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=args.lr)
     rows, accuracy, loss_sum, seen, start = [], 0.0, 0.0, 0, time.time()
