@@ -18,8 +18,6 @@ CURVES = {  # file suffix -> label
     "_lr1e-3": "tiny T5, pretrained, lr 1e-3",
     "_width64_random_init": "tiny T5, random init",
     "_width128": "T5 d_model 128, random init",
-    "_width128_layers4": "T5 d_model 128, 4+4 layers, random init",
-    "_100_episodes": "tiny T5, pretrained, 100 bot episodes only",
     "_mlp": "network over the view + goal id",
     "_mlp_goalless": "network over the view only",
     "_mlp_10k_episodes": "network over the view + goal id, 10,000 episodes",
