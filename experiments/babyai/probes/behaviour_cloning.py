@@ -11,14 +11,15 @@ policy, reinforcement learning with the same model and prompt is not expected to
 one-hot 7x7 view, what is carried, an embedding of the goal's id; the same single view as the
 prompt): what a memoryless policy with a plain encoding of this information can reach;
 ``--model mlp_goalless`` the same without the goal: how far the view alone predicts the bot.
-``--width W`` clones with a randomly initialised tiny T5 of d_model W (``--layers`` layers in the
-encoder and in the decoder, default 2; 4 heads) in BabyAI-Text's vocabulary in place of the preset's pretrained 64-wide one; ``--set`` overrides
-the preset's fields (e.g. ``--set model=smollm2-135m lora_rank=16 eval_episodes=32``).
+``--width W`` clones with a randomly initialised T5 of d_model W (``--layers`` layers in the encoder
+and in the decoder, default 2; 4 heads) in BabyAI-Text's vocabulary in place of the preset's
+pretrained 64-wide one; ``--set`` overrides the preset's fields (e.g. ``--set model=smollm2-135m
+lora_rank=16 eval_episodes=32``).
 
     python experiments/babyai/probes/behaviour_cloning.py --goal-types goto pickup \
         --episodes 2000 --updates 2000 --eval-every 500 --out experiments/babyai/probes/behaviour_cloning.csv
-    python experiments/babyai/probes/behaviour_cloning.py --model mlp --goal-types goto pickup \
-        --episodes 2000 --updates 2000 --eval-every 500 --lr 1e-3 --out experiments/babyai/probes/behaviour_cloning_mlp.csv
+
+The command of every committed CSV is in experiments/babyai/README.md (session 35).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from collections import Counter
 
 import torch
 from minigrid.utils.baby_ai_bot import BabyAIBot
-
+from tensordict import TensorDictBase
 from torch import nn
 
 from torchrl_glam.envs.babyai_text import ACTIONS
@@ -41,7 +42,7 @@ from torchrl_glam.training.factories import make_env, make_eval_envs, make_glam_
 from torchrl_glam.training.sac_config import make_config, parse_overrides
 
 
-def bot_steps(cfg, episodes: int) -> tuple[list, torch.Tensor, float]:
+def bot_steps(cfg, episodes: int) -> tuple[TensorDictBase, torch.Tensor, float]:
     """The bot's (compact state, action) pairs over ``episodes`` episodes of the training level,
     and its success rate (an episode stops early where the bot asks for an action the environment
     does not offer: minigrid's "done", or one the action mask forbids)."""
@@ -126,8 +127,9 @@ def main() -> None:
 
     overrides = {"seed": args.seed, "eval_sets": ["train", "held_out"], "goal_types": args.goal_types,
                  "history": args.history, **parse_overrides(args.set)}
+    workdir = tempfile.TemporaryDirectory()  # the --width model's files, removed at exit
     if args.width:
-        wide = build_tiny_model(tempfile.mkdtemp(), "t5", seed=args.seed, environment="babyai",
+        wide = build_tiny_model(workdir.name, "t5", seed=args.seed, environment="babyai",
                                 d_model=args.width, d_kv=args.width // 4, d_ff=2 * args.width, num_layers=args.layers)
         overrides["model"] = str(wide)
     cfg = make_config("cpu_babyai", overrides)
