@@ -1,0 +1,45 @@
+"""Probe: SAC-GLAM on BabyAI-Text with the no-op actions masked (pick up, drop and toggle where
+minigrid would do nothing: ``BabyAIText(mask_noops=True)``). No config field sets it, so this
+registers it as its own environment, ``babyai_noops_masked``, and runs the library's SAC-GLAM
+script with the arguments given (``env=babyai_noops_masked`` and an explicit ``model``: the
+shipped BabyAI-Text tiny model is found by path, as a renamed environment has no shipped model of
+its own):
+
+    python experiments/babyai/probes/sac_glam_noops_masked.py --preset cpu_babyai --run-dir RUN_DIR \
+        env=babyai_noops_masked model=torchrl_glam/modules/weights/tiny-t5-pretrained-babyai seed=0 ...
+
+``--random-level goto pickup`` prints instead the uniformly random policy's success (over the
+actions left unmasked) on the ``cpu_babyai`` evaluation sets of those goal types.
+"""
+import sys
+
+import torch
+
+from torchrl_glam.envs.babyai_environment import BabyAIText
+from torchrl_glam.envs.protocol import ACTION_MASK_KEY, register_environment
+from torchrl_glam.training.evaluation import evaluate
+from torchrl_glam.training.factories import make_eval_envs
+from torchrl_glam.training.sac_config import make_config
+from torchrl_glam.training.scripts.sac_glam import cli
+
+
+def random_policy(td, greedy: bool = True):
+    """Uniform over the unmasked actions (``greedy`` is ignored: the policy has no mode)."""
+    td.set("action", torch.multinomial(td[ACTION_MASK_KEY].float(), 1).squeeze(-1))
+    return td
+
+
+def random_level(goal_types: list[str]) -> None:
+    torch.manual_seed(0)
+    cfg = make_config("cpu_babyai", {"env": "babyai_noops_masked", "goal_types": goal_types,
+                                     "model": "torchrl_glam/modules/weights/tiny-t5-pretrained-babyai"})
+    for name, env in make_eval_envs(cfg).items():
+        print(name, round(evaluate(random_policy, env, goal_types=cfg.environment.goal_types)["success"], 3))
+
+
+if __name__ == "__main__":
+    register_environment("babyai_noops_masked", lambda: BabyAIText(mask_noops=True))
+    if sys.argv[1:2] == ["--random-level"]:
+        random_level(sys.argv[2:])
+    else:
+        sys.exit(cli())
