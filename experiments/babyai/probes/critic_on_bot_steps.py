@@ -5,7 +5,7 @@ the same learning rate stays at random (experiments/babyai/README.md, session 35
 finished run's last checkpoint on the bot's steps (the same 2,000 episodes as the cloning probe, of
 the run's own level and goal types): how often the critic's best action (the smaller head's
 Q-values, masked) and the actor's (its scores) are the bot's, against always taking the bot's most
-common action.
+common action. Runs of ``sac_glam_noops_masked.py`` load too (its environment is registered here).
 
     python experiments/babyai/probes/critic_on_bot_steps.py RUN_DIR [RUN_DIR ...]
 """
@@ -19,6 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from behaviour_cloning import bot_steps  # noqa: E402
+from sac_glam_noops_masked import register  # noqa: E402
 
 from torchrl_glam.envs.babyai_text import ACTIONS  # noqa: E402
 from torchrl_glam.envs.protocol import ACTION_MASK_KEY  # noqa: E402
@@ -29,6 +30,7 @@ from torchrl_glam.training.sac import load_trained_agent  # noqa: E402
 @torch.no_grad()
 def main(run_dirs: list[str], episodes: int = 2000, chunk: int = 256) -> None:
     torch.set_num_threads(1)
+    register()  # a run of sac_glam_noops_masked.py names its environment
     for run_dir in run_dirs:
         cfg, loss, steps = load_trained_agent(run_dir)
         loss.eval()

@@ -23,6 +23,11 @@ from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.scripts.sac_glam import cli
 
 
+def register() -> None:
+    """Registers ``babyai_noops_masked`` (again, if it is)."""
+    register_environment("babyai_noops_masked", lambda: BabyAIText(mask_noops=True), replace=True)
+
+
 def random_policy(td, greedy: bool = True):
     """Uniform over the unmasked actions (``greedy`` is ignored: the policy has no mode)."""
     td.set("action", torch.multinomial(td[ACTION_MASK_KEY].float(), 1).squeeze(-1))
@@ -38,7 +43,7 @@ def random_level(goal_types: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    register_environment("babyai_noops_masked", lambda: BabyAIText(mask_noops=True))
+    register()
     if sys.argv[1:2] == ["--random-level"]:
         random_level(sys.argv[2:])
     else:
