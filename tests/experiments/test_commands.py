@@ -2,6 +2,7 @@
 command (``python examples/<algorithm>.py ...``) parses into a valid config through the script's
 own parser, every launcher command validates with ``--dry-run``, and the configs of the committed
 runs still load with the current config classes."""
+import importlib.util
 import json
 import re
 import shlex
@@ -57,8 +58,32 @@ def test_the_headline_results_keep_their_runs_configs():
     assert {path.relative_to(ROOT).parts[1] for path in CONFIGS} >= {"cpu_full", "first_run"}
 
 
+# probe scripts that register an environment of their own (``env=<name>`` in their runs' configs)
+REGISTERING_PROBES = sorted(path for folder in HEADLINE for path in folder.glob("probes/*.py")
+                            if "def register()" in path.read_text())
+
+
+@pytest.fixture(scope="module")
+def probe_environments():
+    """Registers the probes' environments, as running those probe scripts does."""
+    from torchrl_glam.envs.protocol import environment_names, unregister_environment
+    before = set(environment_names())
+    for path in REGISTERING_PROBES:
+        spec = importlib.util.spec_from_file_location(f"probe_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.register()
+    yield
+    for name in set(environment_names()) - before:
+        unregister_environment(name)
+
+
+def test_a_probe_registering_an_environment_is_found():
+    assert any(path.name == "sac_glam_noops_masked.py" for path in REGISTERING_PROBES)
+
+
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT))) for p in CONFIGS])
-def test_committed_config_loads_with_the_current_config_classes(path):
+def test_committed_config_loads_with_the_current_config_classes(path, probe_environments):
     values = json.loads(path.read_text())
     errors = []
     for name, script in SCRIPTS.items():

@@ -13,14 +13,13 @@ actions left unmasked) on the ``cpu_babyai`` evaluation sets of those goal types
 """
 import sys
 
-import torch
-
 from torchrl_glam.envs.babyai_environment import BabyAIText
-from torchrl_glam.envs.protocol import ACTION_MASK_KEY, register_environment
+from torchrl_glam.envs.protocol import register_environment
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_eval_envs
 from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.scripts.sac_glam import cli
+from torchrl_glam.training.zero_shot import RANDOM, ZeroShotPolicy
 
 
 def register() -> None:
@@ -28,18 +27,14 @@ def register() -> None:
     register_environment("babyai_noops_masked", lambda: BabyAIText(mask_noops=True), replace=True)
 
 
-def random_policy(td, greedy: bool = True):
-    """Uniform over the unmasked actions (``greedy`` is ignored: the policy has no mode)."""
-    td.set("action", torch.multinomial(td[ACTION_MASK_KEY].float(), 1).squeeze(-1))
-    return td
-
-
 def random_level(goal_types: list[str]) -> None:
-    torch.manual_seed(0)
     cfg = make_config("cpu_babyai", {"env": "babyai_noops_masked", "goal_types": goal_types,
                                      "model": "torchrl_glam/modules/weights/tiny-t5-pretrained-babyai"})
+    # uniform over the actions left unmasked (the environment's action mask honours mask_noops); one
+    # generator for all sets, so the sampled sets' repeats draw other actions
+    policy = ZeroShotPolicy(None, mode=RANDOM, environment="babyai_noops_masked")
     for name, env in make_eval_envs(cfg).items():
-        print(name, round(evaluate(random_policy, env, goal_types=cfg.environment.goal_types)["success"], 3))
+        print(name, round(evaluate(policy, env, goal_types=cfg.environment.goal_types)["success"], 3))
 
 
 if __name__ == "__main__":
