@@ -20,3 +20,11 @@ def test_the_worker_refuses_a_package_from_another_tree(tmp_path):
 def test_unknown_models_are_refused():
     with pytest.raises(SystemExit, match="--models"):
         scorer_update.main(["--compare", "HEAD", "--models", "gpt5"])
+
+
+def test_the_live_memory_process_reports_one_update_s_peak_under_its_own_malloc():
+    """``--compare``'s second process per pair: malloc maps every block of 64 KB or more apart, so the
+    peak is the tensors' own; it reports that peak and times nothing."""
+    result = scorer_update._run(CURRENT_TREE, 1, ["--model", "tiny-decoder", "--batch", "4", "--repeats", "1",
+                                                  "--live-memory"])
+    assert result["live_peak_mb_above_load"] > 0 and "update_seconds" not in result

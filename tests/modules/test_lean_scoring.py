@@ -95,6 +95,29 @@ def test_grouped_key_value_heads_stay_grouped_on_the_cpu_and_score_as_transforme
     assert ours_saved < saved_bytes(scorer, batch)
 
 
+def test_without_gradient_the_tree_attends_per_key_value_group_as_transformers_sdpa(tiny_paths, playground_batch,
+                                                                                     monkeypatch):
+    """Scoring without gradient (acting, the critic's targets) runs the prefix tree's masked attention
+    as one product per key/value group (``_grouped_attention``): the scores and hidden states of
+    transformers' SDPA, to float32 rounding."""
+    from torchrl_glam.modules import causal_scoring
+
+    llm = load_llm(LLMConfig(str(tiny_paths["llama"])))
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    calls = []
+    grouped = causal_scoring._grouped_attention
+    monkeypatch.setattr(causal_scoring, "_grouped_attention", lambda *a: calls.append(a[0].shape) or grouped(*a))
+    batch = playground_batch(3, 4, seed=6, uneven=True)
+    with torch.no_grad():
+        ours = scorer(*batch)
+        assert len(calls) == llm.model.config.num_hidden_layers
+        llm.model.set_attn_implementation("sdpa")
+        theirs = scorer(*batch)
+    assert len(calls) == llm.model.config.num_hidden_layers
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
 def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(tiny_paths, playground_batch):
     """The tiny decoder's MLPs (LoRA on all three projections) become :class:`SwiGLU` when scored lean;
     scores, hidden states and every LoRA gradient equal transformers' MLPs', bit for bit, and

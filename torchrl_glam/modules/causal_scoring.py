@@ -52,7 +52,8 @@ def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Ten
     Given a mask, transformers repeats the key/value heads to the query heads' number before SDPA
     (its kernels on CUDA need that), and autograd saves the repeated copies. The CPU kernel takes
     ``enable_gqa`` with a mask: SmolLM2's attention (9 query, 3 key/value heads) then saves 2/3 of
-    the bytes and runs forward + backward ~25% faster, with the same outputs (tests compare)."""
+    the bytes and runs forward + backward ~25% faster, with the same outputs (tests compare). Without
+    gradient, the prefix tree's additive mask takes :func:`_grouped_attention` instead."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     groups = getattr(module, "num_key_value_groups", 1)
@@ -60,11 +61,31 @@ def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Ten
             or kwargs.get("softcap") is not None):
         return ALL_ATTENTION_FUNCTIONS["sdpa"](module, query, key, value, attention_mask, dropout=dropout,
                                                scaling=scaling, is_causal=is_causal, **kwargs)
+    if (not torch.is_grad_enabled() and dropout == 0.0 and attention_mask is not None
+            and attention_mask.is_floating_point() and attention_mask.shape[1] == 1):  # the prefix tree's mask
+        return _grouped_attention(query, key, value, attention_mask, scaling), None
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     out = nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True,
         is_causal=bool(query.shape[2] > 1 and attention_mask is None and causal))
     return out.transpose(1, 2).contiguous(), None
+
+
+def _grouped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor, scaling: float | None) -> Tensor:
+    """softmax(q k^T * scaling + mask) v with each key/value head shared by its group of query heads,
+    as [b, Lq, h, d]. Without gradient on the CPU this beats SDPA's kernel at the prefix tree's sizes
+    (tiny decoder [32, 4, 61, 16]: 2.2 -> 1.1 ms; SmolLM2 [32, 9, 77, 64]: 12.6 -> 11.3 ms); with
+    gradient it would save the [b, h, Lq, Lk] weights, so SDPA keeps that case."""
+    batch, heads, length, dim = query.shape
+    kv_heads, key_length = key.shape[1], key.shape[2]
+    groups = heads // kv_heads
+    # query head h uses key/value head h // groups (transformers' repeat_kv): fold each group's
+    # queries into one [groups * Lq] block per key/value head
+    scores = torch.matmul(query.reshape(batch, kv_heads, groups * length, dim), key.transpose(2, 3))
+    scores = scores.mul_(dim ** -0.5 if scaling is None else scaling).view(batch, kv_heads, groups, length, key_length)
+    scores.add_(mask[:, :, None])  # [b, 1, Lq, Lk] over every head
+    weights = scores.view(batch, kv_heads, groups * length, key_length).softmax(-1)
+    return torch.matmul(weights, value).view(batch, heads, length, dim).transpose(1, 2).contiguous()
 
 
 def use_gqa_sdpa_attention(model: nn.Module) -> bool:
@@ -139,8 +160,8 @@ class CausalScoring:
         allowed[:, prompt_width - 1:, prompt_width - 1:] |= ancestors
         allowed |= torch.eye(width, dtype=torch.bool, device=device)
         dtype = self.model.get_input_embeddings().weight.dtype  # that of the hidden states
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=device)
-        return mask.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+        # 0 where allowed, the dtype's minimum elsewhere; on the CPU ~5x faster than masked_fill on zeros
+        return (~allowed).to(dtype).mul_(torch.finfo(dtype).min)[:, None]
 
     def _decoder(self, input_ids: Tensor, attention_mask: Tensor, position_ids: Tensor) -> Tensor:
         """The decoder's last hidden state [N, T, H], without logits or other layers' states."""
