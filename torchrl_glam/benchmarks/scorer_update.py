@@ -39,8 +39,8 @@ CHECKPOINTED = "current-checkpointing"
 #: the live-memory process's malloc: every block of 64 KB or more mapped apart (glibc only)
 LIVE_MEMORY_TUNABLES = "glibc.malloc.mmap_threshold=65536"
 CSV_FIELDS = ("round", "model", "tree", "commit", "position", "update_seconds", "update_cpu_seconds",
-              "peak_mb_above_load", "live_peak_mb_above_load", "loaded_mb", "shared_ms", "naive_ms", "shared_cpu_ms", "naive_cpu_ms",
-              "update_seconds_each")
+              "peak_mb_above_load", "live_peak_mb_above_load", "loaded_mb", "shared_ms", "naive_ms", "shared_cpu_ms",
+              "naive_cpu_ms", "update_seconds_each")
 
 
 # ---- the worker: one model, one tree, in its own process

@@ -83,9 +83,10 @@ def _grouped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor, 
     # queries into one [groups * Lq] block per key/value head
     scores = torch.matmul(query.reshape(batch, kv_heads, groups * length, dim), key.transpose(2, 3))
     scores = scores.mul_(dim ** -0.5 if scaling is None else scaling).view(batch, kv_heads, groups, length, key_length)
-    scores.add_(mask[:, :, None])  # [b, 1, Lq, Lk] over every head
-    weights = scores.view(batch, kv_heads, groups * length, key_length).softmax(-1)
-    return torch.matmul(weights, value).view(batch, heads, length, dim).transpose(1, 2).contiguous()
+    scores.add_(mask[:, :, None, :, :key_length])  # [b, 1, Lq, Lk] over every head
+    # in float32 whatever the model's dtype, as transformers' eager attention
+    weights = scores.view(batch, kv_heads, groups * length, key_length).softmax(-1, dtype=torch.float32)
+    return torch.matmul(weights.to(value.dtype), value).view(batch, heads, length, dim).transpose(1, 2).contiguous()
 
 
 def use_gqa_sdpa_attention(model: nn.Module) -> bool:
