@@ -14,7 +14,8 @@ prompt): what a memoryless policy with a plain encoding of this information can 
 ``--width W`` clones with a randomly initialised T5 of d_model W (``--layers`` layers in the encoder
 and in the decoder, default 2; 4 heads) in BabyAI-Text's vocabulary in place of the preset's
 pretrained 64-wide one; ``--set`` overrides the preset's fields (e.g. ``--set model=smollm2-135m
-lora_rank=16 eval_episodes=32``).
+lora_rank=16 eval_episodes=32``); ``--save DIR`` keeps the cloned LLM, which a training run then
+starts from (``model=DIR``).
 
     python experiments/babyai/probes/behaviour_cloning.py --goal-types goto pickup \
         --episodes 2000 --updates 2000 --eval-every 500 --out experiments/babyai/probes/behaviour_cloning.csv
@@ -123,7 +124,11 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=0, help="past views in the prompt (GLAM: 2)")
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="the preset's fields to override")
     parser.add_argument("--out", default=None, help="CSV of the evaluations")
+    parser.add_argument("--save", default=None, metavar="DIR",
+                        help="with --model llm: save the cloned model and its tokenizer there (a training run's model=DIR)")
     args = parser.parse_args()
+    if args.save and args.model != "llm":
+        parser.error("--save saves the LLM: use it with --model llm")
 
     overrides = {"seed": args.seed, "eval_sets": ["train", "held_out"], "goal_types": args.goal_types,
                  "history": args.history, **parse_overrides(args.set)}
@@ -184,6 +189,11 @@ def main() -> None:
         if update % args.eval_every == 0:
             log(update)
             loss_sum, accuracy, seen = 0.0, 0.0, 0
+    if args.save:
+        model = agent.llm.model
+        model = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model  # LoRA folded in
+        model.save_pretrained(args.save)
+        agent.llm.tokenizer.save_pretrained(args.save)
     if args.out:
         with open(args.out, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
