@@ -197,6 +197,33 @@ def test_float32_and_fully_trained_models_run_without_autocast(tiny_paths):
     assert adapter_autocast_dtype(load_llm(LLMConfig(str(tiny_paths["llama"]), dtype="bfloat16")).model) is None
 
 
+@pytest.mark.parametrize("grad", [False, True])
+def test_the_tree_s_last_layer_computes_only_the_rows_read(tiny_paths, playground_batch, grad):
+    """The last layer's attention queries and MLP rows start at the prompt's last token; every other
+    layer computes all rows, and after the call the last layer does too (the naive pairs)."""
+    from torchrl_glam.modules.causal_scoring import ROWS_FROM
+
+    llm = load_llm(LLMConfig(str(tiny_paths["llama"]), lora_rank=4))
+    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    layers = llm.model.get_decoder().layers
+    rows, queries = {}, {}
+    for index, layer in enumerate(layers):
+        layer.mlp.gate_proj.register_forward_hook(lambda m, args, out, i=index: rows.__setitem__(i, args[0].shape[1]))
+        layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: queries.__setitem__(i, args[0]))
+    batch = playground_batch(3, 4, seed=6, uneven=True)
+    with torch.set_grad_enabled(grad):
+        scorer(*batch)
+    width = queries[0].shape[1]
+    prompt_width = width - rows[len(layers) - 1] + 1
+    assert 1 < prompt_width < width and all(rows[i] == width for i in range(len(layers) - 1))
+    assert not queries[len(layers) - 1][:, :prompt_width - 1].any()  # the queries not computed
+    assert queries[len(layers) - 1][:, prompt_width - 1:].abs().sum(-1).all()
+    assert all(getattr(module, ROWS_FROM) == 0 for module in (layers[-1].mlp, layers[-1].self_attn))
+    with torch.set_grad_enabled(grad):
+        scorer.naive(*batch)
+    assert rows[len(layers) - 1] == queries[len(layers) - 1].shape[1]
+
+
 def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, make_scorer_for, playground_batch):
     """One forward of one sequence per prompt (no cache repeated per candidate): the prompt's tokens,
     then "Go", "Grasp", "Release", "Go to", the colours and the whole "Go to" candidates once each."""

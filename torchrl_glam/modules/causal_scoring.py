@@ -10,7 +10,9 @@
   where a candidate token is predicted (``modules/token_log_probs.py``). Such a model's MLPs and
   norms save less for backward (``modules/swiglu.py``, ``modules/rms_norm.py``), so do its LoRA
   adapters in half precision (``modules/adapter_precision.py``), and, on the CPU, its grouped
-  key/value heads stay grouped (:func:`gqa_sdpa_attention`).
+  key/value heads stay grouped (:func:`gqa_sdpa_attention`). The last layer computes only the rows
+  that are read, from the prompt's last token on (:func:`rows_read_from`): the prompt's other rows
+  only serve as keys and values there.
 * :meth:`CausalScoring.pairs`: every (prompt, candidate) pair as its own sequence (``naive``).
 * :meth:`CausalScoring.repeated_cache`: other models (whose attention may ignore a 4D mask, or whose
   logits are not the plain head of the last state): the left-padded prompts run once with a KV
@@ -18,6 +20,8 @@
   candidates run in one batch, with the whole vocabulary's logits.
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 from torch import Tensor, nn
@@ -38,13 +42,16 @@ from torchrl_glam.modules.token_log_probs import (
     valid_tokens,
 )
 from torchrl_glam.modules.tokenisation import Tokenised
-from torchrl_glam.modules.transformers_compat import cache_argument
+from torchrl_glam.modules.transformers_compat import activation_checkpointing, cache_argument
 
 #: the attention implementation a lean model gets on the CPU when it has fewer key/value heads than
 #: query heads (:func:`gqa_sdpa_attention`)
 GQA_SDPA_ATTENTION = "glam_gqa_sdpa"
 #: attention implementations that apply a given 4D additive mask (flash attention does not)
 MASKED_ATTENTION = ("eager", "sdpa", GQA_SDPA_ATTENTION)
+#: the attribute by which :func:`rows_read_from` tells an attention module (and :class:`SwiGLU`)
+#: to compute its rows from that column on only
+ROWS_FROM = "glam_rows_from"
 
 
 def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
@@ -56,7 +63,18 @@ def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Ten
     (its kernels on CUDA need that), and autograd saves the repeated copies. The CPU kernel takes
     ``enable_gqa`` with a mask: SmolLM2's attention (9 query, 3 key/value heads) then saves 2/3 of
     the bytes and runs forward + backward ~25% faster, with the same outputs (tests compare). Without
-    gradient, the prefix tree's additive mask takes :func:`_grouped_attention` instead."""
+    gradient, the prefix tree's additive mask takes :func:`_grouped_attention` instead. Under
+    :func:`rows_read_from` only the queries from its column on are computed (the others are 0)."""
+    start = getattr(module, ROWS_FROM, 0)
+    if start and attention_mask is not None:
+        out, _ = _gqa_sdpa_attention(module, query[:, :, start:], key, value, attention_mask[:, :, start:],
+                                     dropout, scaling, is_causal, **kwargs)
+        return nn.functional.pad(out, (0, 0, 0, 0, start, 0)), None
+    return _gqa_sdpa_attention(module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs)
+
+
+def _gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
+                        dropout: float, scaling: float | None, is_causal: bool | None, **kwargs) -> tuple[Tensor, None]:
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     groups = getattr(module, "num_key_value_groups", 1)
@@ -90,6 +108,22 @@ def _grouped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor, 
     # in float32 whatever the model's dtype, as transformers' eager attention
     weights = scores.view(batch, kv_heads, groups * length, key_length).softmax(-1, dtype=torch.float32)
     return torch.matmul(weights.to(value.dtype), value).view(batch, heads, length, dim).transpose(1, 2).contiguous()
+
+
+@contextlib.contextmanager
+def rows_read_from(layer: nn.Module, start: int):
+    """Within the block, ``layer`` (a decoder layer) computes its attention's queries and its MLP's
+    rows from column ``start`` on only, where its attention is :func:`gqa_sdpa_attention` and its MLP
+    :class:`SwiGLU`; the earlier rows' outputs are 0, for a caller that reads none of them."""
+    modules = [module for module in (getattr(layer, "self_attn", None), getattr(layer, "mlp", None))
+               if module is not None]
+    for module in modules:
+        setattr(module, ROWS_FROM, start)
+    try:
+        yield
+    finally:
+        for module in modules:
+            setattr(module, ROWS_FROM, 0)
 
 
 def use_gqa_sdpa_attention(model: nn.Module) -> bool:
@@ -143,7 +177,11 @@ class CausalScoring:
         prompt_lengths = batch.prompt_mask.sum(-1, keepdim=True)
         positions = torch.cat([(batch.prompt_mask.cumsum(-1) - 1).clamp(min=0),
                                prompt_lengths - 1 + layout.depth[1:]], 1)
-        hidden = self._decoder(input_ids, self._mask(batch.prompt_mask, layout.ancestors), positions)
+        # The last layer's rows before the prompt's last token would only be discarded. Not under
+        # activation checkpointing: its recomputation, after this block, must compute the same rows.
+        recomputed = self.model.training and activation_checkpointing(self.model)
+        with rows_read_from(self.model.get_decoder().layers[-1], 0 if recomputed else prompt_width - 1):
+            hidden = self._decoder(input_ids, self._mask(batch.prompt_mask, layout.ancestors), positions)
         # slot s of prompt b sits in column prompt_width - 1 + s
         node = layout.node // slots * input_ids.shape[1] + prompt_width - 1 + layout.node % slots
         node_hidden = hidden.flatten(0, 1)[node]  # in the tree's stacked order

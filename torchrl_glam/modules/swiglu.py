@@ -44,8 +44,16 @@ class SwiGLU(nn.Module):
     def __init__(self, mlp: nn.Module):
         super().__init__()
         self.gate_proj, self.up_proj, self.down_proj = mlp.gate_proj, mlp.up_proj, mlp.down_proj
+        #: rows (dim 1) before this one are not computed and are 0 (``causal_scoring.rows_read_from``)
+        self.glam_rows_from = 0
 
     def forward(self, x: Tensor) -> Tensor:
+        start = self.glam_rows_from
+        if start:
+            return nn.functional.pad(self._project(x[:, start:]), (0, 0, start, 0))
+        return self._project(x)
+
+    def _project(self, x: Tensor) -> Tensor:
         return self.down_proj(_SiLUProduct.apply(self.gate_proj(x), self.up_proj(x)))
 
 
