@@ -28,3 +28,28 @@ def test_the_live_memory_process_reports_one_update_s_peak_under_its_own_malloc(
     result = scorer_update._run(CURRENT_TREE, 1, ["--model", "tiny-decoder", "--batch", "4", "--repeats", "1",
                                                   "--live-memory"])
     assert result["live_peak_mb_above_load"] > 0 and "update_seconds" not in result
+
+
+def test_the_worker_loads_the_model_in_the_dtype_asked(monkeypatch):
+    """``--dtype bfloat16`` measures the GPU runs' precision; the tiny decoder is fully trained, so
+    every weight is bfloat16 there."""
+    import torch
+
+    from torchrl_glam.modules import LLMScorer
+
+    dtypes = []
+    original = LLMScorer.__init__
+
+    def record(self, model, *args, **kwargs):
+        dtypes.append({parameter.dtype for parameter in model.parameters()})
+        original(self, model, *args, **kwargs)
+
+    monkeypatch.setattr(LLMScorer, "__init__", record)
+    result = scorer_update.worker("tiny-decoder", batch=4, repeats=1, expect_tree=str(CURRENT_TREE), dtype="bfloat16")
+    assert dtypes == [{torch.bfloat16}] and result["update_seconds"] > 0
+
+
+def test_an_unknown_dtype_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        scorer_update.main(["--compare", "HEAD", "--dtype", "float8"])
+    assert "--dtype" in capsys.readouterr().err
