@@ -29,7 +29,7 @@ from torch import Tensor, nn
 from torchrl_glam.modules.adapter_precision import adapter_autocast_dtype, adapters_in_model_dtype
 from torchrl_glam.modules.prefix_tree import prefix_tree, tree_layout
 from torchrl_glam.modules.rms_norm import use_recomputed_rms_norms
-from torchrl_glam.modules.swiglu import use_swiglu
+from torchrl_glam.modules.swiglu import ROWS_FROM, use_swiglu
 from torchrl_glam.modules.token_log_probs import (
     LEAN_CAUSAL_MODEL_TYPES,
     LMHead,
@@ -49,9 +49,6 @@ from torchrl_glam.modules.transformers_compat import activation_checkpointing, c
 GQA_SDPA_ATTENTION = "glam_gqa_sdpa"
 #: attention implementations that apply a given 4D additive mask (flash attention does not)
 MASKED_ATTENTION = ("eager", "sdpa", GQA_SDPA_ATTENTION)
-#: the attribute by which :func:`rows_read_from` tells an attention module (and :class:`SwiGLU`)
-#: to compute its rows from that column on only
-ROWS_FROM = "glam_rows_from"
 
 
 def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,

@@ -12,6 +12,9 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+#: the attribute by which ``causal_scoring.rows_read_from`` tells a :class:`SwiGLU` (and an attention
+#: module) to compute its rows from that column on only
+ROWS_FROM = "glam_rows_from"
 #: the MLP classes whose forward is ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``
 GATED_MLP_CLASSES = ("LlamaMLP", "MistralMLP", "Qwen2MLP", "Qwen3MLP")
 
@@ -39,16 +42,16 @@ class _SiLUProduct(torch.autograd.Function):
 
 class SwiGLU(nn.Module):
     """A Llama-family MLP's own projections (same parameter names, so the same state dict and
-    adapters) with :class:`_SiLUProduct` in between."""
+    adapters) with :class:`_SiLUProduct` in between; rows before its ``ROWS_FROM`` attribute (0: none)
+    are not computed."""
 
     def __init__(self, mlp: nn.Module):
         super().__init__()
         self.gate_proj, self.up_proj, self.down_proj = mlp.gate_proj, mlp.up_proj, mlp.down_proj
-        #: rows (dim 1) before this one are not computed and are 0 (``causal_scoring.rows_read_from``)
-        self.glam_rows_from = 0
+        setattr(self, ROWS_FROM, 0)  # rows (dim 1) before this one are not computed and are 0
 
     def forward(self, x: Tensor) -> Tensor:
-        start = self.glam_rows_from
+        start = getattr(self, ROWS_FROM)
         if start:
             return nn.functional.pad(self._project(x[:, start:]), (0, 0, start, 0))
         return self._project(x)
