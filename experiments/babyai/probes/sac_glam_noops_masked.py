@@ -9,7 +9,8 @@ its own):
         env=babyai_noops_masked model=torchrl_glam/modules/weights/tiny-t5-pretrained-babyai seed=0 ...
 
 ``--random-level goto pickup`` prints instead the uniformly random policy's success (over the
-actions left unmasked) on the ``cpu_babyai`` evaluation sets of those goal types.
+actions left unmasked) on the ``cpu_babyai`` evaluation sets of those goal types; ``--zero-shot
+ARGS`` runs ``python -m torchrl_glam.training.zero_shot ARGS`` with the environment registered.
 """
 import sys
 
@@ -20,6 +21,7 @@ from torchrl_glam.training.factories import make_eval_envs
 from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.scripts.sac_glam import cli
 from torchrl_glam.training.zero_shot import RANDOM, ZeroShotPolicy
+from torchrl_glam.training.zero_shot import main as zero_shot
 
 
 def register() -> None:
@@ -41,5 +43,7 @@ if __name__ == "__main__":
     register()
     if sys.argv[1:2] == ["--random-level"]:
         random_level(sys.argv[2:])
+    elif sys.argv[1:2] == ["--zero-shot"]:
+        zero_shot(sys.argv[2:])
     else:
         sys.exit(cli())
