@@ -27,7 +27,8 @@ class RecomputedRMSNorm(nn.Module):
     def forward(self, hidden_states: Tensor) -> Tensor:
         # a float32 input with a frozen weight saves nothing but the input already
         saves_more = hidden_states.dtype != torch.float32 or self.weight.requires_grad
-        if torch.is_grad_enabled() and hidden_states.requires_grad and saves_more:
+        differentiated = hidden_states.requires_grad or self.weight.requires_grad
+        if torch.is_grad_enabled() and differentiated and saves_more:
             return checkpoint(self._normalise, hidden_states, use_reentrant=False, preserve_rng_state=False)
         return self._normalise(hidden_states)
 
