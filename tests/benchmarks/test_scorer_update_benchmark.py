@@ -8,7 +8,9 @@ from torchrl_glam.benchmarks.training import CURRENT_TREE
 def test_the_worker_times_an_update_and_its_memory_and_the_shared_and_naive_scoring():
     result = scorer_update.worker("tiny-decoder", batch=4, repeats=1, expect_tree=str(CURRENT_TREE))
     assert result["update_seconds"] > 0 and result["update_cpu_seconds"] > 0 and len(result["update_seconds_each"]) == 1
-    assert result["peak_mb_above_load"] >= 0 and result["loaded_mb"] > 0
+    # Linux reads resident sizes from per-CPU counters, approximately: an update that fits in memory
+    # freed earlier in this process (after other tests) reads as ~0, give or take a fraction of a MB
+    assert result["peak_mb_above_load"] > -1 and result["loaded_mb"] > 0
     assert result["shared_ms"] > 0 and result["naive_ms"] > 0 and result["naive_cpu_ms"] > 0
 
 
