@@ -16,6 +16,8 @@ import contextlib
 import torch
 from torch import nn
 
+from torchrl_glam.modules.loading import is_quantized
+
 HALF_PRECISION = (torch.bfloat16, torch.float16)
 
 
@@ -25,7 +27,7 @@ def adapter_autocast_dtype(model: nn.Module) -> torch.dtype | None:
     dtype = model.get_input_embeddings().weight.dtype
     if dtype not in HALF_PRECISION:
         return None
-    if any(type(m).__name__ in ("Linear4bit", "Linear8bitLt") for m in model.modules()):
+    if is_quantized(model):
         return None  # bitsandbytes' layers pick their own compute dtype
     trained = [p for p in model.parameters() if p.requires_grad]
     return dtype if trained and all(p.dtype == torch.float32 for p in trained) else None

@@ -345,6 +345,11 @@ def _require_gguf() -> None:
                           "(or pip install 'torchrl_glam[gguf]')") from error
 
 
+def is_quantized(model: nn.Module) -> bool:
+    """Whether ``model`` holds bitsandbytes' 4-bit or 8-bit layers (``LLMConfig.quantization``)."""
+    return any(type(m).__name__ in ("Linear4bit", "Linear8bitLt") for m in model.modules())
+
+
 def _bitsandbytes_config(quantization: str, compute_dtype: torch.dtype):
     from transformers import BitsAndBytesConfig
 

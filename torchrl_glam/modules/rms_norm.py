@@ -12,6 +12,8 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from torchrl_glam.modules.swiglu import replace_modules
+
 #: the norm classes whose forward is transformers' ``LlamaRMSNorm.forward``
 RMS_NORM_CLASSES = ("LlamaRMSNorm", "MistralRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm")
 
@@ -46,8 +48,4 @@ class RecomputedRMSNorm(nn.Module):
 
 def use_recomputed_rms_norms(model: nn.Module) -> int:
     """Replaces ``model``'s Llama-family RMS norms by :class:`RecomputedRMSNorm`; returns how many."""
-    found = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-             if type(child).__name__ in RMS_NORM_CLASSES]
-    for parent, name, child in found:
-        setattr(parent, name, RecomputedRMSNorm(child))
-    return len(found)
+    return replace_modules(model, RMS_NORM_CLASSES, RecomputedRMSNorm)

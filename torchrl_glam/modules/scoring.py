@@ -58,7 +58,7 @@ from torch import Tensor, nn
 
 from torchrl_glam.envs.protocol import ACTION_MASK_KEY, ACTIONS_KEY, PROMPT_KEY
 from torchrl_glam.modules.causal_scoring import CausalScoring
-from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, load_llm
+from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, is_quantized, load_llm
 from torchrl_glam.modules.scorer_inputs import flatten_inputs
 from torchrl_glam.modules.seq2seq_scoring import Seq2SeqScoring
 from torchrl_glam.modules.tokenisation import CandidateTokeniser
@@ -109,7 +109,7 @@ class LLMScorer(nn.Module):
         self.hidden_size = getattr(config, "d_model", None) or config.hidden_size
         # bitsandbytes repacks 4-bit weights on a forward in eval mode (see loading.py), after which
         # LoRA gradients vanish: a quantised LLM is kept in train mode whatever its parent does.
-        self._quantized = any(type(m).__name__ in ("Linear4bit", "Linear8bitLt") for m in model.modules())
+        self._quantized = is_quantized(model)
         # plain objects, not modules: the LLM's parameters stay registered once, under ``model``
         if is_encoder_decoder:
             self._seq2seq = Seq2SeqScoring(model, prefix_tree=shared_prefix)

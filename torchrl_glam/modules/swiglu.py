@@ -64,8 +64,14 @@ def use_swiglu(model: nn.Module) -> int:
     """Replaces ``model``'s SiLU-gated Llama-family MLPs by :class:`SwiGLU`; returns how many."""
     if getattr(model.config, "hidden_act", None) != "silu":
         return 0
+    return replace_modules(model, GATED_MLP_CLASSES, SwiGLU)
+
+
+def replace_modules(model: nn.Module, class_names: tuple[str, ...], replacement) -> int:
+    """Replaces every submodule of ``model`` whose class is named in ``class_names`` by
+    ``replacement(submodule)``; returns how many."""
     found = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-             if type(child).__name__ in GATED_MLP_CLASSES]
+             if type(child).__name__ in class_names]
     for parent, name, child in found:
-        setattr(parent, name, SwiGLU(child))
+        setattr(parent, name, replacement(child))
     return len(found)
