@@ -1,10 +1,12 @@
 """Hindsight relabeling with the social partner's reports (paper §2.2, App. E; HER "future").
 
-At the end of an episode, for every goal g the social partner reported at step t (other than the
-episode's own goal), the section of the trajectory up to t is added again with g as its goal:
-reward 1 and terminal at t, nothing after t, marked ``relabeled``. The environment guarantees that
-this is exactly the episode the agent would have lived with goal g (the HER consistency test of
-``tests/envs``), so the relabeled data are real on-environment data, not approximations.
+At the end of an episode, for every goal g the social partner reported (other than the episode's
+own goal), at the step t of its first report, the section of the trajectory up to t is added again
+with g as its goal: reward 1 and terminal at t, nothing after t, marked ``relabeled``. That is
+exactly the episode the agent would have lived with goal g: the environment rewards a goal on the
+step that reports it, and with g the episode ends at g's first report. Later reports of g (a partner
+that reports a state on every step it holds) are never relabeled: they would end sections that
+cannot happen (tests/data/test_her_contract.py checks this by replaying every section).
 
 Why not TorchRL's ``HERReplayBuffer``: it relabels single transitions at sampling time from goals
 stored in the states, and keeps the done flags and n-step sums of the stored transition unchanged
@@ -46,15 +48,40 @@ def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor
     return ids, reported & episodes["mask"].unsqueeze(-1)
 
 
+def first_reports(ids: torch.Tensor, reported: torch.Tensor,
+                  reported_before: torch.Tensor | None = None) -> torch.Tensor:
+    """bool [E, T, K]: the report slots (:func:`reported_goals`) that hold the first report of
+    their goal in their episode. With that goal the episode would have ended there: a later report
+    of it (an environment whose partner reports a state, such as "facing the key", on every step
+    it holds) ends an episode that cannot happen. ``reported_before`` (bool [E, G]): goals already
+    reported before the batch's first step (a piece of an episode begun earlier), never first here.
+    """
+    E, T, K = ids.shape
+    safe = ids.clamp(min=0).reshape(E, T * K)
+    step = torch.arange(T).view(1, T, 1).expand(E, T, K)
+    width = int(safe.max()) + 1 if safe.numel() else 1
+    if reported_before is not None:
+        width = max(width, reported_before.shape[-1])
+    # the first step reporting each goal, per episode (T: never): a scatter-min over goal ids
+    first = torch.full((E, width), T, dtype=torch.long)
+    first.scatter_reduce_(1, safe, torch.where(reported, step, T).reshape(E, T * K), "amin")
+    if reported_before is not None:
+        first[:, : reported_before.shape[-1]].masked_fill_(reported_before.to(torch.bool), -1)
+    return reported & (first.gather(1, safe).view(E, T, K) == step)
+
+
 def hindsight_steps(
     episodes: TensorDictBase,
     max_per_episode: int | None = None,
     generator: torch.Generator | None = None,
     keep_goal: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    reported_before: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(episode ``e``, step ``t``, goal) [M] each: the goals HER relabels a padded episode batch
-    [E, T] with, and where they were reported (arguments as :func:`relabel_episodes`)."""
+    [E, T] with, and where: each goal's first report in its episode, other than the episode's own
+    goal (arguments as :func:`relabel_episodes`; ``reported_before`` as :func:`first_reports`)."""
     ids, reported = reported_goals(episodes)  # [E, T, K]
+    reported = first_reports(ids, reported, reported_before)
     valid = reported & (ids != episodes["goal_id"][:, :1, None])  # not the episode's own goal
     e, t, k = valid.nonzero(as_tuple=True)
     if keep_goal is not None and len(e):
@@ -103,7 +130,7 @@ def relabel_episodes(
     keep_goal: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> TensorDictBase:
     """Relabeled copies of a padded episode batch [E, T] (see ``episodes.py``): one per
-    (episode, step t, goal reported at t), goal replaced, ending with reward 1 and a terminal at t.
+    (episode, goal first reported at step t), goal replaced, ending with reward 1 and a terminal at t.
 
     Args:
         episodes: the finished episodes.
@@ -326,6 +353,7 @@ def relabel_rollout(
     rollout: TensorDictBase,
     max_steps: int,
     keep_goal: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    reported_before: torch.Tensor | None = None,
 ) -> TensorDictBase:
     """Hindsight-relabeled pieces of an on-policy rollout [B, T] (PPO with HER, paper App. G).
 
@@ -334,7 +362,10 @@ def relabel_rollout(
     and relabeled like whole episodes (:func:`relabel_episodes`): every goal reported at step t
     gives the piece up to t with that goal, reward 1 and a terminal at t. A piece whose episode
     began in an earlier rollout is the end of the relabeled episode, which is all GAE needs (the
-    section ends with a terminal). The result [E', max_steps] is in the rollout's layout again,
+    section ends with a terminal), provided the goal was not reported in its earlier part:
+    ``reported_before`` (bool [B, G], :class:`~torchrl_glam.training.ppo.Rollout` keeps it) holds
+    the goals each row's episode in progress reported before the rollout (``None``: none). The
+    result [E', max_steps] is in the rollout's layout again,
     with "mask" (True on the piece's steps) and "relabeled"; everything else is copied from the
     collected steps, "sample_log_prob" included: the behaviour log-probability under the
     *original* goal, the denominator of App. G's ratio.
@@ -343,7 +374,15 @@ def relabel_rollout(
     flags = ("reward", "terminated", "truncated")
     for key in flags:
         pieces["next", key] = pieces["next", key].squeeze(-1)
-    relabeled = relabel_episodes(pieces, keep_goal=keep_goal)
+    before = None
+    if reported_before is not None:  # each row's first piece continues the episode in progress
+        B, T = rollout.shape
+        done = rollout["next", "done"].reshape(B, T)
+        per_row = done[:, :-1].sum(1) + 1  # pieces per row (rollout_episodes' cut)
+        before = torch.zeros(len(pieces), reported_before.shape[-1], dtype=torch.bool)
+        before[per_row.cumsum(0) - per_row] = reported_before.to(torch.bool).cpu()
+    e, t, goals = hindsight_steps(pieces, keep_goal=keep_goal, reported_before=before)
+    relabeled = _sections(pieces, e, t, goals, success=True)
     for key in flags:
         relabeled["next", key] = relabeled["next", key].unsqueeze(-1)
     relabeled["next", "done"] = relabeled["next", "terminated"] | relabeled["next", "truncated"]

@@ -68,7 +68,10 @@ class TextEnvironment(abc.ABC):
     ``[num_envs]`` that output the compact state (:attr:`state_keys`), ``"action_mask"`` (bool
     [B, A]), the reports (``"achieved_goal_ids"`` [B, K] padded with -1, ``"achieved_goal_count"``
     [B]) and take ``"action"``, an index into the A candidates. The reward of a goal is 1 exactly
-    when the step reports it: that is what hindsight relabeling relies on. The training loop also
+    when the step reports it: that is what hindsight relabeling relies on. A partner may report a
+    goal once, when first achieved (an event), or at every step that holds it (a state):
+    relabeling uses each goal's first report in an episode, where the episode would have ended with
+    that goal, so both are safe (tests/data/test_her_contract.py replays every relabeled section). The training loop also
     reads their ``num_envs``, ``max_steps`` (no episode is longer: episodes are padded to it),
     ``seed_value`` (the last seed set: evaluation replays the same episodes) and ``catalogue``;
     ``--resume`` needs ``state_dict`` / ``load_state_dict`` (plain data, so that

@@ -61,34 +61,56 @@ class Rollout:
     """The steps collected since the last update; full after ``length`` steps.
 
     :meth:`add` takes ``env.step_and_maybe_reset``'s first output ([num_envs], with "next") and
-    returns the whole rollout [num_envs, length] (time last) once it is full, else ``None``.
+    returns the whole rollout [num_envs, length] (time last) once it is full, else ``None``. It
+    also follows the goals each sub-environment's episode in progress has reported: after a full
+    rollout, :attr:`reported_before` (bool [num_envs, goals]) holds those reported before it began,
+    which hindsight relabeling of an episode cut by the rollout's start must not relabel again.
     """
 
     def __init__(self, length: int, environment: TextEnvironment | str | None = None) -> None:
         self.length = length
         self.steps: list[TensorDict] = []
         environment = get_environment(environment)
+        self.num_goals = len(environment.catalogue)
         self.keys = (*environment.state_keys, *ROLLOUT_KEYS,
                      *(("next", k) for k in (*environment.step_keys, *ROLLOUT_NEXT_KEYS)))
+        self.reported: torch.Tensor | None = None  # [num_envs, goals], up to the last step added
+        self._at_start: torch.Tensor | None = None  # the same when the rollout in progress began
+        self.reported_before: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
 
     def add(self, step: TensorDictBase) -> TensorDictBase | None:
         kept = step.select(*self.keys).clone()
+        if self.reported is None:
+            self.reported = torch.zeros(kept.shape[0], self.num_goals, dtype=torch.bool)
+        if not self.steps:
+            self._at_start = self.reported.clone()
+        self._follow_reports(kept["next"])
         self.steps.append(kept)
         if len(self.steps) < self.length:
             return None
         rollout = torch.stack(self.steps, dim=1).contiguous()
-        self.steps = []
+        self.steps, self.reported_before = [], self._at_start
         return rollout
 
+    def _follow_reports(self, nxt: TensorDictBase) -> None:
+        ids, count = nxt[ACHIEVED_GOAL_IDS_KEY].cpu(), nxt[ACHIEVED_GOAL_COUNT_KEY].cpu().reshape(-1)
+        slots = torch.arange(ids.shape[-1]) < count.unsqueeze(-1)
+        rows = torch.arange(len(ids)).unsqueeze(-1).expand_as(ids)
+        self.reported[rows[slots], ids[slots]] = True
+        self.reported[nxt["done"].cpu().reshape(-1)] = False  # the next step begins a new episode
+
     def state_dict(self) -> dict:
-        """The steps of the rollout in progress (for checkpoints)."""
-        return {"steps": list(self.steps)}
+        """The steps of the rollout in progress and the goals reported in the episodes in progress
+        (for checkpoints)."""
+        return {"steps": list(self.steps), "reported": self.reported, "reported_at_start": self._at_start}
 
     def load_state_dict(self, state: dict) -> None:
         self.steps = list(state["steps"])
+        # checkpoints of 0.1.0 lack them: relabeling then ignores the reports made before the resume
+        self.reported, self._at_start = state.get("reported"), state.get("reported_at_start")
 
 
 class PPOGLAMUpdater:
@@ -117,15 +139,16 @@ class PPOGLAMUpdater:
         self.updates = 0  # gradient steps
         self.iterations = 0  # rollouts
 
-    def update_data(self, rollout: TensorDictBase) -> TensorDictBase:
+    def update_data(self, rollout: TensorDictBase, reported_before: torch.Tensor | None = None) -> TensorDictBase:
         """The flat data [N] of one update: "advantage", "value_target", "first_epoch_log_prob",
-        "relabeled" beside the rollout's keys (:data:`UPDATE_KEYS`)."""
+        "relabeled" beside the rollout's keys (:data:`UPDATE_KEYS`). ``reported_before``: the goals
+        each row's episode reported before the rollout (:attr:`Rollout.reported_before`)."""
         data = self.agent.advantages(rollout).reshape(-1)
         data["relabeled"] = torch.zeros(data.shape, dtype=torch.bool, device=data.device)
         data = data.select(*self.agent.environment.state_keys, *UPDATE_KEYS)
         if not self.cfg.her:
             return data
-        pieces = relabel_rollout(rollout, self.cfg.max_steps, self.keep_goal)
+        pieces = relabel_rollout(rollout, self.cfg.max_steps, self.keep_goal, reported_before)
         if not pieces.numel():
             return data
         pieces = self.agent.advantages(pieces)
@@ -135,9 +158,10 @@ class PPOGLAMUpdater:
             relabeled = relabeled[torch.randperm(len(relabeled))[:cap]]
         return torch.cat([data, relabeled])
 
-    def update(self, rollout: TensorDictBase) -> list[dict[str, float]]:
-        """Runs the update on a full rollout [num_envs, T]; returns each gradient step's metrics."""
-        data = self.update_data(rollout)
+    def update(self, rollout: TensorDictBase, reported_before: torch.Tensor | None = None) -> list[dict[str, float]]:
+        """Runs the update on a full rollout [num_envs, T] (``reported_before`` as
+        :meth:`update_data`); returns each gradient step's metrics."""
+        data = self.update_data(rollout, reported_before)
         num_minibatches = all_max(math.ceil(len(data) / self.minibatch_size))  # the same steps on every rank
         keys = ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "ratio"]
         keys += ["clip_fraction"] if self.cfg.ppo_loss == "clip" else ["kl", "kl_coeff"]

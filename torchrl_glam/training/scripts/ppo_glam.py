@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             # ---- every rollout_steps: GAE (+ HER), then epochs x minibatches of the PPO loss
             full_rollout = rollout.add(step)
             if full_rollout is not None:
-                for metrics in updater.update(full_rollout):
+                for metrics in updater.update(full_rollout, rollout.reported_before):
                     run.log_update(metrics)
             run.end_iteration(updates=updater.updates)
     return run.finish(f"{updater.iterations} updates ({updater.updates} gradient steps)")
