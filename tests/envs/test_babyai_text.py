@@ -514,3 +514,27 @@ def test_a_saved_state_resumes_exactly_in_a_fresh_environment(history):
     assert all((x == y).all() for x, y in zip(a, b))
     with pytest.raises(ValueError, match="num_envs=4"):
         BabyAITextEnv(num_envs=2, seed=0).load_state_dict(env.state_dict())
+
+
+@pytest.mark.parametrize("cap, expected", [(128, {"goto": 64, "pickup": 64, "open": 128, "putnext": 128,
+                                                  "pickup_then_goto": 128}),
+                                           (100, {"goto": 64, "pickup": 64, "open": 100, "putnext": 100,
+                                                  "pickup_then_goto": 100})])
+def test_level_time_limits_are_glams_per_mission_capped_at_max_steps(cap, expected):
+    # GLAM's episodes: minigrid's limit for the mission (64 steps per navigation in an 8x8 room; a
+    # second room or a second navigation doubles it); max_steps caps them (the padding length)
+    for kind, limit in expected.items():
+        env = BabyAITextEnv(num_envs=2, seed=0, text=False, kinds=(kind,), max_steps=cap, level_time_limits=True)
+        td = env.reset()
+        td["action"] = torch.zeros(2, dtype=torch.long)  # turning left forever never succeeds
+        for t in range(limit):
+            td = env.step(td)
+            assert td["next", "truncated"].all() == (t == limit - 1), (kind, t)
+            td = td["next"].set("action", torch.zeros(2, dtype=torch.long))
+        assert env.max_steps == cap
+    fixed = BabyAITextEnv(num_envs=1, seed=0, text=False, kinds=("putnext",), max_steps=32)
+    td = fixed.reset().set("action", torch.zeros(1, dtype=torch.long))
+    for _ in range(32):
+        td = fixed.step(td)
+        td = td["next"].set("action", torch.zeros(1, dtype=torch.long))
+    assert td["truncated"].all()

@@ -75,3 +75,11 @@ def test_types_uniform_batches_draw_every_goal_type_equally():
     assert replay.names == list(GOAL_TYPES) and replay.weights == [1.0] * 4
     prior = make_replay(make_config("cpu_full", {"batch_strategy": "prior"}))
     assert prior.weights[GOAL_TYPES.index("grasp")] < 0.02  # the full task set's 136 grasp goals of 8,470
+
+
+def test_level_time_limits_are_a_babyai_option():
+    from torchrl_glam.training.config import ConfigError
+    from torchrl_glam.training.sac_config import make_config
+
+    with pytest.raises(ConfigError, match="level_time_limits"):
+        make_config("cpu", {"level_time_limits": True})

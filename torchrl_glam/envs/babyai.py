@@ -296,6 +296,8 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             on the held-out goals, "train" and "test" on MixedTestLocal, "all" elsewhere.
         catalogue: the goal grammar (shared default when omitted).
         max_steps: the episodes' time limit (a truncation); ``None``: each minigrid level's own.
+        level_time_limits: each episode's limit is minigrid's for its mission (GLAM's: 64 steps for
+            go to and pick up, 128 for open, put next to and the sequences), at most ``max_steps``.
         history: past observations shown in the prompt before the current one, each with the action
             taken after it (GLAM shows 2); they are part of the compact state (:data:`HISTORY_KEYS`).
     """
@@ -316,6 +318,7 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         catalogue: BabyAIGoalCatalogue | None = None,
         max_steps: int | None = None,
         history: int = 0,
+        level_time_limits: bool = False,
     ) -> None:
         if level not in LEVELS:
             raise ValueError(
@@ -345,7 +348,9 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         self.reward_kind, self.mask_noops = reward, mask_noops
         kinds = tuple(kinds or MIXED_KINDS) if level in MIXED_LEVELS else (None,)
         # one minigrid instance per (sub-environment, kind): a kind fixes the grid's size
-        self._levels = [{k: make_level(level, k, max_steps) for k in kinds} for _ in range(num_envs)]
+        self.level_time_limits = level_time_limits
+        level_limit = None if level_time_limits else max_steps
+        self._levels = [{k: make_level(level, k, level_limit) for k in kinds} for _ in range(num_envs)]
         self.max_steps = max_steps
         self._kinds = kinds
         self.envs: list[RoomGridLevel] = [lv[kinds[0]] for lv in self._levels]
@@ -426,6 +431,8 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         # minigrid's own levels print each rejected draw; their mission is what matters here
         with contextlib.redirect_stdout(io.StringIO()):
             obs, _ = env.reset(seed=level_seed)
+        if self.level_time_limits and self.max_steps is not None:
+            env.max_steps = min(env.max_steps, self.max_steps)  # minigrid sets it at each reset
         self._episodes[b], self._actions[b] = [kind, level_seed], []
         self._goal_id[b] = self._mission_id(env)
         self._image[b] = obs["image"]

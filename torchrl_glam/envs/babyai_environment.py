@@ -41,7 +41,7 @@ class BabyAIText(TextEnvironment):
     goal_types = GOAL_TYPES
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
     held_out_goal_set = "test"
-    config_options = ("goal_types",)
+    config_options = ("goal_types", "level_time_limits")
     state_options = ("history",)
     max_history = MAX_HISTORY  # the config's bound on history
     pretraining_max_steps = 20
@@ -68,11 +68,13 @@ class BabyAIText(TextEnvironment):
 
     def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
                  max_steps: int | None = None, goal_sampling: str = "uniform",
-                 goal_types: Sequence[str] | None = None, **options) -> BabyAITextEnv:
+                 goal_types: Sequence[str] | None = None, level_time_limits: bool = False,
+                 **options) -> BabyAITextEnv:
         """``goals``: "train" (MixedTrainLocal, the default) or "test" (MixedTestLocal);
         ``goal_types``: the task kinds drawn (default all of :data:`GOAL_TYPES`; the environment's
         ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv`
-        (``level`` overrides the goal set's)."""
+        (``level`` overrides the goal set's); ``level_time_limits``: minigrid's time limit of each
+        mission (GLAM's), at most ``max_steps``."""
         goals = goals or "train"
         if goals not in LEVEL_OF_GOAL_SET:
             raise ValueError(f"goals={goals!r} is not a BabyAI-Text goal set; choose one of {self.goal_sets}")
@@ -82,7 +84,8 @@ class BabyAIText(TextEnvironment):
         if goal_types is not None:
             options["kinds"] = tuple(goal_types)
         return BabyAITextEnv(num_envs=num_envs, seed=seed, text=False, mask_noops=self.mask_noops,
-                             max_steps=max_steps, history=self.history, **options)
+                             max_steps=max_steps, history=self.history, level_time_limits=level_time_limits,
+                             **options)
 
     def num_actions(self, env: EnvBase) -> int:
         return len(ACTIONS)

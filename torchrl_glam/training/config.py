@@ -65,7 +65,10 @@ class GLAMConfig:
     # BabyAI-Text only: past observations shown in the prompt before the current one, each with the
     # action taken after it (GLAM shows 2); 0: the current observation only
     history: int = 0
-    max_steps: int = 10
+    # BabyAI-Text only: each episode's time limit is minigrid's for its mission (GLAM: 64 steps for go
+    # to / pick up, 128 for open, put next to and the sequences), at most max_steps
+    level_time_limits: bool = False
+    max_steps: int = 10  # the time limit (the longest episode)
     num_envs: int = 32
     # model (App. C): None = the offline tiny T5 built locally
     model: str | None = None
@@ -152,6 +155,7 @@ class GLAMConfig:
                                                       and set(self.goal_types) <= set(environment.goal_types)),
             "history": self.history == 0 or ("history" in environment.state_options
                                              and 1 <= self.history <= environment.max_history),
+            "level_time_limits": not self.level_time_limits or "level_time_limits" in environment.config_options,
             # the hindsight transcripts are Playground-Text's only
             "model": not (self.env != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(self.model)),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
@@ -183,6 +187,7 @@ class GLAMConfig:
             "history": (f"from 0 to {environment.max_history} past observations in the prompt (GLAM: 2)"
                         if "history" in environment.state_options else
                         f"0: env={self.env!r} has no history option"),
+            "level_time_limits": f"false: env={self.env!r} has no level time limits (BabyAI-Text has)",
             "model": (f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
                       "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
                       "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"),

@@ -104,9 +104,10 @@ class PPOGLAMConfig(GLAMConfig):
 #: What the PPO ``cpu`` preset takes from SAC-GLAM's: the model, the environment, the discount, the run's length
 #: and schedule (the comparison runs then differ only by the algorithm). Not num_envs: with
 #: rollout_steps it makes Table 1's 2048 transitions per update.
-_FROM_SAC_CPU = ("env", "goals", "num_objects", "goal_types", "max_steps", "gamma", "model", "lora_rank",
-                 "lora_alpha", "quantization", "dtype", "device", "normalization", "total_steps", "eval_every",
-                 "eval_episodes", "eval_sets", "log_every", "checkpoint_every", "loggers")
+_FROM_SAC_CPU = ("env", "goals", "num_objects", "goal_types", "history", "level_time_limits", "max_steps", "gamma",
+                 "model", "lora_rank", "lora_alpha", "quantization", "dtype", "device", "normalization",
+                 "total_steps", "eval_every", "eval_episodes", "eval_sets", "log_every", "checkpoint_every",
+                 "loggers")
 
 
 def _from_sac_cpu(preset: str = "cpu") -> dict[str, Any]:
