@@ -31,8 +31,11 @@ def test_cpu_preset_follows_the_sac_cpu_preset():
 
 def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
     ppo, sac = make_ppo_config("cpu_babyai"), make_config("cpu_babyai")
-    for name in ("env", "goals", "model", "max_steps", "gamma", "total_steps", "eval_every", "eval_sets"):
+    for name in ("env", "goals", "model", "max_steps", "level_time_limits", "history", "gamma", "total_steps",
+                 "eval_every", "eval_sets"):
         assert getattr(ppo, name) == getattr(sac, name), name
+    # GLAM's BabyAI-Text tasks: each mission's own time limit (64 or 128 steps), 2 past observations shown
+    assert (sac.max_steps, sac.level_time_limits, sac.history) == (128, True, 2)
     # GLAM's PPO on BabyAI-Text (Carta et al. 2023): 40 steps x 32 environments, 4 epochs of minibatches of 64
     assert (ppo.num_envs, ppo.rollout_steps, ppo.epochs, ppo.minibatch_size, ppo.her) == (32, 40, 4, 64, False)
     # the comparison spends the same scorer updates per environment step on each algorithm
