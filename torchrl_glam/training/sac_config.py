@@ -247,8 +247,8 @@ PRESETS["cpu_full_twins"] = {
 # Autotelic agents: the cpu agent, never given the goal list, picks each episode's goal among those
 # it discovered (learning progress or uniformly). experiments/autotelic: 0.84 +- 0.004 greedy at
 # 50k steps with learning progress, 98% of the goal-given agent's, 3 seeds.
-PRESETS["cpu_autotelic"] = {**PRESETS["cpu"], "gamma": 0.9, "autotelic": "lp"}
-PRESETS["cpu_autotelic_uniform"] = {**PRESETS["cpu"], "gamma": 0.9, "autotelic": "uniform"}
+PRESETS["cpu_autotelic"] = {**PRESETS["cpu"], "autotelic": "lp"}
+PRESETS["cpu_autotelic_uniform"] = {**PRESETS["cpu"], "autotelic": "uniform"}
 PRESETS["cpu_full_autotelic"] = {**PRESETS["cpu_full"], "autotelic": "lp"}
 PRESETS["cpu_full_autotelic_uniform"] = {**PRESETS["cpu_full"], "autotelic": "uniform"}
 # The smoke preset's random-init model with summed scores almost never goes to an object before
