@@ -71,8 +71,8 @@ class TextEnvironment(abc.ABC):
     when the step reports it: that is what hindsight relabeling relies on. A partner may report a
     goal once, when first achieved (an event), or at every step that holds it (a state):
     relabeling uses each goal's first report in an episode, where the episode would have ended with
-    that goal, so both are safe (tests/data/test_her_contract.py replays every relabeled section). The training loop also
-    reads their ``num_envs``, ``max_steps`` (no episode is longer: episodes are padded to it),
+    that goal, so both are safe (tests/data/test_her_contract.py replays every relabeled section).
+    The training loop also reads their ``num_envs``, ``max_steps`` (no episode is longer: episodes are padded to it),
     ``seed_value`` (the last seed set: evaluation replays the same episodes) and ``catalogue``;
     ``--resume`` needs ``state_dict`` / ``load_state_dict`` (plain data, so that
     ``torch.load(weights_only=True)`` reads checkpoints) and ``observation()``, the current

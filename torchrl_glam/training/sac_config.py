@@ -264,8 +264,8 @@ PRESETS["smoke_babyai"] = {**PRESETS["smoke"], "env": "babyai", "goals": "train"
 # own time limit (64 steps for go to / pick up, 128 for the others) and prompts with the two previous
 # observations and actions; the cpu preset's agent with the tiny T5 pretrained on BabyAI-Text's
 # random-play transcripts, batches of 64 (its prompts are several times Playground-Text's).
-PRESETS["cpu_babyai"] = {**PRESETS["cpu"], "env": "babyai", "goals": "train", "gamma": 0.9, "max_steps": 128,
-                         "level_time_limits": True, "history": 2, "batch_size": 64,
+PRESETS["cpu_babyai"] = {**PRESETS["cpu"], "env": "babyai", "goals": "train", "gamma": 0.9,
+                         "max_steps": 128, "level_time_limits": True, "history": 2, "batch_size": 64,
                          "total_steps": 100_000, "eval_every": 10_000, "checkpoint_every": 5_000,
                          "eval_sets": ["train", "held_out", "train_sampled", "held_out_sampled"]}
 # GLAM's GoToLocal and PickupLocal: the go to and pick up missions of the Mixed levels
@@ -279,8 +279,8 @@ PRESETS["cpu_babyai_twins"] = {**PRESETS["cpu_babyai"], "her_twins": True}
 # light as one core allows (one SmolLM2 update of 32 takes ~12 s): 8k steps, 1.7-2 h on one core (measured);
 # experiments/smollm2: greedy 0.00 before training -> 0.49 ± 0.14 at 10k steps (3 seeds); with
 # device=cuda, 0.96 ± 0.03 at 20k steps (3 seeds, ~5 min each on an H200).
-PRESETS["smollm2_her_cpu"] = {**PRESETS["cpu"], "gamma": 0.9, "model": "smollm2-135m", "lora_rank": 16, "batch_size": 32,
-                              "update_frequency": 32, "num_updates": 1, "warmup_updates": 20,
+PRESETS["smollm2_her_cpu"] = {**PRESETS["cpu"], "gamma": 0.9, "model": "smollm2-135m", "lora_rank": 16,
+                              "batch_size": 32, "update_frequency": 32, "num_updates": 1, "warmup_updates": 20,
                               "learning_starts": 256, "total_steps": 8_000, "eval_every": 2_000,
                               "eval_episodes": 32, "eval_sets": ["train", "train_sampled"],
                               "checkpoint_every": 1_000, "log_every": 256}
