@@ -19,21 +19,35 @@ from torchrl_glam.training.sac import load_trained_agent
 
 
 @torch.no_grad()
-def probe(run_dir: str) -> dict:
-    cfg, loss, steps = load_trained_agent(run_dir)
-    environment = cfg.environment
+def scores_and_q(loss, state) -> tuple[torch.Tensor, torch.Tensor]:
+    """The actor's scores and the smaller head's Q-values [B, A] of compact states, -inf where
+    masked: one scoring pass for both (``loss.min_q_values`` scores again)."""
+    scored = loss.score(state)
+    hidden = TensorDict({k: scored[k] for k in loss.head_keys}, batch_size=state.batch_size)
+    masked = ~state["action_mask"]
+    q = loss.q_values(hidden).min(0).values
+    return scored["action_scores"].masked_fill(masked, -torch.inf), q.masked_fill(masked, -torch.inf)
+
+
+def train_episodes(cfg):
+    """The "train" evaluation environment, reset to its fixed episodes, and its first observation."""
     env = make_eval_envs(cfg)["train"]
     env.set_seed(env.seed_value)
-    td = env.reset()
+    return env, env.reset()
+
+
+@torch.no_grad()
+def probe(run_dir: str, trained=None) -> dict:
+    """``trained``: ``load_trained_agent(run_dir)`` when the caller has it already."""
+    cfg, loss, steps = trained or load_trained_agent(run_dir)
+    environment = cfg.environment
+    env, td = train_episodes(cfg)
     B = env.num_envs
     ended, success = torch.zeros(B, dtype=torch.bool), torch.zeros(B, dtype=torch.bool)
     rows = []
     for t in range(env.max_steps):
         state = td.select(*environment.state_keys, "action_mask")
-        scored = loss.score(state)
-        scores = scored["action_scores"].masked_fill(~state["action_mask"], -torch.inf)
-        hidden = TensorDict({k: scored[k] for k in loss.head_keys}, batch_size=[B])
-        q = loss.q_values(hidden).min(0).values.masked_fill(~state["action_mask"], -torch.inf)
+        scores, q = scores_and_q(loss, state)
         top2 = scores.topk(2, dim=-1)
         greedy = top2.indices[:, 0]
         noop = environment.noop_actions(state)

@@ -13,36 +13,29 @@ import tempfile
 from pathlib import Path
 
 import torch
-from tensordict import TensorDict
 
-from experiments.collapse.probe import probe
-from torchrl_glam.training.factories import make_eval_envs
+from experiments.collapse.probe import probe, scores_and_q, train_episodes
 from torchrl_glam.training.sac import load_trained_agent
 
 
 @torch.no_grad()
 def trace(run_dir: str) -> dict:
-    cfg, loss, steps = load_trained_agent(run_dir)
-    env = make_eval_envs(cfg)["train"]
-    env.set_seed(env.seed_value)
-    state = env.reset().select(*cfg.environment.state_keys, "action_mask")
+    trained = cfg, loss, steps = load_trained_agent(run_dir)
+    _, td = train_episodes(cfg)
+    state = td.select(*cfg.environment.state_keys, "action_mask")
     noop = cfg.environment.noop_actions(state)
-    scored = loss.score(state)
-    scores = scored["action_scores"].masked_fill(~state["action_mask"], -torch.inf)
-    hidden = TensorDict({k: scored[k] for k in loss.head_keys}, batch_size=state.batch_size)
-    q = loss.q_values(hidden).min(0).values.masked_fill(~state["action_mask"], -torch.inf)
+    scores, q = scores_and_q(loss, state)
     best_other = scores.masked_fill(noop, -torch.inf).max(-1).values
     best_noop = scores.masked_fill(~noop, -torch.inf).max(-1).values
     q_other = q.masked_fill(noop, -torch.inf).max(-1).values
     q_noop = q.masked_fill(~noop, -torch.inf).max(-1).values
     grasp = scores.shape[-1] - 2  # Playground-Text: "Go to" each object, then "Grasp", "Release"
     return {"env_steps": steps,
-            "score_grasp": float(scored["action_scores"][:, grasp].mean()),
+            "score_grasp": float(scores[:, grasp].mean()),
             "score_noop_minus_other": float((best_noop - best_other).mean()),
             "p_noop": float(scores.softmax(-1)[noop].sum() / len(noop)),
             "q_noop_minus_other": float((q_noop - q_other).mean()),
-            "greedy_success": probe(run_dir)["greedy_success"]}
-
+            "greedy_success": probe(run_dir, trained)["greedy_success"]}
 
 def main(argv: list[str]) -> None:
     config, *checkpoints = argv

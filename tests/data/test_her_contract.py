@@ -8,12 +8,11 @@ reports a state ("on cell k") on every step it holds, the case HER once relabele
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
 
-from tests.training.test_custom_environment import LineText
+from tests.training.test_custom_environment import line_environment  # noqa: F401 (a fixture)
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.data.her import HindsightRelabel, relabel_negatives, relabel_rollout
 from torchrl_glam.envs.protocol import environment_names, get_environment
@@ -135,14 +134,7 @@ def environment(request):
     name = request.param
     if name == "babyai":
         pytest.importorskip("minigrid")
-    if name == "line":
-        from torchrl_glam.envs.protocol import register_environment, unregister_environment
-
-        register_environment("line", LineText)
-        yield get_environment("line")
-        unregister_environment("line")
-        return
-    yield get_environment(name)
+    return request.getfixturevalue("line_environment") if name == "line" else get_environment(name)
 
 
 def test_every_registered_environment_has_a_replay():
@@ -205,44 +197,37 @@ def test_relabeled_failures_replay_as_episodes_that_could_have_happened(environm
     _check_replays(env, environment, failures, [origins[i] for i in source.tolist()], success=False)
 
 
-def test_ppo_relabeled_pieces_end_at_the_first_report_of_their_goal_in_the_episode(monkeypatch):
+def test_ppo_relabeled_pieces_end_at_the_first_report_of_their_goal_in_the_episode(line_environment):
     """PPO-GLAM relabels rollouts, which cut episodes: a piece that continues an episode begun in an
     earlier rollout must not end at a goal that episode reported before the rollout. On the toy
     line (its partner reports the cell on every step) the relabeled pieces are exactly the
     first reports of each episode's goals, counted from the episode's start."""
-    from torchrl_glam.envs.protocol import register_environment, unregister_environment
-
-    register_environment("line", LineText)
-    try:
-        environment = get_environment("line")
-        B, length = 8, 5
-        env = environment.make_env(B, seed=SEED, max_steps=12)
-        rollout, generator, td = Rollout(length, environment), torch.Generator().manual_seed(0), env.reset()
-        seen = [set() for _ in range(B)]  # the cells each row's episode in progress reported
-        since = [0] * B  # the steps of its episode in progress within the rollout so far
-        expected, continued = [], 0
-        for i in range(60):
-            td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=generator).squeeze(-1)
-            td["sample_log_prob"], td["behaviour_scores"] = torch.zeros(B), torch.zeros(B, 3)
-            step, td = env.step_and_maybe_reset(td)
-            if i % length == 0:
-                since = [0] * B
-                continued += sum(bool(s) for s in seen)
-            for b in range(B):
-                since[b] += 1
-                cell, goal = int(step["next", "position"][b]), int(step["goal_id"][b])
-                if cell not in seen[b] and cell != goal:
-                    expected.append((i // length, cell, since[b]))  # rollout, goal, piece length
-                seen[b].add(cell)
-                if step["next", "done"][b]:
-                    seen[b], since[b] = set(), 0
-            full = rollout.add(step)
-            if full is not None:
-                pieces = relabel_rollout(full, 12, reported_before=rollout.reported_before)
-                got = sorted((i // length, int(g), int(n)) for g, n in
-                             zip(pieces["goal_id"][:, 0].tolist(), pieces["mask"].sum(-1).tolist()))
-                assert got == sorted(e for e in expected if e[0] == i // length)
-                assert (pieces["next", "reward"].squeeze(-1).sum(-1) == 1).all()
-        assert continued > 10 and len(expected) > 40
-    finally:
-        unregister_environment("line")
+    B, length = 8, 5
+    env = line_environment.make_env(B, seed=SEED, max_steps=12)
+    rollout, generator, td = Rollout(length, line_environment), torch.Generator().manual_seed(0), env.reset()
+    seen = [set() for _ in range(B)]  # the cells each row's episode in progress reported
+    since = [0] * B  # the steps of its episode in progress within the rollout so far
+    expected, continued = [], 0
+    for i in range(60):
+        td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=generator).squeeze(-1)
+        td["sample_log_prob"], td["behaviour_scores"] = torch.zeros(B), torch.zeros(B, 3)
+        step, td = env.step_and_maybe_reset(td)
+        if i % length == 0:
+            since = [0] * B
+            continued += sum(bool(s) for s in seen)
+        for b in range(B):
+            since[b] += 1
+            cell, goal = int(step["next", "position"][b]), int(step["goal_id"][b])
+            if cell not in seen[b] and cell != goal:
+                expected.append((i // length, cell, since[b]))  # rollout, goal, piece length
+            seen[b].add(cell)
+            if step["next", "done"][b]:
+                seen[b], since[b] = set(), 0
+        full = rollout.add(step)
+        if full is not None:
+            pieces = relabel_rollout(full, 12, reported_before=rollout.reported_before)
+            got = sorted((i // length, int(g), int(n)) for g, n in
+                         zip(pieces["goal_id"][:, 0].tolist(), pieces["mask"].sum(-1).tolist()))
+            assert got == sorted(e for e in expected if e[0] == i // length)
+            assert (pieces["next", "reward"].squeeze(-1).sum(-1) == 1).all()
+    assert continued > 10 and len(expected) > 40

@@ -63,8 +63,9 @@ class Rollout:
     :meth:`add` takes ``env.step_and_maybe_reset``'s first output ([num_envs], with "next") and
     returns the whole rollout [num_envs, length] (time last) once it is full, else ``None``. It
     also follows the goals each sub-environment's episode in progress has reported: after a full
-    rollout, :attr:`reported_before` (bool [num_envs, goals]) holds those reported before it began,
-    which hindsight relabeling of an episode cut by the rollout's start must not relabel again.
+    rollout (until the next :meth:`add`), :attr:`reported_before` (bool [num_envs, goals]) holds
+    those reported before it began, which hindsight relabeling of an episode cut by the rollout's
+    start must not relabel again.
     """
 
     def __init__(self, length: int, environment: TextEnvironment | str | None = None) -> None:
@@ -75,8 +76,7 @@ class Rollout:
         self.keys = (*environment.state_keys, *ROLLOUT_KEYS,
                      *(("next", k) for k in (*environment.step_keys, *ROLLOUT_NEXT_KEYS)))
         self.reported: torch.Tensor | None = None  # [num_envs, goals], up to the last step added
-        self._at_start: torch.Tensor | None = None  # the same when the rollout in progress began
-        self.reported_before: torch.Tensor | None = None
+        self.reported_before: torch.Tensor | None = None  # the same when the rollout began
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -86,13 +86,13 @@ class Rollout:
         if self.reported is None:
             self.reported = torch.zeros(kept.shape[0], self.num_goals, dtype=torch.bool)
         if not self.steps:
-            self._at_start = self.reported.clone()
+            self.reported_before = self.reported.clone()
         self._follow_reports(kept["next"])
         self.steps.append(kept)
         if len(self.steps) < self.length:
             return None
         rollout = torch.stack(self.steps, dim=1).contiguous()
-        self.steps, self.reported_before = [], self._at_start
+        self.steps = []
         return rollout
 
     def _follow_reports(self, nxt: TensorDictBase) -> None:
@@ -105,12 +105,12 @@ class Rollout:
     def state_dict(self) -> dict:
         """The steps of the rollout in progress and the goals reported in the episodes in progress
         (for checkpoints)."""
-        return {"steps": list(self.steps), "reported": self.reported, "reported_at_start": self._at_start}
+        return {"steps": list(self.steps), "reported": self.reported, "reported_at_start": self.reported_before}
 
     def load_state_dict(self, state: dict) -> None:
         self.steps = list(state["steps"])
         # checkpoints of 0.1.0 lack them: relabeling then ignores the reports made before the resume
-        self.reported, self._at_start = state.get("reported"), state.get("reported_at_start")
+        self.reported, self.reported_before = state.get("reported"), state.get("reported_at_start")
 
 
 class PPOGLAMUpdater:
