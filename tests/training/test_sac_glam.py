@@ -51,6 +51,28 @@ def test_critic_llm_lr_moves_the_llm_by_the_critics_gradient_at_its_own_rate(fil
         make_config("smoke", {"critic_llm_lr": 1e-3, "critic_backprop": False})
 
 
+def test_actor_lr_decay_scales_the_llms_rates_from_its_step_on(filled_replay):
+    # Adam's first step moves every weight with a gradient by ~lr: before actor_lr_decay_at
+    # environment steps the LLM moves by actor_lr, from it on by actor_lr * actor_lr_decay; the
+    # critic's own LLM rate follows, the heads' does not
+    def largest_changes(env_steps, **overrides):
+        torch.manual_seed(0)
+        cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "actor_lr": 1e-3, "critic_lr": 1e-3,
+                                    "actor_lr_decay_at": 100, "actor_lr_decay": 0.25, **overrides})
+        agent = make_agent(cfg, num_actions=5)
+        llm = [p.detach().clone() for p in agent.llm_parameters()]
+        updater = SACGLAMUpdater(agent, filled_replay, cfg)
+        updater.step(env_steps=env_steps)
+        return (max(float((p.detach() - b).abs().max()) for p, b in zip(agent.llm_parameters(), llm)),
+                updater.critic_optimizer.param_groups[0]["lr"])
+
+    assert largest_changes(99) == (pytest.approx(1e-3, rel=0.05), 1e-3)
+    assert largest_changes(100) == (pytest.approx(2.5e-4, rel=0.05), 1e-3)
+    assert largest_changes(100, actor_lr=1e-9, critic_llm_lr=1e-3)[0] == pytest.approx(2.5e-4, rel=0.05)
+    with pytest.raises(ValueError, match="actor_lr_decay"):
+        make_config("smoke", {"actor_lr_decay": 0.0})
+
+
 def test_success_loss_coef_trains_its_head_with_the_critics_optimiser(filled_replay):
     cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "success_loss_coef": 0.5,
                                 "critic_llm_lr": 1e-3})

@@ -110,7 +110,8 @@ class SACGLAMUpdater:
     Adam on the LLM (``actor_lr``: it receives the actor loss and, with ``critic_backprop``, the
     critic loss), on the heads (``critic_lr``) and on log-alpha (``alpha_lr``). With
     ``critic_llm_lr`` the critic's gradient into the LLM gets a second Adam on the same weights, at
-    that rate, and the first keeps the actor's alone. The immediate-success head's loss
+    that rate, and the first keeps the actor's alone. From ``actor_lr_decay_at`` environment steps
+    on, both LLM rates are multiplied by ``actor_lr_decay``. The immediate-success head's loss
     (``success_loss_coef``) goes with the critic's. During the first ``warmup_updates`` only the
     heads learn (see ``objectives/sac_glam.py``). Each of ``world`` data-parallel ranks samples its
     share of ``batch_size``.
@@ -136,7 +137,10 @@ class SACGLAMUpdater:
                            "alpha_lr": self.alpha_optimizer}
         self.updates = 0
 
-    def step(self, batch_size: int | None = None) -> dict[str, float]:
+    def step(self, batch_size: int | None = None, env_steps: int | None = None) -> dict[str, float]:
+        """One update on a batch from replay; ``env_steps`` (the run's) sets the LLM's rates."""
+        if env_steps is not None:
+            self.set_llm_learning_rates(env_steps)
         batch = self.replay.sample(batch_size or self.batch_size)
         warmup = self.updates < self.cfg.warmup_updates
         with self.agent.warming_up(warmup):
@@ -175,6 +179,21 @@ class SACGLAMUpdater:
         metrics["batch_relabeled"] = float(batch["relabeled"].float().mean())
         metrics["batch_collected_at"] = float(batch["collected_at"].float().mean())
         return metrics
+
+    def set_llm_learning_rates(self, env_steps: int) -> None:
+        """The LLM's rates at ``env_steps`` (``actor_lr_decay_at``, ``actor_lr_decay``).
+
+        A function of the run's environment steps rather than a torch LR scheduler, which counts
+        optimizer steps (their number per environment step depends on ``learning_starts`` and the
+        ranks) and would need its own state in checkpoints; this way a resume gets the same rates.
+        """
+        decay_at = self.cfg.actor_lr_decay_at
+        scale = self.cfg.actor_lr_decay if decay_at is not None and env_steps >= decay_at else 1.0
+        for optimizer, rate in ((self.llm_optimizer, self.cfg.actor_lr),
+                                (self.critic_llm_optimizer, self.cfg.critic_llm_lr)):
+            if optimizer is not None:
+                for group in optimizer.param_groups:
+                    group["lr"] = rate * scale
 
     def _apply(self, optimizers: list[torch.optim.Optimizer], parameters: list | None = None) -> None:
         """Averages the gradients over ranks (data parallel: the same step on every rank), clips

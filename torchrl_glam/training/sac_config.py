@@ -56,6 +56,12 @@ class SACGLAMConfig(GLAMConfig):
     # found the critic's "Grasp on the goal's object" needs an LLM step ~10x larger than the actor
     # tolerates. Costs a second backward pass through the LLM.
     critic_llm_lr: float | None = None
+    # From this many environment steps on, the LLM's rates (actor_lr, critic_llm_lr) are multiplied
+    # by actor_lr_decay: full steps while the critic's gradient forms the LLM's features, smaller ones
+    # once the actor follows a critic whose errors can flip its ranking (experiments/collapse/). None:
+    # constant rates (the paper).
+    actor_lr_decay_at: int | None = None
+    actor_lr_decay: float = 0.3
     # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
     # the critic's loss with this weight (objectives/sac_glam.py). Not in the paper; for the
     # critic's missed "Grasp on the goal's object" (experiments/cpu_full/critic/). 0: no head.
@@ -137,6 +143,8 @@ class SACGLAMConfig(GLAMConfig):
             "actor_lr": self.actor_lr > 0,
             "critic_lr": self.critic_lr > 0,
             "critic_llm_lr": self.critic_llm_lr is None or (self.critic_llm_lr > 0 and self.critic_backprop),
+            "actor_lr_decay_at": self.actor_lr_decay_at is None or self.actor_lr_decay_at >= 0,
+            "actor_lr_decay": 0.0 < self.actor_lr_decay <= 1.0,
             "alpha_lr": self.alpha_lr >= 0,
             "success_loss_coef": self.success_loss_coef >= 0,
             "tau": 0.0 < self.tau <= 1.0,
@@ -169,6 +177,8 @@ class SACGLAMConfig(GLAMConfig):
             "batch_strategy": "'ratio', 'prior', 'types_uniform' or 'uniform'",
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
             "max_grad_norm": "a positive number, or none for no clipping",
+            "actor_lr_decay_at": "a number of environment steps >= 0, or none for constant rates",
+            "actor_lr_decay": "a factor in (0, 1]",
             "critic_llm_lr": "none (the LLM's one Adam at actor_lr takes both losses, the paper) or a "
                              "positive number with critic_backprop=true (without it no critic "
                              "gradient reaches the LLM)",

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             # ---- every update_frequency transitions: num_updates gradient steps
             if run.every(cfg.update_frequency) and all_true(len(replay) >= run.per_rank("learning_starts")):
                 for _ in range(cfg.num_updates):
-                    run.log_update(updater.step(), replay)
+                    run.log_update(updater.step(env_steps=run.steps), replay)
             if goal_choice is not None and run.logger and run.every(cfg.log_every):
                 run.logger.autotelic(goal_choice, run.steps)  # discovered goals, LP choices
             run.end_iteration(updates=updater.updates)
