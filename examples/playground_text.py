@@ -6,6 +6,7 @@ The environment is a batched ``EnvBase``: every TorchRL piece (transforms, colle
 envs) works on it. A random policy that respects the action mask succeeds on ~32% of simplified
 episodes and ~1% of the full task set (spec, "Social partner and reward").
 """
+
 import argparse
 
 import torch
@@ -25,7 +26,7 @@ def show_one_episode(goals: str, seed: int) -> None:
     env = PlaygroundTextEnv(num_envs=1, goals=goals, seed=seed)
     torch.manual_seed(seed)
     td = env.reset()
-    for t in range(env.max_steps):
+    for _ in range(env.max_steps):
         print(td["prompt"][0])
         random_policy(td)
         print(f"-> {td['actions'][0][td['action'].item()]}")

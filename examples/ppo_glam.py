@@ -4,6 +4,7 @@ The algorithm box is ``torchrl_glam/training/scripts/ppo_glam.py`` (under 100 li
 loop body); the run harness around it is ``torchrl_glam/training/run.py``. Installed, the same
 script is the ``ppo-glam`` command, and the Slurm launcher runs it with ``--algorithm ppo_glam``.
 """
+
 import sys
 
 from torchrl_glam.training.scripts.ppo_glam import cli, main  # noqa: F401  main: for Python callers

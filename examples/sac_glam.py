@@ -4,6 +4,7 @@ The algorithm box is ``torchrl_glam/training/scripts/sac_glam.py`` (under 100 li
 loop body); the run harness around it is ``torchrl_glam/training/run.py``. Installed, the same
 script is the ``sac-glam`` command, and the Slurm launcher runs it with ``--algorithm sac_glam``.
 """
+
 import sys
 
 from torchrl_glam.training.scripts.sac_glam import cli, main  # noqa: F401  main: for Python callers

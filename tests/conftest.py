@@ -3,6 +3,7 @@
 One thread per process: on the 2-core CI machine, two intra-op threads under load were measured
 25x slower than one.
 """
+
 import os
 
 import pytest
@@ -10,7 +11,6 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import pytest  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(1)

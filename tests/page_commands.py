@@ -1,6 +1,7 @@
 """The commands a Markdown page gives, and the checks that run them without their hours of
 training: shared by the README's test (tests/test_readme.py) and the research record's
 (tests/experiments/test_commands.py)."""
+
 import re
 import shlex
 from pathlib import Path

@@ -1,10 +1,11 @@
 """The dependency bounds of pyproject.toml are ones the suite runs: every requirement holds for the
 installed versions, and the combinations known to crash are outside the bounds."""
-import tomllib
+
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+import tomllib
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -27,10 +28,13 @@ def test_the_installed_version_meets_the_requirement_and_the_bound_is_not_below_
     assert _lower_bound(requirement).major == installed.major, (name, str(requirement), str(installed))
 
 
-@pytest.mark.parametrize("name, version, why", [
-    ("peft", "0.21.0", "get_peft_model crashes on every T5 with transformers 5.x"),
-    ("tensordict", "0.15.0", "torchrl 0.14 needs tensordict 0.14"),
-    ("transformers", "4.50.0", "the suite runs transformers 5 (scorer, peft, GGUF loading)"),
-])
+@pytest.mark.parametrize(
+    "name, version, why",
+    [
+        ("peft", "0.21.0", "get_peft_model crashes on every T5 with transformers 5.x"),
+        ("tensordict", "0.15.0", "torchrl 0.14 needs tensordict 0.14"),
+        ("transformers", "4.50.0", "the suite runs transformers 5 (scorer, peft, GGUF loading)"),
+    ],
+)
 def test_versions_known_not_to_work_are_outside_the_bounds(name, version, why):
     assert not REQUIREMENTS[name].specifier.contains(version, prereleases=True), why

@@ -1,6 +1,7 @@
 """The documentation site builds with the one command the README gives, warnings as errors: a
 docstring whose RST is broken, a page missing from a table of contents or a dead cross-reference
 fails here, and every public module has its API page."""
+
 import os
 import pkgutil
 import subprocess
@@ -16,9 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_site_builds_without_warnings(tmp_path):
     out = tmp_path / "html"
     # the README's command, with the output elsewhere so a developer's docs/_build stays
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs/site", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs/site", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     assert (out / "index.html").exists()
 

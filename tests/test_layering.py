@@ -2,6 +2,7 @@
 (``torchrl_glam.envs.protocol``): ``modules/``, ``objectives/`` and ``data/`` import no module of a
 specific environment, anywhere in their code (functions included). No module of the package imports
 the research record (``experiments``), which the wheel does not ship."""
+
 import ast
 from pathlib import Path
 
@@ -27,15 +28,23 @@ def imports(path: Path) -> list[tuple[int, str, list[str]]]:
 
 def env_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     """The torchrl_glam.envs modules (or names from the envs package itself) a file imports."""
-    return [f"{path.relative_to(root)}:{line} imports {name}" for line, module, names in imports(path)
-            if module not in ALLOWED for name in names
-            if (name == "torchrl_glam.envs" or name.startswith("torchrl_glam.envs.")) and name not in ALLOWED]
+    return [
+        f"{path.relative_to(root)}:{line} imports {name}"
+        for line, module, names in imports(path)
+        if module not in ALLOWED
+        for name in names
+        if (name == "torchrl_glam.envs" or name.startswith("torchrl_glam.envs.")) and name not in ALLOWED
+    ]
 
 
 def experiments_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     """The ``experiments`` modules a file imports."""
-    return [f"{path.relative_to(root)}:{line} imports {name}" for line, _, names in imports(path)
-            for name in names if name == "experiments" or name.startswith("experiments.")]
+    return [
+        f"{path.relative_to(root)}:{line} imports {name}"
+        for line, _, names in imports(path)
+        for name in names
+        if name == "experiments" or name.startswith("experiments.")
+    ]
 
 
 def layer_files(root: Path) -> list[Path]:
@@ -52,16 +61,19 @@ def test_the_package_imports_no_experiment():
     assert not violations, "the package must run without the research record (experiments/):\n" + "\n".join(violations)
 
 
-@pytest.mark.parametrize("check, source", [
-    # the layouts before the protocol imported the environment in these ways
-    (env_imports, "from torchrl_glam.envs import GoalCatalogue\n"),
-    (env_imports, "from torchrl_glam.envs.vocabulary import OBJECT_NAMES\n"),
-    (env_imports, "def f():\n    import torchrl_glam.envs.playground\n"),
-    (env_imports, "import torchrl_glam.envs\n"),
-    (experiments_imports, "from experiments.tools.results import aggregate\n"),
-    (experiments_imports, "def f():\n    import experiments.tools.discovery\n"),
-    (experiments_imports, "import experiments\n"),
-])
+@pytest.mark.parametrize(
+    "check, source",
+    [
+        # the layouts before the protocol imported the environment in these ways
+        (env_imports, "from torchrl_glam.envs import GoalCatalogue\n"),
+        (env_imports, "from torchrl_glam.envs.vocabulary import OBJECT_NAMES\n"),
+        (env_imports, "def f():\n    import torchrl_glam.envs.playground\n"),
+        (env_imports, "import torchrl_glam.envs\n"),
+        (experiments_imports, "from experiments.tools.results import aggregate\n"),
+        (experiments_imports, "def f():\n    import experiments.tools.discovery\n"),
+        (experiments_imports, "import experiments\n"),
+    ],
+)
 def test_the_checks_catch_their_imports(tmp_path, check, source):
     assert check(package_file(tmp_path, "data", source), tmp_path)
 
@@ -86,9 +98,12 @@ ROOMS = ("envs", "modules", "data", "objectives", "training", "launch")
 def room_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     """The imports of a file (anywhere in its code) from a room after its own."""
     room = path.relative_to(root).parts[1]
-    later = tuple(f"torchrl_glam.{r}" for r in ROOMS[ROOMS.index(room) + 1:])
-    return [f"{path.relative_to(root)}:{line} imports {module}" for line, module, _ in imports(path)
-            if module in later or module.startswith(tuple(f"{r}." for r in later))]
+    later = tuple(f"torchrl_glam.{r}" for r in ROOMS[ROOMS.index(room) + 1 :])
+    return [
+        f"{path.relative_to(root)}:{line} imports {module}"
+        for line, module, _ in imports(path)
+        if module in later or module.startswith(tuple(f"{r}." for r in later))
+    ]
 
 
 def test_rooms_import_only_the_rooms_before_them():
@@ -97,11 +112,14 @@ def test_rooms_import_only_the_rooms_before_them():
     assert not violations, "a room imports only the rooms before it:\n" + "\n".join(violations)
 
 
-@pytest.mark.parametrize("source", [
-    "from torchrl_glam.data.her import relabel_episodes\n",
-    "def f():\n    from torchrl_glam.data.episodes import rollout_episodes\n",
-    "import torchrl_glam.training.run\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from torchrl_glam.data.her import relabel_episodes\n",
+        "def f():\n    from torchrl_glam.data.episodes import rollout_episodes\n",
+        "import torchrl_glam.training.run\n",
+    ],
+)
 def test_the_check_catches_a_module_importing_a_later_room(tmp_path, source):
     assert room_imports(package_file(tmp_path, "modules", source), tmp_path)
     path = package_file(tmp_path, "modules", "from torchrl_glam.envs.protocol import get_environment\n")

@@ -3,17 +3,21 @@ blocks are executed; each command of a shell block is checked without its hours 
 training script's command line is parsed into its config, which validates presets and fields; the
 launcher runs with ``--dry-run``; other modules must accept ``--help``). ``pip`` lines are what
 ``.ci/run`` itself executes."""
+
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from page_commands import ROOT, code_blocks, dry_run_launch, parse_training_command, shell_commands
 
 # the README and the documentation site's Markdown pages (experiments/babyai/design_notes.md is included by the site)
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "site").glob("*.md")), ROOT / "experiments" / "babyai" / "design_notes.md"]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs" / "site").glob("*.md")),
+    ROOT / "experiments" / "babyai" / "design_notes.md",
+]
 
 
 @pytest.mark.parametrize("where, code", [pytest.param(w, c, id=w) for w, c in code_blocks(PAGES, "python")])
@@ -22,7 +26,9 @@ def test_python_block_runs(where, code, tmp_path, monkeypatch):
     exec(compile(code, where, "exec"), {"__name__": "__readme__"})
 
 
-@pytest.mark.parametrize("where, argv", [pytest.param(w, a, id=f"{w} {' '.join(a)[:70]}") for w, a in shell_commands(PAGES)])
+@pytest.mark.parametrize(
+    "where, argv", [pytest.param(w, a, id=f"{w} {' '.join(a)[:70]}") for w, a in shell_commands(PAGES)]
+)
 def test_shell_command_is_valid(where, argv, tmp_path, capsys):
     if argv[0] == "pip":
         assert argv[1] == "install", where
@@ -32,8 +38,13 @@ def test_shell_command_is_valid(where, argv, tmp_path, capsys):
         name = Path(argv[1]).stem
         assert (ROOT / argv[1]).exists(), where
         if name == "playground_text":
-            done = subprocess.run([sys.executable, str(ROOT / argv[1]), *argv[2:], "--episodes", "32"],
-                                  capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+            done = subprocess.run(
+                [sys.executable, str(ROOT / argv[1]), *argv[2:], "--episodes", "32"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )
             assert done.returncode == 0, done.stderr[-3000:]
             return
         parse_training_command(argv)
@@ -44,6 +55,7 @@ def test_shell_command_is_valid(where, argv, tmp_path, capsys):
         assert dry_run_launch(args, tmp_path / "runs") == 0, where
         return
     # from the repository root, as the pages run it: experiments.* is the checkout's, not installed
-    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert done.returncode == 0, f"{where}: {module} --help\n{done.stderr[-3000:]}"

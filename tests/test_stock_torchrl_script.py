@@ -1,6 +1,7 @@
 """The package's pieces in a stock TorchRL script, through public names only: a ``Collector``
 with the library's policy module on the environment, a ``ReplayBuffer`` that renders text at
 sampling time, the SAC-GLAM loss on a sampled batch, one optimiser step."""
+
 import pytest
 import torch
 from torchrl.collectors import Collector
@@ -22,8 +23,13 @@ def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(aut
     env = PlaygroundTextEnv(num_envs=4, goals="simplified", text=False, seed=0)
     agent = GLAMAgent(make_scorer(None), environment="playground")
     policy = agent.policy()
-    collector = Collector(env, policy, frames_per_batch=32, total_frames=64,
-                          auto_register_policy_transforms=auto_register_policy_transforms)
+    collector = Collector(
+        env,
+        policy,
+        frames_per_batch=32,
+        total_frames=64,
+        auto_register_policy_transforms=auto_register_policy_transforms,
+    )
     replay = ReplayBuffer(storage=LazyTensorStorage(1_000), batch_size=16, transform=RenderText(next_state=True))
     for data in collector:
         assert "prompt" not in data.keys() and "action_scores" not in data.keys()  # integers only

@@ -4,4 +4,5 @@ Rooms, each importing only from the ones above it:
 ``envs`` (Playground-Text), ``modules`` (LLM scorer, actor, critic heads), ``data`` (n-step, HER,
 replay), ``objectives``, ``training``, ``launch``.
 """
+
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 Build: ``python -m sphinx -W --keep-going -b html docs/site docs/_build/html`` (tests/test_docs.py runs it).
 """
+
 import inspect
 import pkgutil
 import re
@@ -64,12 +65,24 @@ def _write_api_pages() -> None:
             if not any(part.startswith("_") for part in info.name.split("."))
         )
         rooms.append(package.__name__)
-        lines = [package.__name__, "=" * len(package.__name__), "",
-                 f".. automodule:: {package.__name__}", "   :no-members:", ""]
+        lines = [
+            package.__name__,
+            "=" * len(package.__name__),
+            "",
+            f".. automodule:: {package.__name__}",
+            "   :no-members:",
+            "",
+        ]
         exported = _exported_callables(package)
         if exported:
-            lines += [f"``from {package.__name__} import ...``", "", ".. autosummary::", "",
-                      *[f"   ~{target}" for target in exported], ""]
+            lines += [
+                f"``from {package.__name__} import ...``",
+                "",
+                ".. autosummary::",
+                "",
+                *[f"   ~{target}" for target in exported],
+                "",
+            ]
         lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", "", *[f"   {name}" for name in modules]]
         _write(out / f"{package.__name__}.rst", lines)
         for name in modules:
@@ -78,10 +91,21 @@ def _write_api_pages() -> None:
                 source = Path(import_module(name).__file__).relative_to(ROOT)
                 page += ["", "Source", "------", "", f".. literalinclude:: /../../{source}", "   :language: python"]
             _write(out / f"{name}.rst", page)
-    _write(out / "index.rst", ["API reference", "=============", "",
-                               "Generated from the docstrings of the public modules, room by room: a room imports only",
-                               "from the rooms above it.", "",
-                               ".. toctree::", "   :maxdepth: 2", "", *[f"   {r}" for r in rooms]])
+    _write(
+        out / "index.rst",
+        [
+            "API reference",
+            "=============",
+            "",
+            "Generated from the docstrings of the public modules, room by room: a room imports only",
+            "from the rooms above it.",
+            "",
+            ".. toctree::",
+            "   :maxdepth: 2",
+            "",
+            *[f"   {r}" for r in rooms],
+        ],
+    )
     # a module renamed or removed since the last build leaves its page: drop it (it is in no toctree)
     for stale in set(out.glob("*.rst")) - _WRITTEN:
         stale.unlink()

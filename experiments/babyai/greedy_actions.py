@@ -7,6 +7,7 @@ Prints, per mode, the success rate, each action's share of the steps taken, and 
 that repeat the step before's action (a policy without memory that repeats itself in an unchanged
 view, e.g. "go forward" into a wall, loops for the rest of the episode).
 """
+
 from __future__ import annotations
 
 import collections
@@ -50,8 +51,11 @@ def main(run_dir: str) -> None:
     print(f"{run_dir} at {steps} environment steps")
     for greedy in (True, False):
         success, shares, repeated = rollout(agent, make_eval_envs(cfg)["train"], cfg.max_steps, greedy)
-        print(f"{'greedy' if greedy else 'sampled'}: success {success:.3f}; actions "
-              + ", ".join(f"{a} {s:.2f}" for a, s in shares.items()) + f"; same action as the step before {repeated:.2f}")
+        print(
+            f"{'greedy' if greedy else 'sampled'}: success {success:.3f}; actions "
+            + ", ".join(f"{a} {s:.2f}" for a, s in shares.items())
+            + f"; same action as the step before {repeated:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ prevents it.
 
 A probe for the research record: a resume of the library refuses such changes.
 """
+
 from __future__ import annotations
 
 import json

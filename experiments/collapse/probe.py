@@ -6,6 +6,7 @@ scores, and what the critic says of the actions there.
 
 Each RUN_DIR holds a checkpoint.pt and config.json (a copy of a run folder at one step).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,11 +56,21 @@ def probe(run_dir: str, trained=None) -> dict:
         for b in range(B):
             if ended[b]:
                 continue
-            rows.append(dict(t=t, b=b, greedy=int(greedy[b]), greedy_noop=bool(noop[b, greedy[b]]),
-                             gap=float(top2.values[b, 0] - top2.values[b, 1]),
-                             p_greedy=float(probs[b, greedy[b]]), p_noop=float(probs[b][noop[b]].sum()),
-                             q_greedy=float(q[b, greedy[b]]), q_best=float(q[b].max()),
-                             q_argmax_noop=bool(noop[b, q[b].argmax()]), argmax_agree=bool(q[b].argmax() == greedy[b])))
+            rows.append(
+                dict(
+                    t=t,
+                    b=b,
+                    greedy=int(greedy[b]),
+                    greedy_noop=bool(noop[b, greedy[b]]),
+                    gap=float(top2.values[b, 0] - top2.values[b, 1]),
+                    p_greedy=float(probs[b, greedy[b]]),
+                    p_noop=float(probs[b][noop[b]].sum()),
+                    q_greedy=float(q[b, greedy[b]]),
+                    q_best=float(q[b].max()),
+                    q_argmax_noop=bool(noop[b, q[b].argmax()]),
+                    argmax_agree=bool(q[b].argmax() == greedy[b]),
+                )
+            )
         td["action"] = greedy
         out = env.step(td)["next"]
         success |= ~ended & out["terminated"].squeeze(-1) & (out["reward"].squeeze(-1) > 0)
@@ -70,8 +81,11 @@ def probe(run_dir: str, trained=None) -> dict:
     n = len(rows)
     noop_rows = [r for r in rows if r["greedy_noop"]]
     summary = {
-        "run_dir": run_dir, "env_steps": steps, "greedy_success": float(success.float().mean()),
-        "steps": n, "greedy_noop_share": len(noop_rows) / n,
+        "run_dir": run_dir,
+        "env_steps": steps,
+        "greedy_success": float(success.float().mean()),
+        "steps": n,
+        "greedy_noop_share": len(noop_rows) / n,
         "episodes_with_greedy_noop": len({r["b"] for r in noop_rows}) / B,
         "critic_argmax_noop_share": sum(r["q_argmax_noop"] for r in rows) / n,
         "actor_critic_argmax_agree": sum(r["argmax_agree"] for r in rows) / n,

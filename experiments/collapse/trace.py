@@ -5,6 +5,7 @@ Q-values of the same, and greedy success.
 
     python -m experiments.collapse.trace CONFIG_JSON CHECKPOINT [CHECKPOINT ...]
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,15 @@ def trace(run_dir: str) -> dict:
     q_other = q.masked_fill(noop, -torch.inf).max(-1).values
     q_noop = q.masked_fill(~noop, -torch.inf).max(-1).values
     grasp = scores.shape[-1] - 2  # Playground-Text: "Go to" each object, then "Grasp", "Release"
-    return {"env_steps": steps,
-            "score_grasp": float(scores[:, grasp].mean()),
-            "score_noop_minus_other": float((best_noop - best_other).mean()),
-            "p_noop": float(scores.softmax(-1)[noop].sum() / len(noop)),
-            "q_noop_minus_other": float((q_noop - q_other).mean()),
-            "greedy_success": probe(run_dir, trained)["greedy_success"]}
+    return {
+        "env_steps": steps,
+        "score_grasp": float(scores[:, grasp].mean()),
+        "score_noop_minus_other": float((best_noop - best_other).mean()),
+        "p_noop": float(scores.softmax(-1)[noop].sum() / len(noop)),
+        "q_noop_minus_other": float((q_noop - q_other).mean()),
+        "greedy_success": probe(run_dir, trained)["greedy_success"],
+    }
+
 
 def main(argv: list[str]) -> None:
     config, *checkpoints = argv

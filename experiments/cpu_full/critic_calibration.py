@@ -12,6 +12,7 @@ lower.
 
     python experiments/cpu_full/critic_calibration.py RUN_DIR [RUN_DIR ...]
 """
+
 import sys
 
 import torch
@@ -44,8 +45,12 @@ def rollout(agent, env, greedy: bool):
         ended.append(done.clone())  # steps after the end of an episode are not compared
         done |= out["done"].squeeze(-1)
         td = out.exclude("reward", "done", "terminated", "truncated")
-    return torch.stack(q_taken, -1), torch.stack(rewards, 1), torch.stack(ended, 1), env.catalogue.goal_type[
-        td["goal_id"].numpy()]
+    return (
+        torch.stack(q_taken, -1),
+        torch.stack(rewards, 1),
+        torch.stack(ended, 1),
+        env.catalogue.goal_type[td["goal_id"].numpy()],
+    )
 
 
 def discounted_returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -56,8 +61,10 @@ def discounted_returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     return returns
 
 
-print("run,env_steps,policy,goal_type,compared_steps,mean_q,mean_return,q_minus_return,"
-      "q_minus_return_failed_episodes,mean_q_shuffled_goal")
+print(
+    "run,env_steps,policy,goal_type,compared_steps,mean_q,mean_return,q_minus_return,"
+    "q_minus_return_failed_episodes,mean_q_shuffled_goal"
+)
 for run_dir in sys.argv[1:]:
     cfg, agent, steps = load_trained_agent(run_dir)
     env = make_eval_envs(cfg.replace(eval_sets=["train"], max_steps=HORIZON))["train"]
@@ -68,13 +75,24 @@ for run_dir in sys.argv[1:]:
             q, rewards, ended, goal_type = rollout(agent, env, greedy=policy == "greedy")
             returns = discounted_returns(rewards, cfg.gamma)
             success = rewards.sum(1) > 0
-            rows.append((q[0, :, :COMPARED_STEPS], q[1, :, :COMPARED_STEPS], returns[:, :COMPARED_STEPS],
-                         ended[:, :COMPARED_STEPS], torch.as_tensor(goal_type), success))
+            rows.append(
+                (
+                    q[0, :, :COMPARED_STEPS],
+                    q[1, :, :COMPARED_STEPS],
+                    returns[:, :COMPARED_STEPS],
+                    ended[:, :COMPARED_STEPS],
+                    torch.as_tensor(goal_type),
+                    success,
+                )
+            )
         q, q_shuffled, ret, ended, goal_type, success = (torch.cat(x) for x in zip(*rows))
         for k, name in [(None, "all")] + list(enumerate(GOAL_TYPES)):
-            chosen = (torch.ones_like(goal_type, dtype=torch.bool) if k is None else goal_type == k)
+            chosen = torch.ones_like(goal_type, dtype=torch.bool) if k is None else goal_type == k
             live = ~ended & chosen.unsqueeze(-1)
             failed = live & ~success.unsqueeze(-1)
             gap_failed = (q[failed] - ret[failed]).mean().item() if failed.any() else float("nan")
-            print(f"{run_dir},{steps},{policy},{name},{int(live.sum())},{q[live].mean():.3f},{ret[live].mean():.3f},"
-                  f"{(q[live] - ret[live]).mean():.3f},{gap_failed:.3f},{q_shuffled[live].mean():.3f}", flush=True)
+            print(
+                f"{run_dir},{steps},{policy},{name},{int(live.sum())},{q[live].mean():.3f},{ret[live].mean():.3f},"
+                f"{(q[live] - ret[live]).mean():.3f},{gap_failed:.3f},{q_shuffled[live].mean():.3f}",
+                flush=True,
+            )

@@ -5,6 +5,7 @@ candidates of the smaller of the two Q-heads).
 
     python experiments/cpu_full/critic_greedy.py RUN_DIR [RUN_DIR ...]
 """
+
 import sys
 
 import torch
@@ -27,11 +28,15 @@ print("run,env_steps,policy,success,grasp,grow,grow-then-grasp,grow-then-grow")
 for run_dir in sys.argv[1:]:
     cfg, agent, steps = load_trained_agent(run_dir)
     env = make_eval_envs(cfg.replace(eval_sets=["train"]))["train"]
-    policies = {"actor_greedy": (lambda td, greedy: act(agent, td, greedy), True),
-                "actor_sampled": (lambda td, greedy: act(agent, td, greedy), False),
-                "critic_greedy": (lambda td, greedy: critic_greedy(agent, td), True)}
+    policies = {
+        "actor_greedy": (lambda td, greedy: act(agent, td, greedy), True),
+        "actor_sampled": (lambda td, greedy: act(agent, td, greedy), False),
+        "critic_greedy": (lambda td, greedy: critic_greedy(agent, td), True),
+    }
     for name, (policy, greedy) in policies.items():
         r = evaluate(policy, env, greedy=greedy)
-        print(f"{run_dir},{steps},{name},{r['success']:.3f},"
-              + ",".join(f"{r['success/' + t]:.2f}" for t in ("grasp", "grow", "grow-then-grasp", "grow-then-grow")),
-              flush=True)
+        print(
+            f"{run_dir},{steps},{name},{r['success']:.3f},"
+            + ",".join(f"{r['success/' + t]:.2f}" for t in ("grasp", "grow", "grow-then-grasp", "grow-then-grow")),
+            flush=True,
+        )

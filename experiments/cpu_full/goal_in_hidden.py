@@ -7,6 +7,7 @@ the goal; the critic then cannot value the goal being pursued differently from a
 
     python experiments/cpu_full/goal_in_hidden.py [--pretrained] RUN_DIR [RUN_DIR ...]
 """
+
 import sys
 
 import torch
@@ -41,5 +42,8 @@ for run_dir in [a for a in sys.argv[1:] if a != "--pretrained"]:
             goal_change.append((agent.score(other_goal)[agent.hidden_key] - hidden).norm(dim=-1).mean())
             state_change.append((agent.score(other_state)[agent.hidden_key] - hidden).norm(dim=-1).mean())
     g, s = torch.stack(goal_change).mean().item(), torch.stack(state_change).mean().item()
-    print(f"{run_dir},{steps},{'pretrained' if pretrained else 'trained'},{len(visited) * env.num_envs},"
-          f"{g:.4f},{s:.4f},{g / s:.3f}", flush=True)
+    print(
+        f"{run_dir},{steps},{'pretrained' if pretrained else 'trained'},{len(visited) * env.num_envs},"
+        f"{g:.4f},{s:.4f},{g / s:.3f}",
+        flush=True,
+    )

@@ -4,16 +4,16 @@ the episode is truncated). Runs a run's final checkpoint on its own "train" eval
 
     python experiments/cpu_full/greedy_cycles.py RUN_DIR [RUN_DIR ...]
 """
+
 import sys
 
 import torch
+from object_choice import train_evaluation_episodes
 
 from torchrl_glam.envs import GOAL_TYPES
 from torchrl_glam.envs.transforms import STEP_STATE_KEYS
 from torchrl_glam.training.factories import act
 from torchrl_glam.training.sac import load_trained_agent
-
-from object_choice import train_evaluation_episodes
 
 torch.set_num_threads(1)
 print("run,env_steps,goal_type,episodes,success,failed_in_a_cycle,cycle_from_step")
@@ -38,6 +38,8 @@ for run_dir in sys.argv[1:]:
     for k, name in [(None, "all")] + list(enumerate(GOAL_TYPES)):
         chosen = torch.ones(num, dtype=torch.bool) if k is None else goal_type == k
         failed = chosen & ~success
-        print(f"{run_dir},{steps},{name},{int(chosen.sum())},{success[chosen].float().mean():.3f},"
-              f"{(failed & cycle).sum() / max(int(failed.sum()), 1):.3f},"
-              f"{cycle_step[failed & cycle].mean():.1f}")
+        print(
+            f"{run_dir},{steps},{name},{int(chosen.sum())},{success[chosen].float().mean():.3f},"
+            f"{(failed & cycle).sum() / max(int(failed.sum()), 1):.3f},"
+            f"{cycle_step[failed & cycle].mean():.1f}"
+        )

@@ -22,6 +22,7 @@ best-scored "Go to" alone (``grasp_first_step_go_to_only``: does the prior copy 
 
     python experiments/cpu_full/object_choice.py --zero-shot MODEL [--normalization mean] [--chat-template] [--episodes 256]
 """
+
 import argparse
 import copy
 import sys
@@ -32,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, STATE_KEYS
@@ -89,8 +89,10 @@ def _training_grasp_goals(catalogue) -> frozenset[str]:
 def training_grasp_goal(catalogue, objects: list[int], rng) -> tuple[str, list[int]]:
     """A training grasp goal "Grasp D" that an object of the scene matches, drawn with ``rng`` (a
     ``random.Random``), and the scene positions of the objects it matches (the capacity probes)."""
-    goals = sorted({f"Grasp {catalogue.descriptions[d]}" for o in objects
-                    for d in catalogue.object_descriptions[o]} & _training_grasp_goals(catalogue))
+    goals = sorted(
+        {f"Grasp {catalogue.descriptions[d]}" for o in objects for d in catalogue.object_descriptions[o]}
+        & _training_grasp_goals(catalogue)
+    )
     goal = rng.choice(goals)
     names = catalogue.matching_objects(goal.removeprefix("Grasp "))
     return goal, [i for i, o in enumerate(objects) if OBJECT_NAMES[o] in names]
@@ -116,13 +118,16 @@ def grasp_states(env, size: int, rng, catalogue):
             labels.append(float(positive))
             supply.append(is_supply(objects[on]))
     rows = rows[:size]
-    td = TensorDict({
-        "goal_id": torch.tensor([r[0] for r in rows]),
-        "objects": torch.tensor([r[1] for r in rows]),
-        "agent_on": torch.tensor([r[2] for r in rows]),
-        "held": torch.full((size,), -1),
-        "grown": torch.zeros(size, len(rows[0][1]), dtype=torch.bool),
-    }, batch_size=[size])
+    td = TensorDict(
+        {
+            "goal_id": torch.tensor([r[0] for r in rows]),
+            "objects": torch.tensor([r[1] for r in rows]),
+            "agent_on": torch.tensor([r[2] for r in rows]),
+            "held": torch.full((size,), -1),
+            "grown": torch.zeros(size, len(rows[0][1]), dtype=torch.bool),
+        },
+        batch_size=[size],
+    )
     return td, torch.tensor(labels[:size]), torch.tensor(supply[:size])
 
 
@@ -179,8 +184,13 @@ def choices(agent, env):
             useful = useful_actions(env.catalogue, int(td["goal_id"][i]), td["objects"][i].tolist(), int(held[i]))
             to_supply = int(actor[i]) < supply.shape[1] and bool(supply[i, int(actor[i])])
             rows["grasp_first_step" if is_grasp[i] else "grow_holding_supply"].append(
-                (int(actor[i]) in useful, int(critic[i]) in useful, len(useful) / int(td["action_mask"][i].sum()),
-                 to_supply))
+                (
+                    int(actor[i]) in useful,
+                    int(critic[i]) in useful,
+                    len(useful) / int(td["action_mask"][i].sum()),
+                    to_supply,
+                )
+            )
         measured |= kind
         out = env.step(td)["next"]
         done |= out["done"].squeeze(-1)
@@ -211,13 +221,16 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     policy = ZeroShotPolicy(scorer, chat_template=chat_template)
     prompts, actions, mask = render_observations(*(td[k] for k in ("goal_id", "objects", "agent_on", "held", "grown")))
     chunks = range(0, len(prompts), 32)  # scoring all at once takes ~13 GB with SmolLM2
-    scores = torch.cat([scorer(policy.prompts(prompts[i:i + 32]), actions[i:i + 32], mask[i:i + 32])[0].float()
-                        for i in chunks]).masked_fill(~mask, float("-inf"))
+    scores = torch.cat(
+        [scorer(policy.prompts(prompts[i : i + 32]), actions[i : i + 32], mask[i : i + 32])[0].float() for i in chunks]
+    ).masked_fill(~mask, float("-inf"))
     num_objects = td["objects"].shape[1]
     # the greedy choice, and the best "Go to" alone: does the model's prior copy the goal's object?
     rows = {"grasp_first_step": [], "grasp_first_step_go_to_only": []}
-    for kind, choice, legal in (("grasp_first_step", scores.argmax(-1), mask.sum(-1)),
-                                ("grasp_first_step_go_to_only", scores[:, :num_objects].argmax(-1), mask[:, :num_objects].sum(-1))):
+    for kind, choice, legal in (
+        ("grasp_first_step", scores.argmax(-1), mask.sum(-1)),
+        ("grasp_first_step_go_to_only", scores[:, :num_objects].argmax(-1), mask[:, :num_objects].sum(-1)),
+    ):
         for i in range(len(td)):
             scene, k = td["objects"][i].tolist(), int(choice[i])
             useful = useful_actions(env.catalogue, int(td["goal_id"][i]), scene, -1)
@@ -286,8 +299,9 @@ if __name__ == "__main__":  # the scripts of hindsight/ and critic/ import the d
     print("run,env_steps,state,states,actor_greedy,critic_greedy,random,actor_to_supply")
     if args.zero_shot:
         label = f"zero_shot:{args.zero_shot}:{args.normalization}" + (":chat" if args.chat_template else "")
-        for kind, values in zero_shot_first_step(args.zero_shot, args.normalization, args.chat_template,
-                                                 args.episodes).items():
+        for kind, values in zero_shot_first_step(
+            args.zero_shot, args.normalization, args.chat_template, args.episodes
+        ).items():
             print_row(label, 0, kind, values)
     for run_dir in args.runs:
         cfg, agent, steps = load_run_or_checkpoint(run_dir)

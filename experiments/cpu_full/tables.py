@@ -26,6 +26,7 @@ says otherwise): a run's first ``budget / EVAL_EVERY`` evaluations, so a run con
 compared at equal steps. A variant whose seeds have not all reached the budget is left out (and
 named), so every row compares whole runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,39 +39,43 @@ import numpy as np
 HERE = Path(__file__).parent
 SETS = ["train", "train_distribution", "held_out", "train_sampled"]
 TYPES = ["grasp", "grow", "grow-then-grasp", "grow-then-grow"]
-VARIANTS = {"sac_glam_her": "SAC-GLAM+HER", "sac_glam": "SAC-GLAM", "ppo_glam": "PPO-GLAM",
-            "ppo_glam_her": "PPO-GLAM+HER (App. G: clipped loss, aligned goals)",
-            "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5", "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4",
-            "sac_glam_actorlr3e-5_criticllm3e-4": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4",
-            "sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform":
-                "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, types-uniform batches",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_updates4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, num_updates 4",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, dueling critic",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success":
-                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, immediate-success head",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1":
-                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, n_step 1",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform":
-                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches",
-            "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop":
-                "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches, no-op twins"}
+VARIANTS = {
+    "sac_glam_her": "SAC-GLAM+HER",
+    "sac_glam": "SAC-GLAM",
+    "ppo_glam": "PPO-GLAM",
+    "ppo_glam_her": "PPO-GLAM+HER (App. G: clipped loss, aligned goals)",
+    "sac_glam_her_actorlr3e-5": "SAC-GLAM+HER, actor_lr 3e-5",
+    "sac_glam_actorlr3e-5": "SAC-GLAM, actor_lr 3e-5",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4",
+    "sac_glam_actorlr3e-5_criticllm3e-4": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4",
+    "sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform": "SAC-GLAM, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, types-uniform batches",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_updates4": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, num_updates 4",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, dueling critic",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, immediate-success head",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, n_step 1",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches",
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop": "SAC-GLAM+HER, actor_lr 3e-5, critic_llm_lr 3e-4, target LLM, twins, types-uniform batches, no-op twins",
+}
 # each SAC-GLAM+HER variant and its SAC-GLAM baseline: the first of those listed that ran to the budget
 # (SAC-GLAM, the grid's, when none did)
-HER_VARIANTS = {"sac_glam_her": ("sac_glam",), "sac_glam_her_actorlr3e-5": ("sac_glam_actorlr3e-5",),
-                "sac_glam_her_actorlr3e-5_criticllm3e-4": ("sac_glam_actorlr3e-5_criticllm3e-4",),
-                # no SAC-GLAM ran with the dueling heads or the target LLM alone: their baseline is
-                # SAC-GLAM at the same rates
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": ("sac_glam_actorlr3e-5_criticllm3e-4",),
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": ("sac_glam_actorlr3e-5_criticllm3e-4",),
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": ("sac_glam_actorlr3e-5_criticllm3e-4",),
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": ("sac_glam_actorlr3e-5_criticllm3e-4",),
-                # the twins' HER ablation keeps its other options (session 20; the twins need HER)
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform":
-                    ("sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform", "sac_glam_actorlr3e-5_criticllm3e-4"),
-                "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop":
-                    ("sac_glam_actorlr3e-5_criticllm3e-4",)}
+HER_VARIANTS = {
+    "sac_glam_her": ("sac_glam",),
+    "sac_glam_her_actorlr3e-5": ("sac_glam_actorlr3e-5",),
+    "sac_glam_her_actorlr3e-5_criticllm3e-4": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+    # no SAC-GLAM ran with the dueling heads or the target LLM alone: their baseline is
+    # SAC-GLAM at the same rates
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_dueling": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_success": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+    # the twins' HER ablation keeps its other options (session 20; the twins need HER)
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform": (
+        "sac_glam_actorlr3e-5_criticllm3e-4_targetllm_typesuniform",
+        "sac_glam_actorlr3e-5_criticllm3e-4",
+    ),
+    "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform_noop": ("sac_glam_actorlr3e-5_criticllm3e-4",),
+}
 RANDOM_PER_TYPE = "| random | 0.13 | 0.13 | 0.001 | 0.02 |"
 COLLAPSE_BELOW, LEARNT_AT = 0.1, 0.2  # sampled success, goal types uniform (table 4)
 # every run evaluates every 5k steps (PPO-GLAM at the ends of its rollouts, the 20th at 100,480
@@ -120,8 +125,11 @@ def main(budget: int) -> None:
             short.append(v)
         else:
             data[v] = {name: {s: rows[:evaluations] for s, rows in r.items()} for name, r in runs.items()}
-        if after := {name: {s: rows[evaluations:] for s, rows in r.items()}
-                     for name, r in runs.items() if len(r["train"]) > evaluations}:
+        if after := {
+            name: {s: rows[evaluations:] for s, rows in r.items()}
+            for name, r in runs.items()
+            if len(r["train"]) > evaluations
+        }:
             past[v] = after
     if short:
         print(f"Left out, not every seed at {budget} steps: {', '.join(short)}\n")
@@ -142,8 +150,10 @@ def main(budget: int) -> None:
         print(f"| {VARIANTS[v]} | " + " | ".join(cells) + " |")
     print(RANDOM_PER_TYPE)
     print()
-    print(f"| variant | collapses: evaluations (k steps) with sampled success < {COLLAPSE_BELOW} after one >= {LEARNT_AT}, "
-          "per seed | in all |")
+    print(
+        f"| variant | collapses: evaluations (k steps) with sampled success < {COLLAPSE_BELOW} after one >= {LEARNT_AT}, "
+        "per seed | in all |"
+    )
     print("|---|---|---|")
     for v, runs in data.items():
         per_seed = [collapses(r["train_sampled"]) for r in runs.values()]
@@ -152,9 +162,13 @@ def main(budget: int) -> None:
     print()
 
     rows = []
-    curves = {s: {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
-              for s in ("train", "train_distribution", "train_sampled")}
-    pairs = {her: next((v for v in listed if v in data), "sac_glam") for her, listed in HER_VARIANTS.items() if her in data}
+    curves = {
+        s: {v: np.array([[e["success"] for e in r[s]] for r in runs.values()]) for v, runs in data.items()}
+        for s in ("train", "train_distribution", "train_sampled")
+    }
+    pairs = {
+        her: next((v for v in listed if v in data), "sac_glam") for her, listed in HER_VARIANTS.items() if her in data
+    }
     pairs = {her: sac for her, sac in pairs.items() if sac in data and "ppo_glam" in data}
     for her_variant, sac_baseline in pairs.items():
         for s, curve in curves.items():
@@ -163,21 +177,32 @@ def main(budget: int) -> None:
             baselines = {name: curve[v] for name, v in (("sac_glam", sac_baseline), ("ppo_glam", "ppo_glam"))}
             ahead = np.logical_and.reduce([above_by_spread(her, base) for base in baselines.values()])
             for i, step in enumerate(steps):
-                row = {"her_variant": her_variant, "sac_glam_variant": sac_baseline, "set": s, "env_steps": step,
-                       "her_mean": her[:, i].mean(), "her_std": her[:, i].std()}
+                row = {
+                    "her_variant": her_variant,
+                    "sac_glam_variant": sac_baseline,
+                    "set": s,
+                    "env_steps": step,
+                    "her_mean": her[:, i].mean(),
+                    "her_std": her[:, i].std(),
+                }
                 for name, base in baselines.items():
                     row[f"{name}_mean"], row[f"{name}_std"] = base[:, i].mean(), base[:, i].std()
                 row["ahead_by_more_than_spread"] = bool(ahead[i])
                 rows.append(row)
     if rows:  # at a longer budget, once a SAC-GLAM+HER variant and both baselines have reached it
-        with open(HERE / ("margin.csv" if budget == 100_000 else f"margin_{budget // 1000}k.csv"), "w", newline="") as f:
+        with open(
+            HERE / ("margin.csv" if budget == 100_000 else f"margin_{budget // 1000}k.csv"), "w", newline=""
+        ) as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows)
     for her_variant in pairs:
         for s in ("train", "train_distribution", "train_sampled"):
-            behind = [r["env_steps"] for r in rows
-                      if r["her_variant"] == her_variant and r["set"] == s and not r["ahead_by_more_than_spread"]]
+            behind = [
+                r["env_steps"]
+                for r in rows
+                if r["her_variant"] == her_variant and r["set"] == s and not r["ahead_by_more_than_spread"]
+            ]
             print(f"{VARIANTS[her_variant]}, {s}: mean - std is not above both baselines' mean + std at steps {behind}")
     if "ppo_glam_her" in data:  # App. G's question (5. in the docstring)
         for s, curve in curves.items():
@@ -196,8 +221,11 @@ def main(budget: int) -> None:
                 cells = [cell([r[s][i]["success"] for r in reached.values()]) for s in SETS]
                 grasp = cell([r["train"][i]["success/grasp"] for r in reached.values()])
                 steps = round(next(iter(reached.values()))["train"][i]["env_steps"] / 1000)
-                print(f"| {VARIANTS[v]} | {steps}k | {', '.join(name[4:] for name in reached)} | "
-                      + " | ".join(cells) + f" | {grasp} |")
+                print(
+                    f"| {VARIANTS[v]} | {steps}k | {', '.join(name[4:] for name in reached)} | "
+                    + " | ".join(cells)
+                    + f" | {grasp} |"
+                )
 
 
 if __name__ == "__main__":

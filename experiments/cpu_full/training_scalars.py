@@ -3,13 +3,23 @@ does per 1,000 steps of training, the critic's mean Q on its batches, alpha, the
 
     python experiments/cpu_full/training_scalars.py RUN_DIR OUT_CSV
 """
+
 import csv
 import sys
 from pathlib import Path
 
-COLUMNS = ["train/success", "train/no_op_share", "train/repeat_go_to_share", "train/action_share/go_to",
-           "train/action_share/grasp", "train/action_share/release", "entropy", "q_value", "alpha",
-           "replay/relabeled_share"]
+COLUMNS = [
+    "train/success",
+    "train/no_op_share",
+    "train/repeat_go_to_share",
+    "train/action_share/go_to",
+    "train/action_share/grasp",
+    "train/action_share/release",
+    "entropy",
+    "q_value",
+    "alpha",
+    "replay/relabeled_share",
+]
 
 
 def main(run_dir: str, out: str) -> None:

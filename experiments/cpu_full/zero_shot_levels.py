@@ -4,6 +4,7 @@
 import sys
 
 import torch
+
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
 from torchrl_glam.training.sac import make_agent

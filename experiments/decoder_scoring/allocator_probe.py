@@ -11,6 +11,7 @@ in that benchmark's order and prints, after the forward with gradient, the bytes
 (``mallinfo2``), then the update's peak resident memory above the loaded model and the CPU seconds of
 two more updates with the minor page faults they took.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -28,8 +29,21 @@ M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 
 
 class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def main(policy: str) -> None:
@@ -62,9 +76,11 @@ def main(policy: str) -> None:
             scores, action_hidden, prompt_hidden = scorer(*observation)
         if count_saved:
             info = libc.mallinfo2()
-            print(f"after the forward with gradient: saved activations {sum(saved.values()) / 2**20:.0f} MB; "
-                  f"malloc in use {(info.uordblks - loaded_in_use) / 2**20:.0f} MB above load, "
-                  f"free inside the heap {info.fordblks / 2**20:.0f} MB")
+            print(
+                f"after the forward with gradient: saved activations {sum(saved.values()) / 2**20:.0f} MB; "
+                f"malloc in use {(info.uordblks - loaded_in_use) / 2**20:.0f} MB above load, "
+                f"free inside the heap {info.fordblks / 2**20:.0f} MB"
+            )
         with torch.no_grad():
             scorer(*following)
         (scores.sum() + action_hidden.square().mean() + prompt_hidden.square().mean()).backward()
@@ -79,8 +95,10 @@ def main(policy: str) -> None:
         update()
         cpu.append(time.process_time() - start)
     faults = int(Path("/proc/self/stat").read_text().split()[9]) - faults_before
-    print(f"{policy}: peak {_memory_mb('VmHWM') - loaded:.0f} MB above load; update CPU s "
-          f"{', '.join(f'{c:.1f}' for c in cpu)}; {faults:,} minor page faults in those two")
+    print(
+        f"{policy}: peak {_memory_mb('VmHWM') - loaded:.0f} MB above load; update CPU s "
+        f"{', '.join(f'{c:.1f}' for c in cpu)}; {faults:,} minor page faults in those two"
+    )
 
 
 if __name__ == "__main__":

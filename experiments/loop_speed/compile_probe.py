@@ -4,6 +4,7 @@ prompts, CPU ms, one thread, median of 12 passes over four batches) against the 
 
     python experiments/loop_speed/compile_probe.py eager|encoder
 """
+
 import statistics
 import sys
 import time
@@ -19,8 +20,13 @@ from torchrl_glam.training.runtime import reuse_freed_memory
 def uneven_batch(seed, most_grown):
     """128 prompts with 0 to ``most_grown`` grown objects: the batch's longest prompt grows with it."""
     prompts, candidates, mask = playground_batch(128, 6, seed=seed)
-    prompts = [p.replace("You have grown: nothing", "You have grown: " + (", ".join(["blue tree"] * (i % (most_grown + 1))) or "nothing"))
-               for i, p in enumerate(prompts)]
+    prompts = [
+        p.replace(
+            "You have grown: nothing",
+            "You have grown: " + (", ".join(["blue tree"] * (i % (most_grown + 1))) or "nothing"),
+        )
+        for i, p in enumerate(prompts)
+    ]
     return prompts, candidates, mask
 
 

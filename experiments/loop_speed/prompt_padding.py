@@ -8,6 +8,7 @@ the scorer pads. Prints the prompts' token lengths and the mean share of real to
 
     python experiments/loop_speed/prompt_padding.py
 """
+
 import numpy as np
 import torch
 
@@ -40,8 +41,10 @@ def main() -> None:
         lengths = prompt_lengths(goals)
         batches = rng.choice(lengths, (DRAWS, BATCH))
         real = (batches.sum(1) / (BATCH * batches.max(1))).mean()
-        print(f"goals={goals:<10} prompt tokens: mean {lengths.mean():.1f}, min {lengths.min()}, "
-              f"max {lengths.max()}; real tokens in a padded batch: {real:.1%} (padding {1 - real:.1%})")
+        print(
+            f"goals={goals:<10} prompt tokens: mean {lengths.mean():.1f}, min {lengths.min()}, "
+            f"max {lengths.max()}; real tokens in a padded batch: {real:.1%} (padding {1 - real:.1%})"
+        )
 
 
 if __name__ == "__main__":

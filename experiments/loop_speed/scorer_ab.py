@@ -15,6 +15,7 @@ instead, 32 prompts in both modes and 3 rounds (it is ~80x the tiny T5's work).
 
     python experiments/loop_speed/scorer_ab.py [COMMIT] [--t5-small]     # default fd56c8f
 """
+
 import importlib.util
 import statistics
 import subprocess
@@ -34,8 +35,9 @@ from torchrl_glam.modules.offline import build_tiny_model
 def module_at(commit: str, path: str = "torchrl_glam/modules/scoring.py"):
     """``path``, a module of this repository, as it was at ``commit``, imported under another name."""
     root = Path(__file__).resolve().parents[2]
-    source = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{path}"],
-                            check=True, capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "-C", str(root), "show", f"{commit}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
     name = f"{Path(path).stem}_at_commit"
     copy = Path(tempfile.mkdtemp()) / f"{name}.py"
     copy.write_text(source)
@@ -54,8 +56,10 @@ def main(commit: str = "fd56c8f", t5_small: bool = False) -> None:
         llm = load_llm(LLMConfig(str(path)))
     else:
         llm = load_llm(LLMConfig("offline:tiny-t5-pretrained"))
-    scorers = {commit: module_at(commit).LLMScorer(llm.model, llm.tokenizer, True),
-               "this tree": scoring.LLMScorer(llm.model, llm.tokenizer, True)}
+    scorers = {
+        commit: module_at(commit).LLMScorer(llm.model, llm.tokenizer, True),
+        "this tree": scoring.LLMScorer(llm.model, llm.tokenizer, True),
+    }
 
     def update_like(scorer, batch):
         scores, action_hidden, prompt_hidden = scorer(*batch)
@@ -67,20 +71,24 @@ def main(commit: str = "fd56c8f", t5_small: bool = False) -> None:
         with torch.no_grad():
             scorer(*batch)
 
-    print(f"{'t5-small-shaped T5' if t5_small else 'tiny T5'}: CPU ms, median of {rounds} alternating rounds, "
-          f"one thread; ratio = {commit} / this tree")
+    print(
+        f"{'t5-small-shaped T5' if t5_small else 'tiny T5'}: CPU ms, median of {rounds} alternating rounds, "
+        f"one thread; ratio = {commit} / this tree"
+    )
     for objects in (6, 3):
         for name, work, prompts in (("update-like", update_like, update_prompts), ("acting", acting, 32)):
             batch = playground_batch(prompts, objects)
             times = {key: [] for key in scorers}
             for round_ in range(rounds):
-                for key in (list(scorers) if round_ % 2 else list(scorers)[::-1]):
+                for key in list(scorers) if round_ % 2 else list(scorers)[::-1]:
                     start = time.process_time()
                     work(scorers[key], batch)
                     times[key].append(time.process_time() - start)
             before, after = (statistics.median(times[key]) for key in scorers)
-            print(f"{objects} objects, {name:<11} {prompts:>3} prompts: {commit} {before * 1e3:6.1f}  "
-                  f"this tree {after * 1e3:6.1f}  ratio {before / after:.2f}")
+            print(
+                f"{objects} objects, {name:<11} {prompts:>3} prompts: {commit} {before * 1e3:6.1f}  "
+                f"this tree {after * 1e3:6.1f}  ratio {before / after:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 
     python experiments/loop_speed/session26_ab.py [COMMIT]      # default f7c3c78
 """
+
 import resource
 import statistics
 import subprocess
@@ -19,8 +20,8 @@ import sys
 import time
 
 import torch
-
 from scorer_ab import module_at  # this folder's: run as a script
+
 from torchrl_glam.benchmarks.scoring import playground_batch
 from torchrl_glam.modules import attention, scoring
 from torchrl_glam.modules.loading import LLMConfig, load_llm
@@ -29,15 +30,17 @@ from torchrl_glam.training.runtime import reuse_freed_memory
 
 def uneven_batch(size):
     prompts, candidates, mask = playground_batch(size, 6, seed=3)
-    prompts = [p.replace("You have grown: nothing", "You have grown: " + (", ".join(["blue tree"] * (i % 5)) or "nothing"))
-               for i, p in enumerate(prompts)]
+    prompts = [
+        p.replace("You have grown: nothing", "You have grown: " + (", ".join(["blue tree"] * (i % 5)) or "nothing"))
+        for i, p in enumerate(prompts)
+    ]
     return prompts, candidates, mask
 
 
 def alternate(functions: dict, rounds: int) -> dict:
     times = {name: [] for name in functions}
     for round_ in range(rounds):
-        for name in (list(functions) if round_ % 2 else list(functions)[::-1]):
+        for name in list(functions) if round_ % 2 else list(functions)[::-1]:
             start = time.process_time()
             functions[name]()
             times[name].append(time.process_time() - start)
@@ -69,14 +72,21 @@ def main(commit="f7c3c78"):
         start_faults, start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.process_time()
         for _ in range(9):
             update_like()
-        print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start_faults) / 9,
-              (time.process_time() - start) / 9 * 1e3)
+        print(
+            (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start_faults) / 9,
+            (time.process_time() - start) / 9 * 1e3,
+        )
         return
-    implementations = {commit: module_at(commit, "torchrl_glam/modules/attention.py").tree_attention, "this tree": attention.tree_attention}
+    implementations = {
+        commit: module_at(commit, "torchrl_glam/modules/attention.py").tree_attention,
+        "this tree": attention.tree_attention,
+    }
     print(f"1. attention, {commit} -> this tree (CPU ms, medians of alternating rounds)")
     for label, work, rounds in (("update-like, 128 prompts", update_like, 9), ("acting, 32 prompts", acting, 15)):
+
         def using(name, work=work):
             return lambda: (AttentionInterface.register(attention.TREE_ATTENTION, implementations[name]), work())
+
         times = alternate({name: using(name) for name in implementations}, rounds)
         before, after = times.values()
         print(f"   {label}: {before:.1f} -> {after:.1f}  ({before / after:.2f}x)")
@@ -87,8 +97,13 @@ def main(commit="f7c3c78"):
         print(f"   {mode:<8} {faults:7.0f} faults  {ms:6.1f} ms")
     contexts = [prompt.rstrip() for prompt in batch[0]]
     assert scorer._encode(contexts) == llm.tokenizer(contexts)["input_ids"]
-    times = alternate({"tokenizer call": lambda: llm.tokenizer(contexts)["input_ids"],
-                       "encode_batch_fast": lambda: scorer._encode(contexts)}, 31)
+    times = alternate(
+        {
+            "tokenizer call": lambda: llm.tokenizer(contexts)["input_ids"],
+            "encode_batch_fast": lambda: scorer._encode(contexts),
+        },
+        31,
+    )
     print("3. tokenising the 128 prompts: " + ", ".join(f"{name} {ms:.2f} ms" for name, ms in times.items()))
 
 

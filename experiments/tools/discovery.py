@@ -24,6 +24,7 @@ count changes (up to the shortest seed's coverage), else the logged steps only; 
 the mean, std, min and max over the seeds that reach it, and ``exact`` says whether all of them
 come from (1). Written as ``discovery.csv`` and ``discovery.png``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -127,19 +128,25 @@ def first_seen_from_checkpoint(run: Path, catalogue: GoalCatalogue) -> tuple[np.
             except CheckpointError as err:  # unreadable or unsafe: the report goes on without it
                 errors.append(f"{run / name}: {type(err).__name__}: {err}")
     if errors and state is None:
-        warnings.warn(f"{run}: no checkpoint's goal memory can be read ({'; '.join(errors)}); using the "
-                      "logged steps only", stacklevel=2)
+        warnings.warn(
+            f"{run}: no checkpoint's goal memory can be read ({'; '.join(errors)}); using the logged steps only",
+            stacklevel=2,
+        )
     elif errors:
-        warnings.warn(f"{run}: {errors[0]}; the discovery curve falls back to the previous checkpoint's goal "
-                      "memory", stacklevel=2)
+        warnings.warn(
+            f"{run}: {errors[0]}; the discovery curve falls back to the previous checkpoint's goal memory", stacklevel=2
+        )
     # AutotelicGoals keeps its memory in its extra state (torch's "_extra_state" state-dict entry)
     extra = (state or {}).get("autotelic", {}).get("_extra_state")
     if extra is None:
         return None
     first_seen = extra["memory"]["first_seen"].numpy()
     if len(first_seen) != len(catalogue):
-        warnings.warn(f"{run}: the checkpoint's goal memory covers {len(first_seen)} goals, the catalogue "
-                      f"{len(catalogue)}; using the logged steps only", stacklevel=2)
+        warnings.warn(
+            f"{run}: the checkpoint's goal memory covers {len(first_seen)} goals, the catalogue "
+            f"{len(catalogue)}; using the logged steps only",
+            stacklevel=2,
+        )
         return None
     return first_seen, int(extra["env_steps"])
 
@@ -164,17 +171,26 @@ def load_discovery(run: Path, config: dict, catalogue: GoalCatalogue) -> dict | 
     task_ids = None
     if config.get("goals") in ("train", "simplified", "held_out"):
         task_ids = catalogue.goal_set(config["goals"])
-    return {"logged": logged, "seconds": seconds, "first_seen": None if exact is None else exact[0],
-            "exact_until": None if exact is None else exact[1], "train_ids": catalogue.goal_set("train"),
-            "task_ids": task_ids, "logged_steps": set(logged.get(MARKER_NAME, {0: 0.0}))}
+    return {
+        "logged": logged,
+        "seconds": seconds,
+        "first_seen": None if exact is None else exact[0],
+        "exact_until": None if exact is None else exact[1],
+        "train_ids": catalogue.goal_set("train"),
+        "task_ids": task_ids,
+        "logged_steps": set(logged.get(MARKER_NAME, {0: 0.0})),
+    }
 
 
 def _exact_values(record: dict, steps: np.ndarray) -> dict[str, np.ndarray]:
     """Each quantity at ``steps`` from the first-report steps: goals reported before the step."""
     first_seen = record["first_seen"]
     out = {}
-    for name, ids in [("discovered", None), ("discovered_train_fraction", record["train_ids"]),
-                      ("discovered_task_fraction", record["task_ids"])]:
+    for name, ids in [
+        ("discovered", None),
+        ("discovered_train_fraction", record["train_ids"]),
+        ("discovered_task_fraction", record["task_ids"]),
+    ]:
         if name != "discovered" and ids is None:
             continue
         chosen = np.sort(first_seen[first_seen >= 0] if ids is None else first_seen[ids][first_seen[ids] >= 0])
@@ -251,12 +267,26 @@ def write_discovery(runs: list[dict], out: Path) -> dict[str, dict]:
         raise FileNotFoundError(
             f"--discovery: none of the {len(runs)} runs has autotelic logs (autotelic.jsonl or "
             f"logs/scalars/{MARKER}); it needs runs of an autotelic agent (autotelic=lp or uniform), or "
-            "leave out --discovery")
+            "leave out --discovery"
+        )
     out = Path(out)
     with open(out / "discovery.csv", "w", newline="") as f:
         rows = csv.writer(f)
-        rows.writerow(["group", "quantity", "env_steps", "wall_seconds", "mean", "std", "min", "max", "seeds",
-                       "seeds_in_group", "exact"])
+        rows.writerow(
+            [
+                "group",
+                "quantity",
+                "env_steps",
+                "wall_seconds",
+                "mean",
+                "std",
+                "min",
+                "max",
+                "seeds",
+                "seeds_in_group",
+                "exact",
+            ]
+        )
         for group, d in data.items():
             for name in QUANTITIES:
                 if name not in d:
@@ -266,9 +296,21 @@ def write_discovery(runs: list[dict], out: Path) -> dict[str, dict]:
                 seeds = (~np.isnan(d[name])).sum(0)
                 for i, step in enumerate(d["steps"]):
                     if seeds[i]:
-                        rows.writerow([group, name, int(step), _number(d["seconds"][i], 1), _number(mean[i], digits),
-                                       _number(std[i], digits), _number(low[i], digits), _number(high[i], digits),
-                                       int(seeds[i]), d["seeds_in_group"], bool(d["exact"][i])])
+                        rows.writerow(
+                            [
+                                group,
+                                name,
+                                int(step),
+                                _number(d["seconds"][i], 1),
+                                _number(mean[i], digits),
+                                _number(std[i], digits),
+                                _number(low[i], digits),
+                                _number(high[i], digits),
+                                int(seeds[i]),
+                                d["seeds_in_group"],
+                                bool(d["exact"][i]),
+                            ]
+                        )
     _plot(data, out / "discovery.png")
     return data
 
@@ -279,9 +321,11 @@ def _plot(data: dict[str, dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("discovered_train_fraction", "share of the 8,470 training goals discovered"),
-              ("discovered_task_fraction", "share of the task set discovered"),
-              ("discovered", "goals discovered (any set)")]
+    panels = [
+        ("discovered_train_fraction", "share of the 8,470 training goals discovered"),
+        ("discovered_task_fraction", "share of the task set discovered"),
+        ("discovered", "goals discovered (any set)"),
+    ]
     panels = [p for p in panels if any(p[0] in d for d in data.values())]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     for ax, (name, title) in zip(axes[0], panels):
@@ -293,8 +337,13 @@ def _plot(data: dict[str, dict], path: Path) -> None:
             # first-report steps: the count is a step function; logged points: joined by lines
             style = "steps-post" if d["exact"][keep].all() else "default"
             ax.plot(d["steps"][keep], mean[keep], drawstyle=style, label=f"{group} (n={d['seeds_in_group']})")
-            ax.fill_between(d["steps"][keep], (mean - std)[keep], (mean + std)[keep], alpha=0.2,
-                            step="post" if style == "steps-post" else None)
+            ax.fill_between(
+                d["steps"][keep],
+                (mean - std)[keep],
+                (mean + std)[keep],
+                alpha=0.2,
+                step="post" if style == "steps-post" else None,
+            )
         # discovery is fast and then saturates (the task set is small): a log axis shows both
         ax.set_xscale("symlog", linthresh=100)
         ax.set_xlabel("environment steps (log scale above 100)")

@@ -11,6 +11,7 @@ goals within the same step budget). A ratio over a reference mean of 0 is left e
 ``relative.png`` draws the ratio of overall success against steps, the band from the worst to
 the best seed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,9 +20,27 @@ from pathlib import Path
 
 import numpy as np
 
-COLUMNS = ["group", "reference", "set", "metric", "env_steps", "final", "seeds", "mean", "std", "min", "max",
-           "reference_seeds", "reference_mean", "reference_std", "ratio", "ratio_min", "ratio_max", "target",
-           "meets_target"]
+COLUMNS = [
+    "group",
+    "reference",
+    "set",
+    "metric",
+    "env_steps",
+    "final",
+    "seeds",
+    "mean",
+    "std",
+    "min",
+    "max",
+    "reference_seeds",
+    "reference_mean",
+    "reference_std",
+    "ratio",
+    "ratio_min",
+    "ratio_max",
+    "target",
+    "meets_target",
+]
 
 
 def relative_rows(data: dict[tuple[str, str], dict[str, dict]], reference: str, target: float) -> list[dict]:
@@ -30,8 +49,10 @@ def relative_rows(data: dict[tuple[str, str], dict[str, dict]], reference: str, 
     Raises when ``reference`` is not one of the groups (the message lists them)."""
     groups = sorted({g for curves in data.values() for g in curves})
     if reference not in groups:
-        raise ValueError(f"--reference {reference!r} is not one of the groups found: {', '.join(groups)} "
-                         "(a group is a variant folder, the one above seed<k>)")
+        raise ValueError(
+            f"--reference {reference!r} is not one of the groups found: {', '.join(groups)} "
+            "(a group is a variant folder, the one above seed<k>)"
+        )
     rows, unmatched = [], set()
     for (eval_set, metric), curves in data.items():
         if reference not in curves:
@@ -42,9 +63,12 @@ def relative_rows(data: dict[tuple[str, str], dict[str, dict]], reference: str, 
             common = [(i, ref_at[int(t)]) for i, t in enumerate(d["steps"]) if int(t) in ref_at]
             if not common:
                 if group not in unmatched:  # once per group, not per set and metric
-                    warnings.warn(f"group {group!r} shares no evaluation step with the reference {reference!r} "
-                                  f"({eval_set}, {metric}): it is missing from the relative table there (were "
-                                  "they run with the same eval_every and num_envs?)", stacklevel=2)
+                    warnings.warn(
+                        f"group {group!r} shares no evaluation step with the reference {reference!r} "
+                        f"({eval_set}, {metric}): it is missing from the relative table there (were "
+                        "they run with the same eval_every and num_envs?)",
+                        stacklevel=2,
+                    )
                 unmatched.add(group)
                 continue
             for k, (i, j) in enumerate(common):
@@ -52,15 +76,29 @@ def relative_rows(data: dict[tuple[str, str], dict[str, dict]], reference: str, 
                 values, ref_values = values[~np.isnan(values)], ref_values[~np.isnan(ref_values)]
                 mean, ref_mean = float(values.mean()), float(ref_values.mean())
                 ratio = [v / ref_mean if ref_mean > 0 else float("nan") for v in (mean, values.min(), values.max())]
-                rows.append({
-                    "group": group, "reference": reference, "set": eval_set, "metric": metric,
-                    "env_steps": int(d["steps"][i]), "final": k == len(common) - 1, "seeds": len(values),
-                    "mean": mean, "std": float(values.std()), "min": float(values.min()), "max": float(values.max()),
-                    "reference_seeds": len(ref_values), "reference_mean": ref_mean,
-                    "reference_std": float(ref_values.std()), "ratio": ratio[0], "ratio_min": ratio[1],
-                    "ratio_max": ratio[2], "target": target,
-                    "meets_target": None if np.isnan(ratio[0]) else bool(ratio[0] >= target),
-                })
+                rows.append(
+                    {
+                        "group": group,
+                        "reference": reference,
+                        "set": eval_set,
+                        "metric": metric,
+                        "env_steps": int(d["steps"][i]),
+                        "final": k == len(common) - 1,
+                        "seeds": len(values),
+                        "mean": mean,
+                        "std": float(values.std()),
+                        "min": float(values.min()),
+                        "max": float(values.max()),
+                        "reference_seeds": len(ref_values),
+                        "reference_mean": ref_mean,
+                        "reference_std": float(ref_values.std()),
+                        "ratio": ratio[0],
+                        "ratio_min": ratio[1],
+                        "ratio_max": ratio[2],
+                        "target": target,
+                        "meets_target": None if np.isnan(ratio[0]) else bool(ratio[0] >= target),
+                    }
+                )
     return rows
 
 
@@ -98,11 +136,18 @@ def _plot(rows: list[dict], path: Path) -> None:
         for group in sorted({r["group"] for r in chosen}):
             points = [r for r in chosen if r["group"] == group]
             steps = [r["env_steps"] for r in points]
-            ax.plot(steps, [r["ratio"] for r in points], marker="o", markersize=3,  # a lone point shows too
-                    label=f"{group} (n={points[-1]['seeds']})")
+            ax.plot(
+                steps,
+                [r["ratio"] for r in points],
+                marker="o",
+                markersize=3,  # a lone point shows too
+                label=f"{group} (n={points[-1]['seeds']})",
+            )
             ax.fill_between(steps, [r["ratio_min"] for r in points], [r["ratio_max"] for r in points], alpha=0.2)
         ax.axhline(1.0, color="0.35", linewidth=1)
-        ax.axhline(chosen[0]["target"], color="0.35", linewidth=1, linestyle="--", label=f"target {chosen[0]['target']:g}")
+        ax.axhline(
+            chosen[0]["target"], color="0.35", linewidth=1, linestyle="--", label=f"target {chosen[0]['target']:g}"
+        )
         ax.set_xlabel("environment steps")
         ax.set_ylabel(f"success / {chosen[0]['reference']}'s")
         ax.set_title(f"{eval_set} goals (band: worst and best seed)")

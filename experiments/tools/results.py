@@ -22,6 +22,7 @@ Options:
 * ``--discovery``: an autotelic agent's discovered goals over time, ``discovery.csv`` /
   ``discovery.png`` (``experiments/tools/discovery.py``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,10 @@ class Level:
             except ValueError:
                 pass
         if value is None or not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"level {text!r}: write NAME=VALUE or NAME@SET=VALUE with VALUE a success rate "
-                             "in [0, 1], e.g. --level random=0.32 or --level zero_shot@held_out=0.06")
+            raise ValueError(
+                f"level {text!r}: write NAME=VALUE or NAME@SET=VALUE with VALUE a success rate "
+                "in [0, 1], e.g. --level random=0.32 or --level zero_shot@held_out=0.06"
+            )
         return cls(match[1], value, match[2])
 
 
@@ -73,8 +76,10 @@ def _check_levels(levels: list[Level], sets: list[str]) -> None:
     seen = set()
     for level in levels:
         if level.eval_set is not None and level.eval_set not in sets:
-            raise ValueError(f"level {level.name}@{level.eval_set}: no evaluation set {level.eval_set!r} in "
-                             f"these runs (they have {', '.join(sets)})")
+            raise ValueError(
+                f"level {level.name}@{level.eval_set}: no evaluation set {level.eval_set!r} in "
+                f"these runs (they have {', '.join(sets)})"
+            )
         key = (level.name, level.eval_set)
         if key in seen:
             raise ValueError(f"level {level.name!r} given twice for {level.eval_set or 'every set'}")
@@ -111,8 +116,9 @@ def load_run(run: Path) -> dict:
     """A run's evaluations and config. A torn line (a run killed while writing it) is skipped with a
     warning naming the file and line; the rest of the run still counts. A config.json that cannot
     be read raises a ``ValueError`` naming it."""
-    evaluations = [entry for _, entry in read_records(run / "evaluations.jsonl", {"env_steps", "set"},
-                                                      _evaluation_problem)]
+    evaluations = [
+        entry for _, entry in read_records(run / "evaluations.jsonl", {"env_steps", "set"}, _evaluation_problem)
+    ]
     config = {}
     if (run / "config.json").exists():
         try:
@@ -141,8 +147,13 @@ def _load_runs(paths: list[Path]) -> list[dict]:
 def _goal_types(runs: list[dict]) -> list[str]:
     """The goal types the runs' evaluations report ("success/<type>"): Playground-Text's in its
     order, then any other environment's in the order they first appear."""
-    seen = dict.fromkeys(key.removeprefix("success/") for run in runs for entry in run["evaluations"]
-                         for key in entry if key.startswith("success/"))
+    seen = dict.fromkeys(
+        key.removeprefix("success/")
+        for run in runs
+        for entry in run["evaluations"]
+        for key in entry
+        if key.startswith("success/")
+    )
     return [t for t in GOAL_TYPES if t in seen] + [t for t in seen if t not in GOAL_TYPES]
 
 
@@ -167,8 +178,11 @@ def curves(runs: list[dict], eval_set: str, metric: str) -> dict[str, dict]:
     for group, members in by_group.items():
         series = []
         for run in members:
-            points = {e["env_steps"]: (e["wall_seconds"], e.get(metric)) for e in run["evaluations"]
-                      if e["set"] == eval_set and e.get(metric) is not None}
+            points = {
+                e["env_steps"]: (e["wall_seconds"], e.get(metric))
+                for e in run["evaluations"]
+                if e["set"] == eval_set and e.get(metric) is not None
+            }
             if points:
                 series.append(points)
         if not series:
@@ -182,9 +196,9 @@ def curves(runs: list[dict], eval_set: str, metric: str) -> dict[str, dict]:
             warnings.warn(
                 f"group {group!r} ({eval_set}, {metric}): its {len(series)} seeds have unequal lengths "
                 f"({lengths}); points where a seed is missing average fewer seeds (the 'seeds' column)",
-                stacklevel=2)
-        out[group] = {"steps": np.array(steps), "seconds": np.nanmean(seconds, 0), "values": values,
-                      "counts": counts}
+                stacklevel=2,
+            )
+        out[group] = {"steps": np.array(steps), "seconds": np.nanmean(seconds, 0), "values": values, "counts": counts}
     return out
 
 
@@ -203,8 +217,13 @@ def plot(data: dict[str, dict], x: str, title: str, path: Path, ax=None, levels:
         ax.plot(xs, mean, label=f"{group} (n={len(d['values'])})")
         ax.fill_between(xs, mean - std, mean + std, alpha=0.2)
     for k, level in enumerate(levels):  # constant baselines, dashed, in the legend with their value
-        ax.axhline(level.value, color="0.35", linewidth=1, linestyle=["--", ":", "-.", (0, (5, 1, 1, 1))][k % 4],
-                   label=f"{level.name} = {level.value:g}")
+        ax.axhline(
+            level.value,
+            color="0.35",
+            linewidth=1,
+            linestyle=["--", ":", "-.", (0, (5, 1, 1, 1))][k % 4],
+            label=f"{level.name} = {level.value:g}",
+        )
     ax.set_xlabel("environment steps" if x == "steps" else "wall seconds")
     ax.set_ylabel("success rate")
     ax.set_ylim(-0.02, 1.02)
@@ -217,8 +236,15 @@ def plot(data: dict[str, dict], x: str, title: str, path: Path, ax=None, levels:
         plt.close(fig)
 
 
-def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant", levels: list[Level] = (),
-              reference: str | None = None, target: float = 0.8, discovery: bool = False) -> Path:
+def aggregate(
+    paths: list[str | Path],
+    out: str | Path,
+    group_by: str = "variant",
+    levels: list[Level] = (),
+    reference: str | None = None,
+    target: float = 0.8,
+    discovery: bool = False,
+) -> Path:
     """Writes the figures and CSV files of the module docstring for the runs under ``paths``
     into ``out``; ``levels``, ``reference`` (with ``target``) and ``discovery``: the options."""
     import matplotlib
@@ -245,8 +271,7 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
         fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4), squeeze=False)
         for ax, eval_set in zip(axes[0], sets):
             title = EVAL_SETS[eval_set].title if eval_set in EVAL_SETS else f"{eval_set} goals"
-            plot(curves(runs, eval_set, "success"), x, title, out / name, ax=ax,
-                 levels=levels_of(eval_set))
+            plot(curves(runs, eval_set, "success"), x, title, out / name, ax=ax, levels=levels_of(eval_set))
             if levels_of(eval_set):  # each panel names its own level lines
                 ax.legend(fontsize=7)
         axes[0][0].legend(fontsize=7)
@@ -258,8 +283,14 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
     fig, axes = plt.subplots(1, max(len(types), 1), figsize=(5 * max(len(types), 1), 4), squeeze=False)
     type_set = sets[0] if "train" not in sets else "train"
     for ax, goal_type in zip(axes[0], types):
-        plot(curves(runs, type_set, f"success/{goal_type}"), "steps", goal_type, out / "success_by_goal_type.png",
-             ax=ax, levels=levels_of(type_set))
+        plot(
+            curves(runs, type_set, f"success/{goal_type}"),
+            "steps",
+            goal_type,
+            out / "success_by_goal_type.png",
+            ax=ax,
+            levels=levels_of(type_set),
+        )
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "success_by_goal_type.png", dpi=120)
@@ -270,18 +301,51 @@ def aggregate(paths: list[str | Path], out: str | Path, group_by: str = "variant
     with open(out / "curves.csv", "w", newline="") as f_curves, open(out / "summary.csv", "w", newline="") as f_sum:
         curve_rows, summary = csv.writer(f_curves), csv.writer(f_sum)
         curve_rows.writerow(["group", "set", "metric", "env_steps", "wall_seconds", "mean", "std", "seeds"])
-        summary.writerow(["group", "set", "metric", "final_env_steps", "final_wall_seconds", "mean", "std",
-                          "best_mean", "seeds", "seeds_in_group"])
+        summary.writerow(
+            [
+                "group",
+                "set",
+                "metric",
+                "final_env_steps",
+                "final_wall_seconds",
+                "mean",
+                "std",
+                "best_mean",
+                "seeds",
+                "seeds_in_group",
+            ]
+        )
         for eval_set in sets:
             for metric in metrics:
                 for group, d in sorted(data[eval_set, metric].items()):
                     mean, std = np.nanmean(d["values"], 0), np.nanstd(d["values"], 0)
                     for i, step in enumerate(d["steps"]):
-                        curve_rows.writerow([group, eval_set, metric, int(step), round(float(d["seconds"][i]), 1),
-                                             round(float(mean[i]), 4), round(float(std[i]), 4), int(d["counts"][i])])
-                    summary.writerow([group, eval_set, metric, int(d["steps"][-1]), round(float(d["seconds"][-1]), 1),
-                                      round(float(mean[-1]), 4), round(float(std[-1]), 4),
-                                      round(float(mean.max()), 4), int(d["counts"][-1]), len(d["values"])])
+                        curve_rows.writerow(
+                            [
+                                group,
+                                eval_set,
+                                metric,
+                                int(step),
+                                round(float(d["seconds"][i]), 1),
+                                round(float(mean[i]), 4),
+                                round(float(std[i]), 4),
+                                int(d["counts"][i]),
+                            ]
+                        )
+                    summary.writerow(
+                        [
+                            group,
+                            eval_set,
+                            metric,
+                            int(d["steps"][-1]),
+                            round(float(d["seconds"][-1]), 1),
+                            round(float(mean[-1]), 4),
+                            round(float(std[-1]), 4),
+                            round(float(mean.max()), 4),
+                            int(d["counts"][-1]),
+                            len(d["values"]),
+                        ]
+                    )
     with open(out / "levels.csv", "w", newline="") as f:  # the constant lines drawn, beside the curves
         rows = csv.writer(f)
         rows.writerow(["level", "set", "value"])
@@ -298,15 +362,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", help="run directories or folders holding them")
     parser.add_argument("--out", required=True, help="folder for the PNG and CSV files")
     parser.add_argument("--group-by", choices=["variant", "config"], default="variant")
-    parser.add_argument("--level", action="append", default=[], metavar="NAME[@SET]=VALUE",
-                        help="a constant success level drawn on the success panels (repeatable), "
-                             "e.g. random=0.32; @SET: only on that evaluation set's panels")
-    parser.add_argument("--reference", metavar="GROUP",
-                        help="write relative.csv: every group's success relative to GROUP's at equal steps")
-    parser.add_argument("--target", type=float, default=0.8,
-                        help="with --reference: the ratio a group should reach (default 0.8)")
-    parser.add_argument("--discovery", action="store_true",
-                        help="write discovery.csv/png: autotelic runs' discovered goals over time")
+    parser.add_argument(
+        "--level",
+        action="append",
+        default=[],
+        metavar="NAME[@SET]=VALUE",
+        help="a constant success level drawn on the success panels (repeatable), "
+        "e.g. random=0.32; @SET: only on that evaluation set's panels",
+    )
+    parser.add_argument(
+        "--reference",
+        metavar="GROUP",
+        help="write relative.csv: every group's success relative to GROUP's at equal steps",
+    )
+    parser.add_argument(
+        "--target", type=float, default=0.8, help="with --reference: the ratio a group should reach (default 0.8)"
+    )
+    parser.add_argument(
+        "--discovery", action="store_true", help="write discovery.csv/png: autotelic runs' discovered goals over time"
+    )
     args = parser.parse_args(argv)
     if not (math.isfinite(args.target) and args.target > 0):
         parser.error(f"--target {args.target}: the ratio to the reference's success to reach, a number > 0 (0.8: 80%)")
@@ -314,8 +388,15 @@ def main(argv: list[str] | None = None) -> int:
         levels = [Level.parse(text) for text in args.level]
     except ValueError as err:
         parser.error(str(err))
-    out = aggregate(args.paths, args.out, args.group_by, levels=levels, reference=args.reference,
-                    target=args.target, discovery=args.discovery)
+    out = aggregate(
+        args.paths,
+        args.out,
+        args.group_by,
+        levels=levels,
+        reference=args.reference,
+        target=args.target,
+        discovery=args.discovery,
+    )
     print(f"wrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
     return 0
 

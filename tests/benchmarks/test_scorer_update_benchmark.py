@@ -1,4 +1,5 @@
 """The scorer-update benchmark's worker: what one subprocess of ``--compare`` measures and reports."""
+
 import pytest
 
 from torchrl_glam.benchmarks import scorer_update
@@ -27,8 +28,9 @@ def test_unknown_models_are_refused():
 def test_the_live_memory_process_reports_one_update_s_peak_under_its_own_malloc():
     """``--compare``'s second process per pair: malloc maps every block of 64 KB or more apart, so the
     peak is the tensors' own; it reports that peak and times nothing."""
-    result = scorer_update._run(CURRENT_TREE, 1, ["--model", "tiny-decoder", "--batch", "4", "--repeats", "1",
-                                                  "--live-memory"])
+    result = scorer_update._run(
+        CURRENT_TREE, 1, ["--model", "tiny-decoder", "--batch", "4", "--repeats", "1", "--live-memory"]
+    )
     assert result["live_peak_mb_above_load"] > 0 and "update_seconds" not in result
 
 

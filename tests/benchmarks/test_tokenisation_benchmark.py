@@ -1,5 +1,6 @@
 """``python -m torchrl_glam.benchmarks.tokenisation``: a Table 3 tokenisation stream, timed with and
 without the memoised pairs."""
+
 from torchrl_glam.benchmarks import tokenisation
 
 
@@ -14,5 +15,8 @@ def test_the_stream_is_table_3s_acting_and_replayed_batches():
 def test_the_benchmark_times_both_tokenisers_on_a_decoder_only_model(capsys):
     tokenisation.main(["--model", "offline:tiny-llama", "--transitions", "64"])
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(" ms ")[0].rsplit(" ", 1)[0].strip() for line in lines] == ["every pair encoded", "memoised pairs"]
+    assert [line.split(" ms ")[0].rsplit(" ", 1)[0].strip() for line in lines] == [
+        "every pair encoded",
+        "memoised pairs",
+    ]
     assert all(float(line.split(" ms ")[0].split()[-1]) > 0 for line in lines)

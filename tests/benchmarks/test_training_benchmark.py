@@ -1,4 +1,5 @@
 """The training benchmark: its loop timer, and ``--compare`` running two trees as subprocesses."""
+
 import csv
 import subprocess
 
@@ -9,8 +10,9 @@ from torchrl_glam.benchmarks import loop_timer, training
 
 
 def _git_checkout() -> bool:
-    done = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=training.CURRENT_TREE,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", "rev-parse", "--is-inside-work-tree"], cwd=training.CURRENT_TREE, capture_output=True, text=True
+    )
     return done.returncode == 0 and done.stdout.strip() == "true"
 
 
@@ -97,9 +99,25 @@ def test_compare_names_an_unknown_commit_and_bad_task_sets(tmp_path):
 def test_compare_runs_both_trees_and_prints_the_ratio(tmp_path, capsys):
     table = tmp_path / "compare.csv"
     worktrees = tmp_path / "worktrees"
-    training.main(["--compare", "HEAD", "--preset", "smoke", "--steps", "32", "--rounds", "1",
-                   "--sets", "simplified", "--csv", str(table), "--worktree-dir", str(worktrees),
-                   "critic_width=8"])
+    training.main(
+        [
+            "--compare",
+            "HEAD",
+            "--preset",
+            "smoke",
+            "--steps",
+            "32",
+            "--rounds",
+            "1",
+            "--sets",
+            "simplified",
+            "--csv",
+            str(table),
+            "--worktree-dir",
+            str(worktrees),
+            "critic_width=8",
+        ]
+    )
     out = capsys.readouterr().out
     assert "simplified ratio" in out
     rows = list(csv.DictReader(table.open()))
@@ -138,6 +156,7 @@ def test_baseline_worktree_is_removed_or_kept_and_reused(tmp_path):
         with training.baseline_worktree("HEAD", True, cache) as (remade, _):
             assert remade == kept and (remade / "torchrl_glam" / "__init__.py").exists()
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(kept)], cwd=training.CURRENT_TREE,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(kept)], cwd=training.CURRENT_TREE, capture_output=True
+        )
     assert not _listed(kept)

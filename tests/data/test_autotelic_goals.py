@@ -1,5 +1,6 @@
 """The autotelic agent's pieces: goal discovery, the learning-progress estimator, goal choice from
 the memory, the neutral pre-discovery goal, and the transform's state."""
+
 import pytest
 import torch
 from torchrl.envs import TransformedEnv
@@ -211,7 +212,8 @@ def test_metrics_report_memory_growth_and_choices():
     metrics = choice.metrics()
     assert metrics["autotelic/discovered"] == len(choice.memory) > 0
     assert metrics["autotelic/discovered_train_fraction"] == pytest.approx(
-        choice.memory.known[torch.as_tensor(CATALOGUE.train_ids)].sum().item() / 8470)
+        choice.memory.known[torch.as_tensor(CATALOGUE.train_ids)].sum().item() / 8470
+    )
     assert metrics["autotelic/discovered_task_fraction"] == metrics["autotelic/discovered_train_fraction"]
     shares = [metrics[f"autotelic/choice/{k}"] for k in ("neutral", "uniform", "lp")]
     assert sum(shares) == pytest.approx(1.0) and shares[0] > 0

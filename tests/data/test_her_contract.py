@@ -6,6 +6,7 @@ last step; a failure never succeeds and goes on past it).
 Checked over every registered environment and over a toy environment whose social partner
 reports a state ("on cell k") on every step it holds, the case HER once relabeled at every report.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -50,17 +51,24 @@ def _collect(environment, num_envs: int, steps: int, max_steps: int, goals: str 
 # ---------------------------------------------------------------- replays, one per environment
 # Each returns (reward [S, T], ended [S, T], success [S, T]) of the sections replayed under their goal.
 
+
 def _replay_playground(env, sections, origins):
     from torchrl_glam.envs.playground import OBJECT_NAMES, PlaygroundTextEnv
 
     S, T = sections.shape
-    replay_env = PlaygroundTextEnv(num_envs=S, num_objects=env.num_objects, goals="train", text=False,
-                                   max_steps=env.max_steps)
+    replay_env = PlaygroundTextEnv(
+        num_envs=S, num_objects=env.num_objects, goals="train", text=False, max_steps=env.max_steps
+    )
     catalogue = env.catalogue
-    td = replay_env.reset(TensorDict(
-        {"goal": [catalogue.goals[g] for g in sections["goal_id"][:, 0].tolist()],
-         "scene": [[OBJECT_NAMES[i] for i in objects] for objects in sections["objects"][:, 0].tolist()]},
-        batch_size=[S]))
+    td = replay_env.reset(
+        TensorDict(
+            {
+                "goal": [catalogue.goals[g] for g in sections["goal_id"][:, 0].tolist()],
+                "scene": [[OBJECT_NAMES[i] for i in objects] for objects in sections["objects"][:, 0].tolist()],
+            },
+            batch_size=[S],
+        )
+    )
     rewards, ended, success = (torch.zeros(S, T, dtype=d) for d in (torch.float32, torch.bool, torch.bool))
     alive = torch.ones(S, dtype=torch.bool)
     for t in range(T):
@@ -90,7 +98,9 @@ def _replay_babyai(env, sections, origins):
         level.reset(seed=level_seed)
         partner = SocialPartner()
         partner.reset(level)
-        instr = dict((text, instr) for instr, text in _verifiers(level, partner)).get(goals[int(sections["goal_id"][s, 0])])
+        instr = dict((text, instr) for instr, text in _verifiers(level, partner)).get(
+            goals[int(sections["goal_id"][s, 0])]
+        )
         if instr is None:  # a goal naming objects the room lacks (a negative's): never achieved
             continue
         for t, action in enumerate(sections["action"][s].tolist()):
@@ -167,14 +177,15 @@ def test_relabeled_successes_replay_as_episodes_that_could_have_happened(environ
     num_envs, steps, max_steps = PLAY[environment.name]
     env, episodes, origins = _collect(environment, num_envs, steps, max_steps)
     out = HindsightRelabel(seed=0, environment=environment)(episodes)
-    relabeled = out[len(episodes):]
+    relabeled = out[len(episodes) :]
     assert len(relabeled) >= 8, "too few reports to check: play longer"
     source = _sources(episodes, relabeled)
     _check_replays(env, environment, relabeled, [origins[i] for i in source.tolist()], success=True)
     # the environments that report states repeat reports: the contract drops every later one
     ids = episodes["next", "achieved_goal_ids"]
-    reports = (torch.arange(ids.shape[-1]) < episodes["next", "achieved_goal_count"].unsqueeze(-1)) & \
-        episodes["mask"].unsqueeze(-1)
+    reports = (torch.arange(ids.shape[-1]) < episodes["next", "achieved_goal_count"].unsqueeze(-1)) & episodes[
+        "mask"
+    ].unsqueeze(-1)
     pairs = {(e, g) for e, g in zip(*[x.tolist() for x in (torch.nonzero(reports)[:, 0], ids[reports])])}
     if environment.name in ("babyai", "line"):
         assert int(reports.sum()) > len(pairs)  # the case this test is for does occur
@@ -226,8 +237,10 @@ def test_ppo_relabeled_pieces_end_at_the_first_report_of_their_goal_in_the_episo
         full = rollout.add(step)
         if full is not None:
             pieces = relabel_rollout(full, 12, reported_before=rollout.reported_before)
-            got = sorted((i // length, int(g), int(n)) for g, n in
-                         zip(pieces["goal_id"][:, 0].tolist(), pieces["mask"].sum(-1).tolist()))
+            got = sorted(
+                (i // length, int(g), int(n))
+                for g, n in zip(pieces["goal_id"][:, 0].tolist(), pieces["mask"].sum(-1).tolist())
+            )
             assert got == sorted(e for e in expected if e[0] == i // length)
             assert (pieces["next", "reward"].squeeze(-1).sum(-1) == 1).all()
     assert continued > 10 and len(expected) > 40

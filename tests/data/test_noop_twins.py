@@ -1,5 +1,6 @@
 """No-op twins: the same state with a step that changes nothing, then the winning step; replayed
 in the environment, on real episodes and their hindsight sections."""
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -16,10 +17,13 @@ def test_noop_actions_are_read_from_where_the_agent_stands_and_what_it_holds():
     agent_on = torch.tensor([2, -1, 0, -1])
     held = torch.tensor([-1, 1, 1, -1])
     assert noop_actions(agent_on, held, 3).nonzero().tolist() == [
-        [0, 2], [0, 4],  # on object 2, empty hand: "Go to" it again, "Release"
+        [0, 2],
+        [0, 4],  # on object 2, empty hand: "Go to" it again, "Release"
         [1, 3],  # on nothing, holding 1: "Grasp"
-        [2, 0], [2, 3],  # on 0, holding 1: "Go to" 0 again (the contact happened), "Grasp"
-        [3, 3], [3, 4],  # on nothing, holding nothing: "Grasp", "Release"
+        [2, 0],
+        [2, 3],  # on 0, holding 1: "Go to" 0 again (the contact happened), "Grasp"
+        [3, 3],
+        [3, 4],  # on nothing, holding nothing: "Grasp", "Release"
     ]
 
 
@@ -47,10 +51,15 @@ def test_noop_twins_replay_exactly_in_the_environment(relabeled_play):
         rows = (t == end).nonzero().squeeze(-1)
         source, twin = episodes[e[rows]], twins[rows]
         replay_env = PlaygroundTextEnv(num_envs=len(rows), goals="train", text=False)
-        td = replay_env.reset(TensorDict(
-            {"goal": [env.catalogue.goals[g] for g in source["goal_id"][:, 0].tolist()],
-             "scene": [[OBJECT_NAMES[i] for i in objects] for objects in source["objects"][:, 0].tolist()]},
-            batch_size=[len(rows)]))
+        td = replay_env.reset(
+            TensorDict(
+                {
+                    "goal": [env.catalogue.goals[g] for g in source["goal_id"][:, 0].tolist()],
+                    "scene": [[OBJECT_NAMES[i] for i in objects] for objects in source["objects"][:, 0].tolist()],
+                },
+                batch_size=[len(rows)],
+            )
+        )
         for step in range(end):
             td.set("action", source["action"][:, step])
             td = replay_env.step(td)["next"].exclude("reward", "done", "terminated", "truncated")
@@ -89,8 +98,8 @@ def test_a_success_at_the_time_limit_has_no_twin_and_failures_have_none(relabele
 def test_the_transform_appends_twins_and_draws_the_same_noops_from_its_seed(relabeled_play):
     _, episodes = relabeled_play
     first, second = NoOpTwins(seed=3)(episodes), NoOpTwins(seed=3)(episodes)
-    twins = first[len(episodes):]
+    twins = first[len(episodes) :]
     assert len(twins) == len(noop_twins(episodes)) and (first[: len(episodes)] == episodes).all()
-    assert torch.equal(twins["action"], second[len(episodes):]["action"])
+    assert torch.equal(twins["action"], second[len(episodes) :]["action"])
     assert torch.equal(NoOpTwins(seed=3).inv(episodes)["action"], first["action"])  # a replay buffer's write side
     assert NoOpTwins()(episodes[:0]).shape == episodes[:0].shape

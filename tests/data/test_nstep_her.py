@@ -1,4 +1,5 @@
 """n-step returns and hindsight relabeling on hand-computed episodes, and on real ones."""
+
 from collections import Counter
 
 import pytest
@@ -6,8 +7,14 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.data.her import (HindsightRelabel, hindsight_steps, relabel_episodes, relabel_negatives, scene_goals,
-                                   unachieved_goals)
+from torchrl_glam.data.her import (
+    HindsightRelabel,
+    hindsight_steps,
+    relabel_episodes,
+    relabel_negatives,
+    scene_goals,
+    unachieved_goals,
+)
 from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
 from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv
 from torchrl_glam.envs.protocol import get_environment
@@ -165,21 +172,32 @@ def test_twins_on_babyai_name_the_room_and_fail_where_the_success_succeeded():
     env = BabyAITextEnv(num_envs=16, seed=0, text=False, max_steps=16)
     _, episodes = random_play_episodes("train", 64, env, environment)
     train = environment.catalogue.goal_set("train")
-    plain = HindsightRelabel(seed=0, goal_ids=train, environment=environment)(episodes)[len(episodes):]
-    out = HindsightRelabel(seed=0, twins=True, goal_ids=train, environment=environment)(episodes)[len(episodes):]
-    successes, twins = out[: len(plain)], out[len(plain):]
+    plain = HindsightRelabel(seed=0, goal_ids=train, environment=environment)(episodes)[len(episodes) :]
+    out = HindsightRelabel(seed=0, twins=True, goal_ids=train, environment=environment)(episodes)[len(episodes) :]
+    successes, twins = out[: len(plain)], out[len(plain) :]
     assert len(plain) > 20 and len(twins) > 0.5 * len(plain)
     assert (twins["next", "reward"] == 0).all() and not twins["next", "terminated"].any()
     kinds = torch.from_numpy(environment.catalogue.goal_type)
+
     # each twin sits beside a success of its kind: same episode (actions, room), same end
-    key = lambda td: [(tuple(a), tuple(o), int(m), int(kinds[g]))  # noqa: E731
-                      for a, o, m, g in zip(td["action"].tolist(), td["objects"][:, 0].flatten(1).tolist(),
-                                            td["mask"].sum(-1).tolist(), td["goal_id"][:, 0].tolist())]
+    def key(td):
+        return [
+            (tuple(a), tuple(o), int(m), int(kinds[g]))
+            for a, o, m, g in zip(
+                td["action"].tolist(),
+                td["objects"][:, 0].flatten(1).tolist(),
+                td["mask"].sum(-1).tolist(),
+                td["goal_id"][:, 0].tolist(),
+            )
+        ]
+
     assert Counter(key(twins)) <= Counter(key(successes))
     for twin in twins:
         room, goal = twin["objects"][0], int(twin["goal_id"][0])
         assert environment.catalogue.goals_in_scene(room.numpy())[goal]  # it names the room's objects
-        episode = episodes[(episodes["action"] == twin["action"]).all(-1) & (episodes["objects"][:, 0] == room).flatten(1).all(-1)][0]
+        episode = episodes[
+            (episodes["action"] == twin["action"]).all(-1) & (episodes["objects"][:, 0] == room).flatten(1).all(-1)
+        ][0]
         reported = episode["next", "achieved_goal_ids"][episode["next", "achieved_goal_ids"] >= 0]
         assert goal not in reported.tolist()  # and the episode never achieved it
 
@@ -204,8 +222,9 @@ def test_real_episodes_relabeled_replay_exactly_in_the_environment():
 def test_negatives_relabel_with_goals_reported_elsewhere_in_the_batch_and_never_achieve_them():
     achieved = make_episode(3, 5, terminated=True, reports=[(0, 21), (2, 7), (2, 22)], goal=7)
     truncated = make_episode(5, 5, terminated=False, reports=[(1, 30), (3, 31), (3, 21)], goal=8)
-    negatives = relabel_negatives(torch.cat([achieved, truncated]), per_episode=5,
-                                  generator=torch.Generator().manual_seed(0))
+    negatives = relabel_negatives(
+        torch.cat([achieved, truncated]), per_episode=5, generator=torch.Generator().manual_seed(0)
+    )
     goals = negatives["goal_id"][:, 0]
     first = negatives["mask"].sum(-1) == 3  # the copies of the first episode
     # distinct goals of the other episode that this one never achieved (nor its own goal 7)
@@ -240,14 +259,21 @@ def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environmen
         negatives = relabel_negatives(episodes, per_episode=3, generator=torch.Generator().manual_seed(1))
     else:  # the transform's relabeled copies that fail: its scene negatives, or its twins
         options = {"negatives_per_episode": 3, "negatives_from": "scene"} if source == "scene" else {"twins": True}
-        relabeled = HindsightRelabel(seed=1, goal_ids=env.catalogue.goal_set("train"), **options)(episodes)[len(episodes):]
+        relabeled = HindsightRelabel(seed=1, goal_ids=env.catalogue.goal_set("train"), **options)(episodes)[
+            len(episodes) :
+        ]
         negatives = relabeled[relabeled["next", "reward"].sum(-1) == 0]
     assert len(negatives) > 16
     replay_env = PlaygroundTextEnv(num_envs=len(negatives), goals="train", text=False)
-    td = replay_env.reset(TensorDict(
-        {"goal": [env.catalogue.goals[g] for g in negatives["goal_id"][:, 0].tolist()],
-         "scene": [[OBJECT_NAMES[i] for i in objects] for objects in negatives["objects"][:, 0].tolist()]},
-        batch_size=[len(negatives)]))
+    td = replay_env.reset(
+        TensorDict(
+            {
+                "goal": [env.catalogue.goals[g] for g in negatives["goal_id"][:, 0].tolist()],
+                "scene": [[OBJECT_NAMES[i] for i in objects] for objects in negatives["objects"][:, 0].tolist()],
+            },
+            batch_size=[len(negatives)],
+        )
+    )
     length = negatives["mask"].sum(-1)
     for t in range(int(length.max())):
         td.set("action", negatives["action"][:, t])
@@ -265,7 +291,7 @@ def test_scene_goals_are_the_goals_naming_only_the_scenes_objects():
     for scene, row in zip(objects.tolist(), in_scene):
         names = {OBJECT_NAMES[o] for o in scene}
 
-        def names_an_object(single):
+        def names_an_object(single, names=names):
             verb, description = catalogue.single_part_descriptions[single]
             return bool(names & set(catalogue.matching_objects(description, growable_only=verb == "Grow")))
 
@@ -280,7 +306,7 @@ def test_scene_negatives_name_the_episodes_objects_and_draw_goal_types_equally_o
     drawn = []
     for _ in range(20):
         out = transform(episodes)
-        negatives = out[len(episodes):][out[len(episodes):]["next", "reward"].sum(-1) == 0]
+        negatives = out[len(episodes) :][out[len(episodes) :]["next", "reward"].sum(-1) == 0]
         assert len(negatives) == len(episodes)  # one per episode: every scene has candidates
         goals = negatives["goal_id"][:, 0]
         assert scene_goals(negatives["objects"][:, 0], goals).diagonal().all()
@@ -304,16 +330,25 @@ def test_twins_fail_at_each_hindsight_success_with_another_goal_of_its_type():
     never achieved in the episode. So a grasp goal gets as many failed grasps as successful ones."""
     env, episodes = random_play_episodes("train", steps=40)
     train = env.catalogue.goal_set("train")
-    plain = HindsightRelabel(seed=0, goal_ids=train)(episodes)[len(episodes):]
-    out = HindsightRelabel(seed=0, twins=True, goal_ids=train)(episodes)[len(episodes):]
-    successes, twins = out[: len(plain)], out[len(plain):]
+    plain = HindsightRelabel(seed=0, goal_ids=train)(episodes)[len(episodes) :]
+    out = HindsightRelabel(seed=0, twins=True, goal_ids=train)(episodes)[len(episodes) :]
+    successes, twins = out[: len(plain)], out[len(plain) :]
     assert (successes["goal_id"] == plain["goal_id"]).all()  # the successes are HER's, unchanged
     assert (twins["next", "reward"] == 0).all() and not twins["next", "terminated"].any()
     catalogue_type = torch.from_numpy(env.catalogue.goal_type)
+
     # pair each twin with its success: same episode (actions, scene), same end, same goal type
-    key = lambda td: [(tuple(a), tuple(o), int(m), int(catalogue_type[g]))  # noqa: E731
-                      for a, o, m, g in zip(td["action"].tolist(), td["objects"][:, 0].tolist(),
-                                            td["mask"].sum(-1).tolist(), td["goal_id"][:, 0].tolist())]
+    def key(td):
+        return [
+            (tuple(a), tuple(o), int(m), int(catalogue_type[g]))
+            for a, o, m, g in zip(
+                td["action"].tolist(),
+                td["objects"][:, 0].tolist(),
+                td["mask"].sum(-1).tolist(),
+                td["goal_id"][:, 0].tolist(),
+            )
+        ]
+
     # a success whose scene has no unachieved goal of its type left (grow goals can run out) has none
     pool = torch.from_numpy(train).unique()
     e, _, goals = hindsight_steps(episodes)

@@ -1,5 +1,6 @@
 """PPO with HER (App. G): the aligned (sub-goal) rule on concrete goals, the aligned filter on a
 scripted episode, and rollouts cut into episode pieces and relabeled."""
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -63,8 +64,9 @@ def scripted_episode():
     """Goal "Grow red cat": grasp the door (misaligned reports), release it, grasp the water
     (aligned reports), go to the cat (the goal)."""
     env = PlaygroundTextEnv(num_envs=1, goals="simplified", text=False, seed=0)
-    td = env.reset(TensorDict({"goal": ["Grow red cat"], "scene": [["red door", "green water", "red cat"]]},
-                              batch_size=[1]))
+    td = env.reset(
+        TensorDict({"goal": ["Grow red cat"], "scene": [["red door", "green water", "red cat"]]}, batch_size=[1])
+    )
     assembler = EpisodeAssembler(1, env.max_steps)
     for action in (0, 3, 4, 1, 3, 2):  # Go to red door, Grasp, Release, Go to green water, Grasp, Go to red cat
         td["action"] = torch.tensor([action])

@@ -1,12 +1,13 @@
 """Prioritized replay and the batch compositions of App. E."""
+
 import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.replay import GoalReplay, split_counts
-from torchrl_glam.training.checkpoint import read_checkpoint, save_checkpoint
 from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.training.checkpoint import read_checkpoint, save_checkpoint
 
 
 def transitions(goal_ids, relabeled):
@@ -45,8 +46,12 @@ def test_ratio_batches_hold_exactly_her_ratio_relabeled_transitions():
 def test_prior_batches_follow_the_goal_type_proportions_of_the_task_set():
     cat = GoalCatalogue.default()
     weights = GoalReplay.type_proportions(cat.train_ids)
-    assert [round(w, 4) for w in weights] == [round(136 / 8470, 4), round(46 / 8470, 4),
-                                              round(6218 / 8470, 4), round(2070 / 8470, 4)]
+    assert [round(w, 4) for w in weights] == [
+        round(136 / 8470, 4),
+        round(46 / 8470, 4),
+        round(6218 / 8470, 4),
+        round(2070 / 8470, 4),
+    ]
     replay = GoalReplay(capacity=1000, strategy="prior", goal_type_weights=[0.25, 0.25, 0.25, 0.25])
     grasp, grow = cat.id_of("Grasp red cat"), cat.id_of("Grow red cat")
     then_grasp, then_grow = cat.id_of("Grow red cat then grasp blue door"), cat.id_of("Grow red cat then grow blue dog")

@@ -1,5 +1,6 @@
 """BabyAITextEnv (BabyAI-Text over minigrid): the text layer, the Mixed levels, specs, seeding, stock
 TorchRL pieces, and the social partner against minigrid's own verifier."""
+
 from functools import partial
 
 import numpy as np
@@ -153,7 +154,7 @@ def test_env_draws_every_kind_and_grammar_levels_stay_in_the_grammar():
     for level in GRAMMAR_LEVELS:  # a mission outside the grammar would raise at reset
         env = BabyAITextEnv(num_envs=8, level=level, seed=0, text=False)
         data = env.rollout(12, break_when_any_done=False)  # reward and reports agree there too
-        hit = ((data["next", "achieved_goal_ids"] == data["goal_id"].unsqueeze(-1)).any(-1))
+        hit = (data["next", "achieved_goal_ids"] == data["goal_id"].unsqueeze(-1)).any(-1)
         assert torch.equal(hit, data["next", "reward"].squeeze(-1) > 0), level
 
 
@@ -300,13 +301,13 @@ def test_text_reports_match_their_ids():
 
 def test_training_reports_never_name_held_out_goals():
     cat = BabyAIGoalCatalogue.default()
-    for level, sets, other in [("MixedTrainLocal", ("train",), None), ("MixedTestLocal", ("train", "test"), ("all",))]:
+    for level, sets in [("MixedTrainLocal", ("train",)), ("MixedTestLocal", ("train", "test"))]:
         allowed = np.zeros(len(cat), dtype=bool)
         allowed[np.concatenate([cat.goal_set(n) for n in sets])] = True
         data = random_rollout(BabyAITextEnv(num_envs=8, level=level, seed=0, text=False), 100, seed=0)
         ids = data["next", "achieved_goal_ids"]
         assert allowed[ids[ids >= 0]].all() and (ids >= 0).sum() > 100
-    env = BabyAITextEnv(num_envs=8, level="MixedTestLocal", seed=0, text=False, reported_goals=other)
+    env = BabyAITextEnv(num_envs=8, level="MixedTestLocal", seed=0, text=False, reported_goals=("all",))
     wide = random_rollout(env, 100, seed=0)
     assert (wide["next", "achieved_goal_count"] >= data["next", "achieved_goal_count"]).all()
     assert not allowed[wide["next", "achieved_goal_ids"][wide["next", "achieved_goal_ids"] >= 0]].all()
@@ -363,8 +364,11 @@ def test_partner_reports_exactly_what_minigrid_verifiers_accept(kind):
 @pytest.mark.parametrize(
     "action, error, message",
     [
-        (torch.tensor([0, 6]), ValueError,
-         r"action 6 of sub-environment 1 is out of range; actions are indices 0\.\.5"),
+        (
+            torch.tensor([0, 6]),
+            ValueError,
+            r"action 6 of sub-environment 1 is out of range; actions are indices 0\.\.5",
+        ),
         (torch.tensor([-1, 0]), ValueError, "out of range"),
         (torch.tensor([True, False]), TypeError, r"dtype torch.bool; pass integer indices .*action.long\(\)"),
         (torch.tensor([0.0, 1.0]), TypeError, "dtype torch.float32; pass integer indices"),
@@ -485,9 +489,18 @@ def _random_steps(env, td, steps, generator):
     for _ in range(steps):
         td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=generator).squeeze(-1)
         step, td = env.step_and_maybe_reset(td)
-        out.append(step.exclude("prompt", "actions", "goal", "achieved_goals",
-                                ("next", "prompt"), ("next", "actions"), ("next", "goal"),
-                                ("next", "achieved_goals")))
+        out.append(
+            step.exclude(
+                "prompt",
+                "actions",
+                "goal",
+                "achieved_goals",
+                ("next", "prompt"),
+                ("next", "actions"),
+                ("next", "goal"),
+                ("next", "achieved_goals"),
+            )
+        )
     return td, out
 
 
@@ -516,10 +529,13 @@ def test_a_saved_state_resumes_exactly_in_a_fresh_environment(history):
         BabyAITextEnv(num_envs=2, seed=0).load_state_dict(env.state_dict())
 
 
-@pytest.mark.parametrize("cap, expected", [(128, {"goto": 64, "pickup": 64, "open": 128, "putnext": 128,
-                                                  "pickup_then_goto": 128}),
-                                           (100, {"goto": 64, "pickup": 64, "open": 100, "putnext": 100,
-                                                  "pickup_then_goto": 100})])
+@pytest.mark.parametrize(
+    "cap, expected",
+    [
+        (128, {"goto": 64, "pickup": 64, "open": 128, "putnext": 128, "pickup_then_goto": 128}),
+        (100, {"goto": 64, "pickup": 64, "open": 100, "putnext": 100, "pickup_then_goto": 100}),
+    ],
+)
 def test_level_time_limits_are_glams_per_mission_capped_at_max_steps(cap, expected):
     # GLAM's episodes: minigrid's limit for the mission (64 steps per navigation in an 8x8 room; a
     # second room or a second navigation doubles it); max_steps caps them (the padding length)

@@ -1,5 +1,6 @@
 """Random actions of batched environments follow the mask through partial resets, and a batched
 rollout never leaves the interpreter hanging."""
+
 import subprocess
 import sys
 import textwrap
@@ -43,7 +44,6 @@ def test_a_parallel_rollout_through_resets_ends_and_the_interpreter_exits(tmp_pa
             print("resets", int(rollout["next", "done"].sum()))
     """)
     (tmp_path / "rollout.py").write_text(script)  # a file: the workers import make() from it
-    done = subprocess.run([sys.executable, "rollout.py"], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path)
+    done = subprocess.run([sys.executable, "rollout.py"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert int(done.stdout.split("resets")[-1]) > 0

@@ -1,4 +1,5 @@
 """The goal grammar: counts, splits and types of the spec ("Goals")."""
+
 import numpy as np
 import pytest
 
@@ -18,16 +19,17 @@ def _type_counts(cat, ids):
 def test_the_grammar_forms_23426_goals_246_of_them_single(cat):
     assert len(cat) == 23_426
     assert cat.num_single == 246
-    assert _type_counts(cat, np.arange(246)) == {
-        "grasp": 151, "grow": 95, "grow-then-grasp": 0, "grow-then-grow": 0
-    }
+    assert _type_counts(cat, np.arange(246)) == {"grasp": 151, "grow": 95, "grow-then-grasp": 0, "grow-then-grow": 0}
     assert len(set(cat.goals)) == len(cat.goals)
 
 
 def test_training_task_set_is_8470_goals_97_85_percent_sequential(cat):
     assert len(cat.train_ids) == 8_470
     assert _type_counts(cat, cat.train_ids) == {
-        "grasp": 136, "grow": 46, "grow-then-grasp": 6_218, "grow-then-grow": 2_070
+        "grasp": 136,
+        "grow": 46,
+        "grow-then-grasp": 6_218,
+        "grow-then-grow": 2_070,
     }
     sequential = (cat.goal_type[cat.train_ids] >= 2).mean()
     assert round(100 * sequential, 2) == 97.85
@@ -35,16 +37,25 @@ def test_training_task_set_is_8470_goals_97_85_percent_sequential(cat):
 
 def test_simplified_and_held_out_sets(cat):
     assert _type_counts(cat, cat.simplified_ids) == {
-        "grasp": 136, "grow": 46, "grow-then-grasp": 0, "grow-then-grow": 0
+        "grasp": 136,
+        "grow": 46,
+        "grow-then-grasp": 0,
+        "grow-then-grow": 0,
     }
-    assert _type_counts(cat, cat.held_out_ids) == {
-        "grasp": 15, "grow": 49, "grow-then-grasp": 0, "grow-then-grow": 0
-    }
+    assert _type_counts(cat, cat.held_out_ids) == {"grasp": 15, "grow": 49, "grow-then-grasp": 0, "grow-then-grow": 0}
     assert not set(cat.train_ids) & set(cat.held_out_ids)
     held_out = {cat.goals[i] for i in cat.held_out_ids}
-    for goal in ["Grasp red tree", "Grow green dog", "Grasp blue door", "Grasp any flower",
-                 "Grasp green animal", "Grasp any fly", "Grow blue rose", "Grow any plant",
-                 "Grow red living_thing"]:
+    for goal in [
+        "Grasp red tree",
+        "Grow green dog",
+        "Grasp blue door",
+        "Grasp any flower",
+        "Grasp green animal",
+        "Grasp any fly",
+        "Grow blue rose",
+        "Grow any plant",
+        "Grow red living_thing",
+    ]:
         assert goal in held_out
     for goal in ["Grasp blue tree", "Grow red fly", "Grasp any red thing", "Grow any animal"]:
         assert goal not in held_out
@@ -77,7 +88,12 @@ def test_unknown_goal_names_the_nearest_valid_goals(cat):
 
 def test_descriptions_of_objects_follow_the_spec():
     assert descriptions_of_object("red cat") == [
-        "red cat", "red animal", "red living_thing", "any cat", "any animal", "any living_thing",
+        "red cat",
+        "red animal",
+        "red living_thing",
+        "any cat",
+        "any animal",
+        "any living_thing",
         "any red thing",
     ]
     assert sorted(descriptions_of_object("blue door")) == sorted(

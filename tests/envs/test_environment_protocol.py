@@ -1,11 +1,17 @@
 """Playground-Text and BabyAI-Text behind the protocol: the adapters' pure functions of the compact
 state give what the environments themselves give."""
+
 import pytest
 import torch
 
 from torchrl_glam.envs import PlaygroundTextEnv, RenderText
-from torchrl_glam.envs.protocol import (MissingCapability, TextEnvironment, environment_names, get_environment,
-                                        register_environment)
+from torchrl_glam.envs.protocol import (
+    MissingCapability,
+    TextEnvironment,
+    environment_names,
+    get_environment,
+    register_environment,
+)
 
 
 def _random_steps(environment, env, steps=6):
@@ -25,6 +31,7 @@ def test_render_and_mask_agree_with_the_text_environment(name):
     env = environment.make_env(4, seed=3, max_steps=5)
     if name == "babyai":
         from torchrl_glam.envs.babyai import BabyAITextEnv
+
         text_env = BabyAITextEnv(4, seed=3, text=True, max_steps=5)
     else:
         text_env = PlaygroundTextEnv(4, seed=3, max_steps=5, text=True)
@@ -69,6 +76,7 @@ def test_the_registry_refuses_duplicates_and_non_environments():
             get_environment("not_an_env")
     finally:
         from torchrl_glam.envs.protocol import unregister_environment
+
         unregister_environment("not_an_env")
 
 
@@ -89,4 +97,7 @@ def test_former_playground_names_still_work_with_a_deprecation_warning():
     from torchrl_glam.data.replay import GoalReplay
 
     with pytest.warns(DeprecationWarning, match="catalogue= is deprecated"):
-        assert GoalReplay(capacity=4, prioritized=False, catalogue=GoalCatalogue.default()).environment.name == "playground"
+        assert (
+            GoalReplay(capacity=4, prioritized=False, catalogue=GoalCatalogue.default()).environment.name
+            == "playground"
+        )

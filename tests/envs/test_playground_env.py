@@ -1,5 +1,6 @@
 """PlaygroundTextEnv as a TorchRL environment: specs, resets, seeding, stock TorchRL pieces, and the
 hindsight-relabeling consistency of the social partner with the reward."""
+
 from functools import partial
 
 import numpy as np
@@ -72,13 +73,10 @@ def test_her_consistency_every_report_replayed_as_the_goal_gives_reward_exactly_
                 if data["next", "done"][b, t]:
                     start = t + 1
         assert len(replays) > 50
-        replay_env = PlaygroundTextEnv(
-            num_envs=len(replays), num_objects=env.num_objects, goals=goals, text=False
-        )
+        replay_env = PlaygroundTextEnv(num_envs=len(replays), num_objects=env.num_objects, goals=goals, text=False)
         td = replay_env.reset(
             TensorDict(
-                {"goal": [env.catalogue.goals[g] for _, _, g in replays],
-                 "scene": [scene for scene, _, _ in replays]},
+                {"goal": [env.catalogue.goals[g] for _, _, g in replays], "scene": [scene for scene, _, _ in replays]},
                 batch_size=[len(replays)],
             )
         )
@@ -102,9 +100,7 @@ def test_compact_state_re_renders_the_prompt_and_actions():
     env = PlaygroundTextEnv(num_envs=8, seed=3)
     data = env.rollout(6, masked_random_policy, break_when_any_done=False)
     flat = data["next"].reshape(-1)
-    prompts, actions = render_batch(
-        flat["goal_id"], flat["objects"], flat["agent_on"], flat["held"], flat["grown"]
-    )
+    prompts, actions = render_batch(flat["goal_id"], flat["objects"], flat["agent_on"], flat["held"], flat["grown"])
     assert prompts == flat.get("prompt").tolist()
     assert actions == flat.get("actions").tolist()
     # relabeling a transition is changing goal_id: the prompt's first line changes, nothing else
@@ -145,8 +141,10 @@ def test_explicit_reset_with_goal_and_scene_per_sub_environment():
     scene = ["green water", "green mouse", "blue rose", "red rose", "blue lion", "red food"]
     td = env.reset(
         TensorDict(
-            {"goal": ["Grow green mouse then grow blue rose", None, "Grasp any red thing"],
-             "scene": [scene, None, None]},
+            {
+                "goal": ["Grow green mouse then grow blue rose", None, "Grasp any red thing"],
+                "scene": [scene, None, None],
+            },
             batch_size=[3],
         )
     )
@@ -187,12 +185,15 @@ def test_goal_sampling_by_type_balances_goal_types():
     "request_, message",
     [
         ({"goal": ["Grasp red kat"]}, r"unknown goal 'Grasp red kat'.*Nearest valid goals.*Grasp red cat"),
-        ({"goal": ["Grasp red cat"], "scene": [["red cat", "blue catt", "red door"]]},
-         r"unknown object 'blue catt'.*blue cat"),
-        ({"goal": ["Grasp red cat"], "scene": [["red cat", "red cat", "red door"]]},
-         r"duplicate objects \['red cat'\]"),
-        ({"goal": ["Grasp red cat"], "scene": [["red cat", "red door"]]},
-         r"has 2 objects.*num_objects=3"),
+        (
+            {"goal": ["Grasp red cat"], "scene": [["red cat", "blue catt", "red door"]]},
+            r"unknown object 'blue catt'.*blue cat",
+        ),
+        (
+            {"goal": ["Grasp red cat"], "scene": [["red cat", "red cat", "red door"]]},
+            r"duplicate objects \['red cat'\]",
+        ),
+        ({"goal": ["Grasp red cat"], "scene": [["red cat", "red door"]]}, r"has 2 objects.*num_objects=3"),
         ({"goal": ["Grow red cat then grow blue rose"]}, r"needs 4 objects.*num_objects=3"),
     ],
 )
@@ -226,7 +227,10 @@ def test_works_inside_stock_torchrl_transforms():
     assert steps.max() <= 10
     # episode_reward accumulates the 0/1 reward; a reset brings step_count back to 0
     assert (data["next", "episode_reward"] <= 1).all()
-    assert ((data["next", "done"].squeeze(-1)) == (data["next", "truncated"].squeeze(-1) | data["next", "terminated"].squeeze(-1))).all()
+    assert (
+        (data["next", "done"].squeeze(-1))
+        == (data["next", "truncated"].squeeze(-1) | data["next", "terminated"].squeeze(-1))
+    ).all()
 
 
 def test_serial_env_of_batched_envs():

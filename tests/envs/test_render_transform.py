@@ -1,5 +1,6 @@
 """RenderText on a text-free environment gives the text environment's prompts and candidates; the
 mask rule of compact states agrees with the environment's."""
+
 import torch
 from torchrl.envs import TransformedEnv
 

@@ -1,4 +1,5 @@
 """The step rules, the social partner and the reward, one spec rule per test."""
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -21,9 +22,7 @@ class Episode:
 
     def __init__(self, goal, scene, max_steps=10):
         goals = "train" if len(scene) >= 4 else "simplified"
-        self.env = PlaygroundTextEnv(
-            num_envs=1, num_objects=len(scene), goals=goals, max_steps=max_steps, seed=0
-        )
+        self.env = PlaygroundTextEnv(num_envs=1, num_objects=len(scene), goals=goals, max_steps=max_steps, seed=0)
         self.td = self.env.reset(TensorDict({"goal": [goal], "scene": [scene]}, batch_size=[1]))
         self.rewards, self.reports = [], []
 
@@ -58,15 +57,30 @@ def test_figure3_prompt_is_reproduced_character_for_character():
     "goal, scene, actions",
     [
         ("Grasp red chair", ["blue cat", "red chair", "green water"], ["Go to red chair", "Grasp"]),
-        ("Grow any cactus", ["blue cactus", "red water", "green door"],
-         ["Go to red water", "Grasp", "Go to blue cactus"]),
-        ("Grow red cat then grasp blue door",
-         ["red cat", "red food", "blue door", "green table", "blue lion", "red sofa"],
-         ["Go to red food", "Grasp", "Go to red cat", "Release", "Go to blue door", "Grasp"]),
+        (
+            "Grow any cactus",
+            ["blue cactus", "red water", "green door"],
+            ["Go to red water", "Grasp", "Go to blue cactus"],
+        ),
+        (
+            "Grow red cat then grasp blue door",
+            ["red cat", "red food", "blue door", "green table", "blue lion", "red sofa"],
+            ["Go to red food", "Grasp", "Go to red cat", "Release", "Go to blue door", "Grasp"],
+        ),
         # the longest optimal solution: food for the animal, then water for the plant
-        ("Grow green mouse then grow blue rose", FIGURE3_SCENE,
-         ["Go to red food", "Grasp", "Go to green mouse", "Release", "Go to green water", "Grasp",
-          "Go to blue rose"]),
+        (
+            "Grow green mouse then grow blue rose",
+            FIGURE3_SCENE,
+            [
+                "Go to red food",
+                "Grasp",
+                "Go to green mouse",
+                "Release",
+                "Go to green water",
+                "Grasp",
+                "Go to blue rose",
+            ],
+        ),
     ],
 )
 def test_scripted_solutions_succeed_in_their_optimal_number_of_steps(goal, scene, actions):
@@ -91,8 +105,13 @@ def test_grasp_picks_up_furniture_and_it_is_no_longer_seen_nor_on():
     assert ep.line("You see") == "You see: blue cat, green food"
     assert ep.line("You are on") == "You are on: nothing"
     assert ep.line("You are holding") == "You are holding: red door"
-    assert set(ep.reports[-1]) >= {"Grasp red door", "Grasp any door", "Grasp any red thing",
-                                   "Grasp red furniture", "Grasp any furniture"}
+    assert set(ep.reports[-1]) >= {
+        "Grasp red door",
+        "Grasp any door",
+        "Grasp any red thing",
+        "Grasp red furniture",
+        "Grasp any furniture",
+    }
 
 
 def test_grasp_with_a_full_hand_or_on_nothing_does_nothing():
@@ -148,8 +167,12 @@ def test_release_onto_a_supply_puts_it_down_there_and_grows_nothing_twice():
     assert ep.line("You are on") == "You are on: blue cat" and ep.reports[-1] == []
     assert ep.line("You see") == "You see: red food, blue cat, green water"
     ep.do("Go to red food").do("Grasp").do("Go to green water").do("Release")  # supply on supply
-    assert ep.reports[-4:] == [[], ["Grasp red food", "Grasp red supply", "Grasp any food",
-                                    "Grasp any supply", "Grasp any red thing"], [], []]
+    assert ep.reports[-4:] == [
+        [],
+        ["Grasp red food", "Grasp red supply", "Grasp any food", "Grasp any supply", "Grasp any red thing"],
+        [],
+        [],
+    ]
     assert ep.line("You are on") == "You are on: red food"
     assert ep.line("You have grown") == "You have grown: blue cat"
 
@@ -171,8 +194,7 @@ def test_food_grows_animals_and_water_grows_animals():
 
 
 def test_growing_twice_changes_nothing():
-    ep = Episode("Grow any lion then grow any cat",
-                 ["blue cat", "red water", "green lion", "red chair"])
+    ep = Episode("Grow any lion then grow any cat", ["blue cat", "red water", "green lion", "red chair"])
     ep.do("Go to red water").do("Grasp").do("Go to blue cat")
     assert "Grow blue cat" in ep.reports[-1]
     ep.do("Go to green lion")

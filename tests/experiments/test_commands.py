@@ -2,6 +2,7 @@
 command (``python examples/<algorithm>.py ...``) parses into a valid config through the script's
 own parser, every launcher command validates with ``--dry-run``, and the configs of the committed
 runs still load with the current config classes."""
+
 import importlib.util
 import json
 import re
@@ -9,8 +10,8 @@ import shlex
 import warnings
 
 import pytest
-
 from page_commands import ROOT, command_lines, dry_run_launch, parse_training_command
+
 from torchrl_glam.training.scripts import SCRIPTS
 
 HEADLINE = [ROOT / "experiments" / name for name in ("cpu_full", "cpu_figure2", "first_run", "babyai", "smollm2")]
@@ -37,7 +38,8 @@ COMMANDS = training_commands()
 
 def test_every_headline_readme_gives_its_training_command():
     assert {where.split(":")[0] for where, _ in COMMANDS} == {
-        str((folder / "README.md").relative_to(ROOT)) for folder in HEADLINE}
+        str((folder / "README.md").relative_to(ROOT)) for folder in HEADLINE
+    }
 
 
 @pytest.mark.parametrize("where, argv", [pytest.param(w, a, id=f"{w} {' '.join(a[1:])[:80]}") for w, a in COMMANDS])
@@ -59,14 +61,16 @@ def test_the_headline_results_keep_their_runs_configs():
 
 
 # probe scripts that register an environment of their own (``env=<name>`` in their runs' configs)
-REGISTERING_PROBES = sorted(path for folder in HEADLINE for path in folder.glob("probes/*.py")
-                            if "def register()" in path.read_text())
+REGISTERING_PROBES = sorted(
+    path for folder in HEADLINE for path in folder.glob("probes/*.py") if "def register()" in path.read_text()
+)
 
 
 @pytest.fixture(scope="module")
 def probe_environments():
     """Registers the probes' environments, as running those probe scripts does."""
     from torchrl_glam.envs.protocol import environment_names, unregister_environment
+
     before = set(environment_names())
     for path in REGISTERING_PROBES:
         spec = importlib.util.spec_from_file_location(f"probe_{path.stem}", path)

@@ -1,5 +1,6 @@
 """experiments.tools.results aggregates seeds exactly, and groups a run written before a field's
 rename with the runs written after it."""
+
 import csv
 import json
 
@@ -13,8 +14,18 @@ def _fake_run(root, variant, seed, values):
     run = root / variant / f"seed{seed}"
     run.mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"seed": seed}))
-    lines = [json.dumps({"env_steps": 100 * (i + 1), "wall_seconds": 10.0 * (i + 1), "set": "train",
-                         "success": v, "success/grasp": v}) for i, v in enumerate(values)]
+    lines = [
+        json.dumps(
+            {
+                "env_steps": 100 * (i + 1),
+                "wall_seconds": 10.0 * (i + 1),
+                "set": "train",
+                "success": v,
+                "success/grasp": v,
+            }
+        )
+        for i, v in enumerate(values)
+    ]
     (run / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
 
 
@@ -41,8 +52,10 @@ RENAMED_BACK = {new: old for old, new in PPOGLAMConfig.RENAMED.items()}
 
 def test_results_group_old_and_new_runs_together(tmp_path):
     cfg = make_ppo_config("smoke")
-    for name, config in (("old", {RENAMED_BACK.get(k, k): v for k, v in cfg.to_dict().items()}),
-                         ("new", cfg.to_dict())):
+    for name, config in (
+        ("old", {RENAMED_BACK.get(k, k): v for k, v in cfg.to_dict().items()}),
+        ("new", cfg.to_dict()),
+    ):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text(json.dumps(config))
         (tmp_path / name / "evaluations.jsonl").write_text("")
@@ -53,8 +66,18 @@ def test_another_environments_goal_types_get_their_own_rows(tmp_path):
     run = tmp_path / "runs" / "her" / "seed0"
     run.mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"seed": 0, "env": "babyai"}))
-    lines = [json.dumps({"env_steps": 100, "wall_seconds": 10.0, "set": "train", "success": 0.2,
-                         "success/goto": 0.5, "success/pickup": 0.1})]
+    lines = [
+        json.dumps(
+            {
+                "env_steps": 100,
+                "wall_seconds": 10.0,
+                "set": "train",
+                "success": 0.2,
+                "success/goto": 0.5,
+                "success/pickup": 0.1,
+            }
+        )
+    ]
     (run / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
     out = aggregate([tmp_path / "runs"], tmp_path / "out")
     metrics = {r["metric"] for r in csv.DictReader(open(out / "summary.csv"))}

@@ -1,6 +1,7 @@
 """Issue 43, item 7: one bad run or line does not abort experiments.tools.results' report: it is
 skipped with a warning naming the file. Issue 12, defect 9: results survive torn lines and seeds
 that stopped early, and say so."""
+
 import csv
 import json
 
@@ -18,8 +19,9 @@ def _run(root, seed, lines, config='{"seed": 0}'):
 
 
 def _line(steps, success, **extra):
-    return json.dumps({"env_steps": steps, "wall_seconds": steps / 10, "set": "train", "success": success,
-                       **extra}).encode()
+    return json.dumps(
+        {"env_steps": steps, "wall_seconds": steps / 10, "set": "train", "success": success, **extra}
+    ).encode()
 
 
 def _steps(out):
@@ -34,12 +36,17 @@ def test_a_truncated_config_skips_that_run_with_a_warning_naming_it(tmp_path):
     assert _steps(out) == [("100", "1")]
 
 
-@pytest.mark.parametrize("bad_line, problem", [
-    (b'{"env_steps": 200, "set": "train", "success": 0.5, "wall_seconds": 2.0, "note": "\xff\xfe"}', "utf-8"),
-    (json.dumps({"env_steps": "200", "wall_seconds": 2.0, "set": "train", "success": 0.5}).encode(),
-     "env_steps '200' is not an integer"),
-    (json.dumps({"env_steps": 200, "set": "train", "success": 0.5}).encode(), "wall_seconds None is not a number"),
-])
+@pytest.mark.parametrize(
+    "bad_line, problem",
+    [
+        (b'{"env_steps": 200, "set": "train", "success": 0.5, "wall_seconds": 2.0, "note": "\xff\xfe"}', "utf-8"),
+        (
+            json.dumps({"env_steps": "200", "wall_seconds": 2.0, "set": "train", "success": 0.5}).encode(),
+            "env_steps '200' is not an integer",
+        ),
+        (json.dumps({"env_steps": 200, "set": "train", "success": 0.5}).encode(), "wall_seconds None is not a number"),
+    ],
+)
 def test_a_bad_line_is_skipped_with_a_warning_naming_the_file(tmp_path, bad_line, problem):
     run = _run(tmp_path / "runs", 0, [_line(100, 0.1), bad_line, _line(300, 0.2)])
     with pytest.warns(UserWarning, match=rf"{run / 'evaluations.jsonl'}:2: skipping .*{problem}"):
@@ -50,8 +57,10 @@ def test_a_bad_line_is_skipped_with_a_warning_naming_the_file(tmp_path, bad_line
 def _fake_run(root, variant, seed, values, torn=False):
     run = root / variant / f"seed{seed}"
     run.mkdir(parents=True)
-    lines = [json.dumps({"env_steps": 100 * (i + 1), "wall_seconds": 10.0 * (i + 1), "set": "train",
-                         "success": v}) for i, v in enumerate(values)]
+    lines = [
+        json.dumps({"env_steps": 100 * (i + 1), "wall_seconds": 10.0 * (i + 1), "set": "train", "success": v})
+        for i, v in enumerate(values)
+    ]
     if torn:
         lines.append('{"env_steps": 900, "wall_sec')
     (run / "evaluations.jsonl").write_text("\n".join(lines) + "\n")

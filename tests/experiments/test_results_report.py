@@ -1,6 +1,7 @@
 """The results options of issue 16's report, on hand-built run dirs laid out as real runs write
 them: an autotelic agent's discovered goals over time (``--discovery``), success relative to a
 reference variant at equal steps (``--reference``), named constant levels (``--level``)."""
+
 import csv
 import json
 import warnings
@@ -45,16 +46,28 @@ def _run(root, variant, seed, train, held_out=None, steps=(2016, 4000), discover
         wall.append((step, step / 100))
         for k, (name, value) in enumerate([("train", s_train), ("held_out", s_held)]):
             wall.append((step, step / 100 + 0.5 * (k + 1)))
-            lines.append(json.dumps({"env_steps": step, "wall_seconds": step / 100 + 0.5 * (k + 1), "set": name,
-                                     "success": value, "episode_length": 7.5, "success/grasp": value,
-                                     "success/grow": value}))
+            lines.append(
+                json.dumps(
+                    {
+                        "env_steps": step,
+                        "wall_seconds": step / 100 + 0.5 * (k + 1),
+                        "set": name,
+                        "success": value,
+                        "episode_length": 7.5,
+                        "success/grasp": value,
+                        "success/grow": value,
+                    }
+                )
+            )
     (run / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
     if discovered is not None:
-        for step, count in discovered.items():
+        for step in discovered:
             wall.append((step, step / 100))
         _scalar(run, "autotelic/discovered", discovered.items())
         _scalar(run, "autotelic/discovered_train_fraction", [(t, np.float32(n / 8470)) for t, n in discovered.items()])
-        _scalar(run, "autotelic/discovered_task_fraction", [(t, np.float32(n / task_size)) for t, n in discovered.items()])
+        _scalar(
+            run, "autotelic/discovered_task_fraction", [(t, np.float32(n / task_size)) for t, n in discovered.items()]
+        )
         _scalar(run, "autotelic/choice/lp", [(t, 0.8) for t in discovered])
         lines = []
         for t, n in discovered.items():
@@ -62,8 +75,14 @@ def _run(root, variant, seed, train, held_out=None, steps=(2016, 4000), discover
             if new is not None:
                 line["discovered_train_fraction"] = float(np.float32(n / 8470))
                 line["new"] = {CATALOGUE.goals[i]: step for i, step in new.get(t, {}).items()}
-            line.update({"groups_with_goals": 1, "groups": {"grasp/animal": {
-                "discovered": n, "attempts": 3, "recent_success": 0.5, "lp": 0.1, "chosen": 2}}})
+            line.update(
+                {
+                    "groups_with_goals": 1,
+                    "groups": {
+                        "grasp/animal": {"discovered": n, "attempts": 3, "recent_success": 0.5, "lp": 0.1, "chosen": 2}
+                    },
+                }
+            )
             lines.append(json.dumps(line) + "\n")
         (run / "autotelic.jsonl").write_text("".join(lines))
     _scalar(run, "time/wall_seconds", sorted(wall))
@@ -88,11 +107,14 @@ def test_discovered_share_of_the_training_goals_over_time_mean_and_std_over_seed
     assert (out / "discovery.png").stat().st_size > 1000
     fraction = _rows(out / "discovery.csv", group="autotelic_lp", quantity="discovered_train_fraction")
     assert [int(r["env_steps"]) for r in fraction] == [0, 1024, 2016, 3008, 4000]  # the memory starts empty
-    assert [float(r["mean"]) for r in fraction] == pytest.approx([0, 70 / 8470, 110 / 8470, 155 / 8470, 172 / 8470],
-                                                                 abs=1e-6)
+    assert [float(r["mean"]) for r in fraction] == pytest.approx(
+        [0, 70 / 8470, 110 / 8470, 155 / 8470, 172 / 8470], abs=1e-6
+    )
     assert float(fraction[1]["std"]) == pytest.approx(10 / 8470, abs=1e-6)
-    assert (fraction[4]["min"], fraction[4]["max"]) == (str(round(float(np.float32(170 / 8470)), 6)),
-                                                        str(round(float(np.float32(174 / 8470)), 6)))
+    assert (fraction[4]["min"], fraction[4]["max"]) == (
+        str(round(float(np.float32(170 / 8470)), 6)),
+        str(round(float(np.float32(174 / 8470)), 6)),
+    )
     assert {r["seeds"] for r in fraction} == {"2"}
     # wall seconds from time/wall_seconds.csv at the same step (its last line there: 2016 steps were
     # logged by the flush, then by the two evaluations)
@@ -103,7 +125,10 @@ def test_discovered_share_of_the_training_goals_over_time_mean_and_std_over_seed
     assert float(task[-1]["mean"]) == pytest.approx(172 / 182, abs=1e-6)
     uniform = _rows(out / "discovery.csv", group="autotelic_uniform", quantity="discovered")
     assert [(r["env_steps"], r["mean"], r["seeds"], r["seeds_in_group"]) for r in uniform] == [
-        ("0", "0.0", "1", "1"), ("1024", "50.0", "1", "1"), ("2016", "90.0", "1", "1")]
+        ("0", "0.0", "1", "1"),
+        ("1024", "50.0", "1", "1"),
+        ("2016", "90.0", "1", "1"),
+    ]
     assert not _rows(out / "discovery.csv", group="goal_given")
 
 
@@ -153,7 +178,10 @@ def test_success_relative_to_the_reference_at_equal_steps(tmp_path):
     # a stricter target
     with pytest.warns(UserWarning, match="unequal lengths"):
         out = aggregate([runs], tmp_path / "out2", reference="goal_given", target=0.9)
-    assert _rows(out / "relative_final.csv", group="autotelic_lp", set="train", metric="success")[0]["meets_target"] == "False"
+    assert (
+        _rows(out / "relative_final.csv", group="autotelic_lp", set="train", metric="success")[0]["meets_target"]
+        == "False"
+    )
 
 
 def test_an_unknown_reference_names_the_groups(tmp_path):
@@ -169,8 +197,11 @@ def test_levels_are_drawn_on_the_success_panels_and_listed_in_the_csv(tmp_path):
     _run(runs, "goal_given", 0, [0.4, 1.0])
     levels = [Level.parse("random=0.32"), Level.parse("zero_shot@held_out=0.06")]
     out = aggregate([runs], tmp_path / "out", levels=levels)
-    assert list(csv.reader(open(out / "levels.csv"))) == [["level", "set", "value"], ["random", "all", "0.32"],
-                                                           ["zero_shot", "held_out", "0.06"]]
+    assert list(csv.reader(open(out / "levels.csv"))) == [
+        ["level", "set", "value"],
+        ["random", "all", "0.32"],
+        ["zero_shot", "held_out", "0.06"],
+    ]
     # a panel: one horizontal line per level, at its value, named in the legend
     run = load_run(runs / "goal_given" / "seed0")
     run["group"] = "goal_given"
@@ -185,8 +216,9 @@ def test_levels_are_drawn_on_the_success_panels_and_listed_in_the_csv(tmp_path):
     assert list(csv.reader(open(out / "levels.csv"))) == [["level", "set", "value"]]
 
 
-@pytest.mark.parametrize("text", ["random", "random=", "=0.3", "random=high", "random=1.5", "random=nan",
-                                  "random@=0.3", "a b=0.3"])
+@pytest.mark.parametrize(
+    "text", ["random", "random=", "=0.3", "random=high", "random=1.5", "random=nan", "random@=0.3", "a b=0.3"]
+)
 def test_a_bad_level_is_refused_with_the_expected_form(text):
     with pytest.raises(ValueError, match=r"NAME=VALUE or NAME@SET=VALUE with VALUE a success rate in \[0, 1\]"):
         Level.parse(text)
@@ -205,11 +237,33 @@ def test_the_command_line_writes_the_report(tmp_path, capsys):
     runs = tmp_path / "runs"
     _run(runs, "simplified_goal_given", 0, [0.4, 1.0])
     _run(runs, "simplified_autotelic_lp", 0, [0.1, 0.7], discovered={1024: 60, 2016: 100})
-    assert main([str(runs), "--out", str(tmp_path / "out"), "--level", "random=0.32", "--level", "zero_shot=0.0",
-                 "--reference", "simplified_goal_given", "--discovery"]) == 0
+    assert (
+        main(
+            [
+                str(runs),
+                "--out",
+                str(tmp_path / "out"),
+                "--level",
+                "random=0.32",
+                "--level",
+                "zero_shot=0.0",
+                "--reference",
+                "simplified_goal_given",
+                "--discovery",
+            ]
+        )
+        == 0
+    )
     written = capsys.readouterr().out
-    for name in ["discovery.csv", "discovery.png", "levels.csv", "relative.csv", "relative_final.csv", "relative.png",
-                 "curves.csv"]:
+    for name in [
+        "discovery.csv",
+        "discovery.png",
+        "levels.csv",
+        "relative.csv",
+        "relative_final.csv",
+        "relative.png",
+        "curves.csv",
+    ]:
         assert name in written and (tmp_path / "out" / name).exists()
     with pytest.raises(SystemExit):
         main([str(runs), "--out", str(tmp_path / "out"), "--level", "random:0.32"])
@@ -234,9 +288,16 @@ def test_discovery_is_exact_at_every_step_from_the_first_report_steps_in_the_log
     total = _rows(out / "discovery.csv", group="lp", quantity="discovered")
     # a point wherever a seed's count changes (the step after a report), up to the shortest log (96)
     assert [(int(r["env_steps"]), float(r["mean"]), r["seeds"], r["exact"]) for r in total] == [
-        (0, 0.0, "2", "True"), (6, 0.5, "2", "True"), (21, 1.0, "2", "True"), (41, 1.5, "2", "True"),
-        (64, 1.5, "2", "True"), (71, 2.0, "2", "True"), (91, 2.5, "2", "True"), (96, 2.5, "2", "True"),
-        (128, 3.0, "2", "False")]  # seed 1's 128 comes from its scalars
+        (0, 0.0, "2", "True"),
+        (6, 0.5, "2", "True"),
+        (21, 1.0, "2", "True"),
+        (41, 1.5, "2", "True"),
+        (64, 1.5, "2", "True"),
+        (71, 2.0, "2", "True"),
+        (91, 2.5, "2", "True"),
+        (96, 2.5, "2", "True"),
+        (128, 3.0, "2", "False"),
+    ]  # seed 1's 128 comes from its scalars
     assert float(total[3]["std"]) == 0.5 and (total[6]["min"], total[6]["max"]) == ("1.0", "4.0")
     train = _rows(out / "discovery.csv", group="lp", quantity="discovered_train_fraction")
     assert float(train[-2]["mean"]) == pytest.approx(2 / 8470, abs=1e-6)  # the non-training goal is not counted
@@ -253,13 +314,20 @@ def test_runs_logged_before_the_first_report_steps_are_exact_from_their_checkpoi
     first_seen = torch.full((len(CATALOGUE),), -1, dtype=torch.int64)
     first_seen[a], first_seen[b] = 10, 100
     # what AutotelicGoals puts in the checkpoint (its extra state), saved at 128 steps
-    save_checkpoint({"autotelic": {"_extra_state": {"memory": {"first_seen": first_seen}, "env_steps": 128}},
-                     "wall_seconds": 1.28}, lp)
+    save_checkpoint(
+        {"autotelic": {"_extra_state": {"memory": {"first_seen": first_seen}, "env_steps": 128}}, "wall_seconds": 1.28},
+        lp,
+    )
     out = aggregate([runs], tmp_path / "out", discovery=True)
     total = _rows(out / "discovery.csv", group="lp", quantity="discovered")
     assert [(int(r["env_steps"]), float(r["mean"]), r["exact"]) for r in total] == [
-        (0, 0.0, "True"), (11, 1.0, "True"), (64, 1.0, "True"), (101, 2.0, "True"), (128, 2.0, "True"),
-        (192, 2.0, "False")]  # after the checkpoint: the logged scalars
+        (0, 0.0, "True"),
+        (11, 1.0, "True"),
+        (64, 1.0, "True"),
+        (101, 2.0, "True"),
+        (128, 2.0, "True"),
+        (192, 2.0, "False"),
+    ]  # after the checkpoint: the logged scalars
     # the report only reads: a live run's checkpoint temporary stays; a torn newest checkpoint
     # falls back to the previous one, with a warning naming the run
     (lp / ".checkpoint-1234.tmp").write_bytes(b"being written")

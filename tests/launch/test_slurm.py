@@ -6,6 +6,7 @@ packages and starts their daemons), so they are opt-in: ``TORCHRL_GLAM_SLURM_TES
 sets it). Opted in, a cluster that cannot start fails them; the daemons the tests started are
 stopped afterwards. Otherwise they are skipped with that reason.
 """
+
 import os
 import shutil
 import socket
@@ -45,12 +46,34 @@ def _assert_same_weights(a: dict, b: dict):
 def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
     """Two processes over gloo (torch.distributed env:// variables, as the launcher exports them)."""
     run = tmp_path / "ddp"
-    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-           "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, str(EXAMPLE), *SMOKE, "--run-dir", str(run), "total_steps=96", "eval_every=96",
-            "checkpoint_every=96", "learning_starts=16"]
-    procs = [subprocess.Popen(args, env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    env = {
+        **os.environ,
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "OMP_NUM_THREADS": "1",
+    }
+    args = [
+        sys.executable,
+        str(EXAMPLE),
+        *SMOKE,
+        "--run-dir",
+        str(run),
+        "total_steps=96",
+        "eval_every=96",
+        "checkpoint_every=96",
+        "learning_starts=16",
+    ]
+    procs = [
+        subprocess.Popen(
+            args,
+            env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
     outputs = [p.communicate(timeout=600)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
     states = [_agent(run, r) for r in range(2)]
@@ -89,8 +112,10 @@ def slurm():
         yield True
         return
     if os.environ.get(OPT_IN) != "1":
-        pytest.skip(f"opt-in: {OPT_IN}=1 installs Debian's Slurm and MariaDB and starts a local cluster "
-                    "(stopped after the tests)")
+        pytest.skip(
+            f"opt-in: {OPT_IN}=1 installs Debian's Slurm and MariaDB and starts a local cluster "
+            "(stopped after the tests)"
+        )
     reason = _start_cluster()
     if reason is not None:
         pytest.fail(f"{OPT_IN}=1 asks for the Slurm tests, but: {reason}")
@@ -108,8 +133,22 @@ def _launch(argv):
 
 @pytest.mark.slow
 def test_seed_array_on_slurm_gives_one_run_directory_per_seed(slurm, tmp_path):
-    code = _launch(["--seeds", "0-1", "--runs-root", str(tmp_path), "--wait", "--time", "10",
-                    "--cpus-per-task", "1", *SMOKE[:2], "total_steps=64", "eval_every=64"])
+    code = _launch(
+        [
+            "--seeds",
+            "0-1",
+            "--runs-root",
+            str(tmp_path),
+            "--wait",
+            "--time",
+            "10",
+            "--cpus-per-task",
+            "1",
+            *SMOKE[:2],
+            "total_steps=64",
+            "eval_every=64",
+        ]
+    )
     assert code == 0
     for seed in (0, 1):
         run = tmp_path / "smoke" / f"seed{seed}"
@@ -119,8 +158,9 @@ def test_seed_array_on_slurm_gives_one_run_directory_per_seed(slurm, tmp_path):
     assert "_" in job_id  # one array job, one task per seed
     deadline = time.time() + 60
     while True:  # results are read from files; Slurm's accounting follows a little later
-        states = subprocess.run(["sacct", "-n", "-X", "-j", job_id.split("_")[0], "-o", "State"],
-                                capture_output=True, text=True).stdout.split()
+        states = subprocess.run(
+            ["sacct", "-n", "-X", "-j", job_id.split("_")[0], "-o", "State"], capture_output=True, text=True
+        ).stdout.split()
         if states.count("COMPLETED") == 2 or time.time() > deadline:
             break
         time.sleep(1)
@@ -167,8 +207,20 @@ def test_two_task_job_trains_data_parallel_on_slurm(slurm, tmp_path):
 
     run = tmp_path / "ddp"
     executor = make_executor(tmp_path / "submitit", {"timeout_min": 10, "cpus_per_task": 1, "tasks_per_node": 2})
-    job = executor.submit(TrainingJob("sac_glam", [*SMOKE, "--run-dir", str(run), "total_steps=96",
-                                                "eval_every=96", "checkpoint_every=96", "learning_starts=16"]))
+    job = executor.submit(
+        TrainingJob(
+            "sac_glam",
+            [
+                *SMOKE,
+                "--run-dir",
+                str(run),
+                "total_steps=96",
+                "eval_every=96",
+                "checkpoint_every=96",
+                "learning_starts=16",
+            ],
+        )
+    )
     assert job.results() == [0, 0]
     states = [_agent(run, r) for r in range(2)]
     assert states[0]["updater"]["updates"] > 0

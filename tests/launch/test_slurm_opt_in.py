@@ -1,5 +1,6 @@
 """The Slurm tests change the machine (Debian packages, daemons): without the opt-in they must not
 try, whoever runs the suite."""
+
 import os
 import subprocess
 import sys
@@ -20,9 +21,24 @@ def test_slurm_tests_skip_without_touching_the_machine_unless_opted_in(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "TORCHRL_GLAM_SLURM_TESTS")}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", SLURM_LOCAL_DIR=str(tmp_path / "slurm"))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-         str(ROOT / "tests" / "launch" / "test_slurm.py"), "-k", "seed_array"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "tests" / "launch" / "test_slurm.py"),
+            "-k",
+            "seed_array",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "1 skipped" in done.stdout and "TORCHRL_GLAM_SLURM_TESTS=1" in done.stdout, done.stdout[-3000:]
     ran = calls.read_text() if calls.exists() else ""

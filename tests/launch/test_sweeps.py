@@ -1,4 +1,5 @@
 """Sweep files expand to the expected grids; Slurm settings merge."""
+
 from pathlib import Path
 
 import pytest
@@ -22,22 +23,39 @@ def test_critic_design_sweep_expands_to_four_designs_times_seeds(tmp_path):
     runs = load_sweep(SLURM / "sweeps" / "critic_designs.yaml", tmp_path)
     assert len(runs) == 4 * 2
     designs = {(r.overrides["critic_input"], r.overrides["critic_backprop"]) for r in runs}
-    assert designs == {("observation_action", True), ("observation_action", False),
-                       ("observation", True), ("observation", False)}
+    assert designs == {
+        ("observation_action", True),
+        ("observation_action", False),
+        ("observation", True),
+        ("observation", False),
+    }
     assert all(r.overrides["goals"] == "simplified" and r.preset == "sac_glam_her" for r in runs)
     run = next(r for r in runs if r.overrides["critic_input"] == "observation" and not r.overrides["critic_backprop"])
     assert Path(run.run_dir).relative_to(tmp_path).parts[:2] == (
-        "critic_designs", "critic_input-observation__critic_backprop-false")
+        "critic_designs",
+        "critic_input-observation__critic_backprop-false",
+    )
     assert len({r.run_dir for r in runs}) == len(runs)
     argv = run.argv()
     assert "--resume" in argv and "critic_backprop=false" in argv and f"seed={run.seed}" in argv
 
 
-@pytest.mark.parametrize("name, count", [("update_schedule", 9 * 2), ("batch_sampling", 3 * 4),
-                                          ("nstep_capacity", 5 * 4), ("figure2", 3 * 4), ("cpu_figure2", 4 * 3),
-                                          ("ppo_her", 6 * 3), ("autotelic", 6 * 3),
-                                          ("cpu_full", 18 * 3), ("cpu_full_200k", 3 * 3), ("babyai", 4 * 3),
-                                          ("babyai_goto_pickup", 3 * 3)])
+@pytest.mark.parametrize(
+    "name, count",
+    [
+        ("update_schedule", 9 * 2),
+        ("batch_sampling", 3 * 4),
+        ("nstep_capacity", 5 * 4),
+        ("figure2", 3 * 4),
+        ("cpu_figure2", 4 * 3),
+        ("ppo_her", 6 * 3),
+        ("autotelic", 6 * 3),
+        ("cpu_full", 18 * 3),
+        ("cpu_full_200k", 3 * 3),
+        ("babyai", 4 * 3),
+        ("babyai_goto_pickup", 3 * 3),
+    ],
+)
 def test_every_sweep_file_expands(tmp_path, name, count):
     runs = load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path)
     assert len(runs) == count
@@ -72,8 +90,10 @@ def sweep_configs(name: str, tmp_path) -> dict[str, dict]:
     from torchrl_glam.training.sac_config import make_config
 
     make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}
-    return {run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
-            for run in load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[0])}
+    return {
+        run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
+        for run in load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[0])
+    }
 
 
 def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
@@ -103,8 +123,19 @@ def test_cpu_full_sweep_compares_the_algorithms_on_one_setting(tmp_path):
     assert {k for k in critic_rate if critic_rate[k] != target_llm[k]} == {"target_llm"} and target_llm["target_llm"]
     one_step = configs["sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_nstep1"]  # session 16: one-step targets only
     assert {k for k in target_llm if target_llm[k] != one_step[k]} == {"n_step"} and one_step["n_step"] == 1
-    shared = ["goals", "num_objects", "max_steps", "model", "gamma", "normalization", "total_steps",
-              "eval_every", "eval_episodes", "eval_sets", "seed"]
+    shared = [
+        "goals",
+        "num_objects",
+        "max_steps",
+        "model",
+        "gamma",
+        "normalization",
+        "total_steps",
+        "eval_every",
+        "eval_episodes",
+        "eval_sets",
+        "seed",
+    ]
     for ppo in ("ppo_glam", "ppo_glam_her"):
         assert {k: configs[ppo][k] for k in shared} == {k: her[k] for k in shared}, ppo
     assert her["goals"] == "train" and her["total_steps"] >= 100_000 and "train_distribution" in her["eval_sets"]
@@ -122,8 +153,15 @@ def test_cpu_full_200k_sweep_is_cpu_full_at_twice_the_budget(tmp_path):
 
 
 def test_variants_and_grid_combine_and_bad_sweeps_are_named(tmp_path):
-    runs = expand_sweep({"name": "x", "variants": {"a": {"preset": "smoke"}, "b": {"her": False}},
-                         "grid": {"n_step": [1, 3]}, "seeds": "0-1"}, tmp_path)
+    runs = expand_sweep(
+        {
+            "name": "x",
+            "variants": {"a": {"preset": "smoke"}, "b": {"her": False}},
+            "grid": {"n_step": [1, 3]},
+            "seeds": "0-1",
+        },
+        tmp_path,
+    )
     assert len(runs) == 2 * 2 * 2
     assert {r.name for r in runs} == {"a__n_step-1", "a__n_step-3", "b__n_step-1", "b__n_step-3"}
     assert {r.preset for r in runs if r.name.startswith("a")} == {"smoke"}
@@ -134,8 +172,12 @@ def test_variants_and_grid_combine_and_bad_sweeps_are_named(tmp_path):
 
 
 def test_dry_run_lists_the_runs(tmp_path, capsys):
-    assert launch_main(["--seeds", "0-2", "--preset", "smoke", "--runs-root", str(tmp_path), "--dry-run",
-                        "total_steps=64"]) == 0
+    assert (
+        launch_main(
+            ["--seeds", "0-2", "--preset", "smoke", "--runs-root", str(tmp_path), "--dry-run", "total_steps=64"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "3 runs" in out and "total_steps=64" in out and str(tmp_path / "smoke" / "seed2") in out
 
@@ -152,8 +194,24 @@ def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
         make_ppo_config(run.preset, run.overrides)
     for run in load_sweep(SLURM / "sweeps" / "ppo_her.yaml", tmp_path):  # every variant is a valid config
         make_ppo_config(run.preset, run.overrides)
-    assert launch_main(["--algorithm", "ppo_glam", "--seeds", "0", "--preset", "cpu_her", "--runs-root",
-                        str(tmp_path), "--dry-run", "ppo_loss=kl", "epochs=4"]) == 0
+    assert (
+        launch_main(
+            [
+                "--algorithm",
+                "ppo_glam",
+                "--seeds",
+                "0",
+                "--preset",
+                "cpu_her",
+                "--runs-root",
+                str(tmp_path),
+                "--dry-run",
+                "ppo_loss=kl",
+                "epochs=4",
+            ]
+        )
+        == 0
+    )
     assert "ppo_glam --preset cpu_her" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown config field"):
         launch_main(["--algorithm", "ppo_glam", "--dry-run", "n_step=3"])

@@ -1,5 +1,6 @@
 """A wheel install (``pip install .``, not editable) runs the launcher's ``--local`` smoke: the
 training scripts are found by import name, not as files of a source checkout."""
+
 import os
 import shutil
 import site
@@ -34,8 +35,20 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "torchrl_glam", source / "torchrl_glam", ignore=shutil.ignore_patterns("__pycache__"))
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-          "-w", str(tmp_path / "dist"), str(source)])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ]
+    )
     wheel = next((tmp_path / "dist").glob("torchrl_glam-*.whl"))
 
     # a fresh venv that borrows torch & co. from the interpreter running the tests, with the wheel
@@ -52,13 +65,31 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(OMP_NUM_THREADS="1", PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
-    where = _run([str(python), "-c", "import torchrl_glam.training.scripts.sac_glam as m; print(m.__file__)"],
-                 cwd=work, env=env).strip()
+    where = _run(
+        [str(python), "-c", "import torchrl_glam.training.scripts.sac_glam as m; print(m.__file__)"], cwd=work, env=env
+    ).strip()
     assert Path(where).is_relative_to(venv), where  # the venv's copy, not /work/*
 
-    out = _run([str(bin_dir / "torchrl-glam-launch"), "--seeds", "0", "--preset", "smoke", "--local", "--wait",
-                "--runs-root", str(work / "runs"), "total_steps=96", "eval_every=96", "checkpoint_every=96",
-                "learning_starts=16"], cwd=work, env=env, timeout=900)
+    out = _run(
+        [
+            str(bin_dir / "torchrl-glam-launch"),
+            "--seeds",
+            "0",
+            "--preset",
+            "smoke",
+            "--local",
+            "--wait",
+            "--runs-root",
+            str(work / "runs"),
+            "total_steps=96",
+            "eval_every=96",
+            "checkpoint_every=96",
+            "learning_starts=16",
+        ],
+        cwd=work,
+        env=env,
+        timeout=900,
+    )
     run = work / "runs" / "smoke" / "seed0"
     assert f"done   {run}" in out, out
     assert (run / "checkpoint.pt").exists() and (run / "evaluations.jsonl").exists()

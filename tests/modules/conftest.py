@@ -1,4 +1,5 @@
 """Fixtures of the modules tests: tiny offline models built once per session into a pytest tmp dir."""
+
 import random
 
 import pytest
@@ -23,14 +24,23 @@ def kind(request):
 
 def _make_scorer_for(path, normalization="sum", tokenization="exact", **config):
     llm = load_llm(LLMConfig(str(path), **config))
-    return LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization,
-                     tokenization=tokenization)
+    return LLMScorer(
+        llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization, tokenization=tokenization
+    )
 
 
 def playground_prompt(names, goal, on="nothing", holding="nothing", grown="nothing"):
     """A prompt in the exact format of the spec ("Observation")."""
-    return "\n".join([f"Goal: {goal}", f"You see: {', '.join(names)}", f"You are on: {on}",
-                      f"You are holding: {holding}", f"You have grown: {grown}", "Action: "])
+    return "\n".join(
+        [
+            f"Goal: {goal}",
+            f"You see: {', '.join(names)}",
+            f"You are on: {on}",
+            f"You are holding: {holding}",
+            f"You have grown: {grown}",
+            "Action: ",
+        ]
+    )
 
 
 def _playground_batch(batch_size, num_objects, seed=0, uneven=False):
@@ -43,7 +53,9 @@ def _playground_batch(batch_size, num_objects, seed=0, uneven=False):
     prompts, candidates = [], []
     for index in range(batch_size):
         names = rng.sample(all_names, num_objects)
-        goal = f"Grow {names[0]} then grasp {names[1]}" if not uneven or index % 2 else f"Grasp any {names[2].split()[1]}"
+        goal = (
+            f"Grow {names[0]} then grasp {names[1]}" if not uneven or index % 2 else f"Grasp any {names[2].split()[1]}"
+        )
         on = names[-1] if uneven and index % 3 == 0 else "nothing"
         prompts.append(playground_prompt(names, goal, on=on))
         candidates.append([f"Go to {name}" for name in names] + ["Grasp", "Release"])
@@ -60,7 +72,6 @@ def make_scorer_for():
 def playground_batch():
     """``playground_batch(batch_size, num_objects, seed=0, uneven=False) -> prompts, actions, mask``."""
     return _playground_batch
-
 
 
 @pytest.fixture(scope="session")

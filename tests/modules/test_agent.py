@@ -1,5 +1,6 @@
 """GLAMAgent: the scorer module, the actor, the environment and the policies of an LLM agent, built
 once; the objectives act through theirs, which shares their LLM without entering their state dicts."""
+
 import torch
 from tensordict.nn import TensorDictModule
 

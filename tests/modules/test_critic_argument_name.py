@@ -1,4 +1,5 @@
 """The critic head's gradient switch has the configs' name, ``critic_backprop``; the old one warns."""
+
 import pytest
 import torch
 

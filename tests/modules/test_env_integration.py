@@ -1,4 +1,5 @@
 """The modules on the real environment: act with scorer + actor, then one SAC loss on the rollout."""
+
 import torch
 from tensordict.nn import TensorDictSequential
 from torchrl.objectives import DiscreteSACLoss

@@ -1,6 +1,7 @@
 """The lean scoring paths change no number: a decoder-only prompt and its candidates' prefix tree in
 one forward, and the LM head applied only where a candidate token is predicted (a chunk of rows at a
 time), give the scores, hidden states and gradients of the full computation."""
+
 from types import SimpleNamespace
 
 import pytest
@@ -28,8 +29,9 @@ def outputs_and_gradients(method, model, batch):
 def saved_bytes(scorer, batch):
     """Bytes autograd saves for backward in one scoring of ``batch``."""
     sizes = []
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.numel() * t.element_size()) or t,
-                                                  lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: sizes.append(t.numel() * t.element_size()) or t, lambda t: t
+    ):
         scorer(*batch)
     return sum(sizes)
 
@@ -95,8 +97,9 @@ def test_grouped_key_value_heads_stay_grouped_on_the_cpu_and_score_as_transforme
     assert ours_saved < saved_bytes(scorer, batch)
 
 
-def test_without_gradient_the_tree_attends_per_key_value_group_as_transformers_sdpa(tiny_paths, playground_batch,
-                                                                                     monkeypatch):
+def test_without_gradient_the_tree_attends_per_key_value_group_as_transformers_sdpa(
+    tiny_paths, playground_batch, monkeypatch
+):
     """Scoring without gradient (acting, the critic's targets) runs the prefix tree's masked attention
     as one product per key/value group (``_grouped_attention``): the scores and hidden states of
     transformers' SDPA, to float32 rounding."""
@@ -124,8 +127,13 @@ def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(
     autograd saves one [tokens, intermediate] tensor fewer per layer."""
     from torchrl_glam.modules.swiglu import SwiGLU
 
-    llm = load_llm(LLMConfig(str(tiny_paths["llama"]), lora_rank=4,
-                             lora_target_modules=["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]))
+    llm = load_llm(
+        LLMConfig(
+            str(tiny_paths["llama"]),
+            lora_rank=4,
+            lora_target_modules=["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
+        )
+    )
     layers = llm.model.get_decoder().layers
     originals = [layer.mlp for layer in layers]
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
@@ -144,8 +152,9 @@ def test_gated_mlps_save_two_of_three_activations_and_score_as_transformers_mlp(
 
 
 @pytest.mark.parametrize("dtype, lora_rank", [("bfloat16", 4), ("float32", 0)])
-def test_rms_norms_save_their_input_only_and_score_as_transformers_norms(tiny_paths, playground_batch, dtype,
-                                                                       lora_rank):
+def test_rms_norms_save_their_input_only_and_score_as_transformers_norms(
+    tiny_paths, playground_batch, dtype, lora_rank
+):
     """The tiny decoder's norms become :class:`RecomputedRMSNorm` when scored lean. In bfloat16 (whose
     norms save a float32 copy of their input) and with trained norm weights (which save the
     normalised states), scores, hidden states and gradients equal transformers' norms', bit for
@@ -216,8 +225,8 @@ def test_the_tree_s_last_layer_computes_only_the_rows_read(tiny_paths, playgroun
     width = queries[0].shape[1]
     prompt_width = width - rows[len(layers) - 1] + 1
     assert 1 < prompt_width < width and all(rows[i] == width for i in range(len(layers) - 1))
-    assert not queries[len(layers) - 1][:, :prompt_width - 1].any()  # the queries not computed
-    assert queries[len(layers) - 1][:, prompt_width - 1:].abs().sum(-1).all()
+    assert not queries[len(layers) - 1][:, : prompt_width - 1].any()  # the queries not computed
+    assert queries[len(layers) - 1][:, prompt_width - 1 :].abs().sum(-1).all()
     assert all(getattr(module, ROWS_FROM) == 0 for module in (layers[-1].mlp, layers[-1].self_attn))
     with torch.set_grad_enabled(grad):
         scorer.naive(*batch)
@@ -232,7 +241,8 @@ def test_a_decoder_only_prompt_runs_once_with_its_candidates_tree(tiny_paths, ma
     actions = [["Go to red cat", "Go to red lion", "Go to blue cat", "Grasp", "Release"]] * 2
     calls = []
     hook = scorer.model.get_decoder().register_forward_pre_hook(
-        lambda module, args, kwargs: calls.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+        lambda module, args, kwargs: calls.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
     try:
         with torch.no_grad():
             scores = scorer(prompts, actions, torch.ones(2, 5, dtype=torch.bool))[0]
@@ -248,8 +258,9 @@ def test_models_without_the_packed_tree_repeat_the_cache_and_score_the_same(tiny
     the prompt's cache repeated per candidate; so do flash attention, which drops custom masks, and
     a sliding window, which the given mask would drop."""
     flash = SimpleNamespace(config=SimpleNamespace(model_type="llama", _attn_implementation="flash_attention_2"))
-    windowed = SimpleNamespace(config=SimpleNamespace(model_type="mistral", _attn_implementation="sdpa",
-                                                      sliding_window=4096))
+    windowed = SimpleNamespace(
+        config=SimpleNamespace(model_type="mistral", _attn_implementation="sdpa", sliding_window=4096)
+    )
     assert not supports_prefix_tree(flash) and not supports_prefix_tree(windowed)
     llm = load_llm(LLMConfig(str(tiny_paths["llama"])))
     scorer = full_logits_scorer(llm, monkeypatch)
@@ -269,8 +280,10 @@ def test_smollm2_tree_equals_the_full_logits_of_the_pairs(require_smollm2, monke
 
     llm = load_llm(LLMConfig("smollm2-135m", lora_rank=4))
     prompts = list(PlaygroundTextEnv(num_envs=2, goals="train", seed=0).reset()["prompt"])
-    actions = [["Go to red door", "Go to red cat", "Go to blue cat", "Grasp"],
-               ["Go to green water", "Release", "Go to green tree", "Grasp"]]
+    actions = [
+        ["Go to red door", "Go to red cat", "Go to blue cat", "Grasp"],
+        ["Go to green water", "Release", "Go to green tree", "Grasp"],
+    ]
     batch = (prompts, actions, torch.tensor([[True, True, False, True], [True, True, True, True]]))
     ours = outputs_and_gradients(LLMScorer(llm.model, llm.tokenizer, False), llm.model, batch)
     reference = outputs_and_gradients(full_logits_scorer(llm, monkeypatch).naive, llm.model, batch)

@@ -1,4 +1,5 @@
 """Loading options and clear errors for models that cannot be found."""
+
 import pytest
 import torch
 
@@ -15,7 +16,9 @@ def test_unknown_local_path_fails_fast_with_advice(tmp_path):
 
 def test_unreachable_hub_model_fails_with_advice():
     # HF_HUB_OFFLINE=1 (tests/conftest.py) and local_files_only: the hub is never contacted.
-    with pytest.raises(ModelNotFoundError, match="(?s)Could not load the model .google/flan-t5-nonexistent.*offline default"):
+    with pytest.raises(
+        ModelNotFoundError, match="(?s)Could not load the model .google/flan-t5-nonexistent.*offline default"
+    ):
         load_llm(LLMConfig("google/flan-t5-nonexistent", local_files_only=True))
 
 
@@ -29,8 +32,9 @@ def test_lora_wraps_only_the_adapters_as_trainable(tiny_paths):
 
 
 def test_options_dtype_and_target_modules(tiny_paths):
-    llm = load_llm(LLMConfig(str(tiny_paths["t5"]), dtype="bfloat16", lora_rank=2,
-                             lora_target_modules=["q", "k", "v", "o"]))
+    llm = load_llm(
+        LLMConfig(str(tiny_paths["t5"]), dtype="bfloat16", lora_rank=2, lora_target_modules=["q", "k", "v", "o"])
+    )
     assert llm.is_encoder_decoder
     assert any(name.endswith("k.lora_A.default.weight") for name, _ in llm.model.named_parameters())
     assert next(p for n, p in llm.model.named_parameters() if "shared" in n).dtype == torch.bfloat16

@@ -1,5 +1,6 @@
 """The offline tiny models: tokenizer, determinism, save/load round trip, near-uniform initial policy,
 the cached default path and the command line."""
+
 import os
 import threading
 
@@ -53,9 +54,10 @@ def test_initial_policy_is_close_to_uniform(kind, tiny_paths, make_scorer_for, p
     with torch.no_grad():
         summed = scorer(prompts, actions, mask)[0]
         mean = make_scorer_for(tiny_paths[kind], normalization="mean")(prompts, actions, mask)[0]
-        logits = (scorer.model(input_ids=scorer.tokenizer(prompts[:1], return_tensors="pt")["input_ids"],
-                               **({"decoder_input_ids": torch.zeros(1, 1, dtype=torch.long)} if kind == "t5" else {}))
-                  .logits[0, -1])
+        logits = scorer.model(
+            input_ids=scorer.tokenizer(prompts[:1], return_tensors="pt")["input_ids"],
+            **({"decoder_input_ids": torch.zeros(1, 1, dtype=torch.long)} if kind == "t5" else {}),
+        ).logits[0, -1]
     assert logits.std() < 0.2  # a default T5 init gives ~11
     go_to = summed[:, :6].softmax(-1)  # the six 4-token "Go to <colour> <type>" candidates
     assert (go_to.max(-1).values / go_to.min(-1).values).max() < 1.5

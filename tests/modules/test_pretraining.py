@@ -1,15 +1,22 @@
 """Pretraining the offline model on random-play transcripts: the data is random play in the
 environment's words, a few steps lower the loss, the result loads by path and by offline name."""
+
 import pytest
 import torch
 
+from torchrl_glam.envs import GoalCatalogue
 from torchrl_glam.envs.render import render_actions
 from torchrl_glam.envs.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import offline_model_path, resolve_model_path
 from torchrl_glam.modules.offline import tiny_model_recipe
-from torchrl_glam.envs import GoalCatalogue
-from torchrl_glam.modules.pretraining import HindsightTranscripts, RandomPlayTranscripts, _lm_batch, pretrain, pretraining_recipe
+from torchrl_glam.modules.pretraining import (
+    HindsightTranscripts,
+    RandomPlayTranscripts,
+    _lm_batch,
+    pretrain,
+    pretraining_recipe,
+)
 from torchrl_glam.modules.shipped import recipe_version
 
 
@@ -38,7 +45,9 @@ def test_transcripts_are_random_legal_actions_followed_by_their_outcome():
         if _prompt_field(prompt, "You are on") == "nothing" and holding == "nothing":
             first_moves.append(action)
     # uniform over the legal candidates: every kind of first move occurs in a fair share
-    shares = {kind: sum(a.startswith(kind) for a in first_moves) / len(first_moves) for kind in ("Go to", "Grasp", "Release")}
+    shares = {
+        kind: sum(a.startswith(kind) for a in first_moves) / len(first_moves) for kind in ("Go to", "Grasp", "Release")
+    }
     assert 0.4 < shares["Go to"] < 0.9 and shares["Grasp"] > 0.05 and shares["Release"] > 0.05
 
 
@@ -72,9 +81,12 @@ def test_offline_model_names(monkeypatch, tmp_path):
 
 def test_pretraining_is_deterministic(tmp_path, tiny_paths):
     """The cached default model is whatever the command builds: same seed, same weights."""
-    first, second = (load_llm(LLMConfig(str(pretrain(tmp_path / name, start_from=tiny_paths["t5"], steps=3,
-                                                      batch_size=8, seed=4)))).model.state_dict()
-                     for name in ("a", "b"))
+    first, second = (
+        load_llm(
+            LLMConfig(str(pretrain(tmp_path / name, start_from=tiny_paths["t5"], steps=3, batch_size=8, seed=4)))
+        ).model.state_dict()
+        for name in ("a", "b")
+    )
     assert all(torch.equal(first[name], second[name]) for name in first)
 
 
@@ -126,9 +138,16 @@ def test_hindsight_pretraining_is_its_own_recipe_and_offline_name():
 
 
 def test_pretraining_takes_a_stream_and_says_which(tmp_path, tiny_paths):
-    out = pretrain(tmp_path / "pre", start_from=tiny_paths["t5"], steps=2, batch_size=4,
-                   data=HindsightTranscripts(num_envs=8, seed=1, hindsight_share=1.0, window=2))
-    assert "1 of them with hindsight goals, the last 2 steps before each report" in (out / "pretraining.txt").read_text()
+    out = pretrain(
+        tmp_path / "pre",
+        start_from=tiny_paths["t5"],
+        steps=2,
+        batch_size=4,
+        data=HindsightTranscripts(num_envs=8, seed=1, hindsight_share=1.0, window=2),
+    )
+    assert (
+        "1 of them with hindsight goals, the last 2 steps before each report" in (out / "pretraining.txt").read_text()
+    )
     with pytest.raises(ValueError, match="unknown pretraining data 'oracle'"):
         pretrain(tmp_path / "bad", start_from=tiny_paths["t5"], steps=2, data="oracle")
 

@@ -4,10 +4,12 @@ The trap (bitsandbytes 0.50, CPU): ``Linear4bit.forward`` repacks its weights in
 layout the first time it runs with ``module.training == False`` on an input that does not require
 grad (on CPUs with AVX512-BF16). Every later forward, training ones included, uses the repacked
 weights through ``gemv_4bit``, which has no autograd kernel: the backward pass stops there and the
-LoRA adapters below get no gradient (``None``), with only a PyTorch UserWarning. The package avoids it by never switching the LLM to
-eval mode: ``load_llm`` disables dropout instead, and ``LLMScorer`` keeps a quantised LLM in train
-mode whatever its parents do (``scorer.eval()``, a collector's ``policy.eval()``).
+LoRA adapters below get no gradient (``None``), with only a PyTorch UserWarning.
+The package avoids it by never switching the LLM to eval mode: ``load_llm`` disables dropout
+instead, and ``LLMScorer`` keeps a quantised LLM in train mode
+whatever its parents do (``scorer.eval()``, a collector's ``policy.eval()``).
 """
+
 import pytest
 import torch
 

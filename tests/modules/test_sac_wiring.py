@@ -1,5 +1,6 @@
 """Actor, critic heads and DiscreteSACLoss on the scorer's outputs: the four critic designs of
 App. B, the gradient paths into the LoRA weights, and target copies that never touch the LLM."""
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -10,12 +11,14 @@ from torchrl_glam.modules.loading import LLMConfig
 
 NUM_OBJECTS = 3
 NUM_ACTIONS = NUM_OBJECTS + 2
-DESIGNS = [(critic_input, backprop) for critic_input in ("observation_action", "observation")
-           for backprop in (True, False)]
+DESIGNS = [
+    (critic_input, backprop) for critic_input in ("observation_action", "observation") for backprop in (True, False)
+]
 
 
 def transitions(playground_batch, batch_size=4):
     """A batch of transitions with a masked candidate in the observation and in the next one."""
+
     def observation(seed):
         prompts, actions, mask = playground_batch(batch_size, NUM_OBJECTS, seed=seed, uneven=True)
         mask[0, 1] = False
@@ -36,10 +39,14 @@ def transitions(playground_batch, batch_size=4):
 
 def build(path, critic_input="observation_action", backprop=True):
     scorer = make_scorer(LLMConfig(str(path), lora_rank=4))
-    heads = make_critic_heads(scorer.module.hidden_size, critic_input=critic_input, num_actions=NUM_ACTIONS,
-                              width=32, critic_backprop=backprop)
-    loss = DiscreteSACLoss(make_actor(), heads, action_space="categorical", num_actions=NUM_ACTIONS,
-                           num_qvalue_nets=2)
+    heads = make_critic_heads(
+        scorer.module.hidden_size,
+        critic_input=critic_input,
+        num_actions=NUM_ACTIONS,
+        width=32,
+        critic_backprop=backprop,
+    )
+    loss = DiscreteSACLoss(make_actor(), heads, action_space="categorical", num_actions=NUM_ACTIONS, num_qvalue_nets=2)
     return scorer, heads, loss
 
 
@@ -63,8 +70,9 @@ def test_critic_gradient_reaches_lora_only_with_backprop(kind, tiny_paths, playg
     loss_qvalue, _ = loss.qvalue_loss(data)
     assert torch.isfinite(loss_qvalue)
     loss_qvalue.backward()
-    head_grad = sum(float(p.grad.abs().sum()) for p in loss.qvalue_network_params.values(True, True)
-                    if p.grad is not None)
+    head_grad = sum(
+        float(p.grad.abs().sum()) for p in loss.qvalue_network_params.values(True, True) if p.grad is not None
+    )
     assert head_grad > 0
     assert (lora_gradient(scorer) > 0) == backprop
 
@@ -89,8 +97,7 @@ def test_sac_loss_trains_heads_and_never_copies_the_llm(kind, tiny_paths, playgr
     scorer = make_scorer(LLMConfig(str(tiny_paths[kind]), lora_rank=4))
     llm_before = {name: value.clone() for name, value in scorer.state_dict().items()}
     heads = make_critic_heads(scorer.module.hidden_size, width=32)
-    loss = DiscreteSACLoss(make_actor(), heads, action_space="categorical", num_actions=NUM_ACTIONS,
-                           num_qvalue_nets=2)
+    loss = DiscreteSACLoss(make_actor(), heads, action_space="categorical", num_actions=NUM_ACTIONS, num_qvalue_nets=2)
     updater = SoftUpdate(loss, tau=0.5)
     head_size = sum(p.numel() for p in heads.parameters())
     llm_pointers = {p.data_ptr() for p in scorer.parameters()}

@@ -1,4 +1,5 @@
 """Shared-prefix scoring equals naive per-pair scoring and an independent reference; input checks."""
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -51,7 +52,7 @@ def test_scores_match_an_independent_reference(kind, tiny_paths, make_scorer_for
                 start = torch.tensor([[model.config.decoder_start_token_id]])
                 logits = model(input_ids=prompt_ids, decoder_input_ids=torch.cat([start, action_ids], 1)[:, :-1]).logits
             else:
-                logits = model(input_ids=torch.cat([prompt_ids, action_ids], 1)).logits[:, prompt_ids.shape[1] - 1:-1]
+                logits = model(input_ids=torch.cat([prompt_ids, action_ids], 1)).logits[:, prompt_ids.shape[1] - 1 : -1]
             expected = logits.log_softmax(-1).gather(2, action_ids[..., None]).sum()
             assert abs(scores[b, a].item() - expected.item()) < TOL
 
@@ -156,8 +157,7 @@ def test_exact_tokenisation_caches_the_encoder_decoder_continuations(tiny_paths,
     assert set(scorer._candidate_ids) == {" " + text for row in actions for text in row}
 
 
-def test_decoder_only_exact_tokenisation_is_memoised_least_recently_used(tiny_paths, make_scorer_for,
-                                                                          playground_batch):
+def test_decoder_only_exact_tokenisation_is_memoised_least_recently_used(tiny_paths, make_scorer_for, playground_batch):
     # a replayed prompt was tokenised when it was acted on: a pair seen before is not encoded again,
     # gives what a fresh tokenisation gives, and only the most recent pairs are kept
     from torchrl_glam.modules.tokenisation import CandidateTokeniser
@@ -189,8 +189,10 @@ def test_token_ids_are_those_of_the_tokenizers_own_call(kind, tiny_paths, make_s
     scorer = make_scorer_for(tiny_paths[kind])
     texts = playground_batch(3, 3, uneven=True)[0] + ["", "  Go  to\n\nthe red ", "ünïcödé Ω", " Grasp"]
     for special in (True, False):
-        assert scorer._encode(texts, add_special_tokens=special) == \
-            scorer.tokenizer(texts, add_special_tokens=special)["input_ids"]
+        assert (
+            scorer._encode(texts, add_special_tokens=special)
+            == scorer.tokenizer(texts, add_special_tokens=special)["input_ids"]
+        )
     scorer.tokenizer.backend_tokenizer.enable_padding(pad_id=scorer.pad_id)
     try:
         assert len({len(ids) for ids in scorer._encode(texts)}) > 1  # not padded

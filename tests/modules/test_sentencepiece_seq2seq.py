@@ -6,6 +6,7 @@ environment's prompts, and "</s>" appended to encoder inputs. On it, the prompt'
 becomes a lone "▁" token at the end of the encoder input when tokenised apart ("separate");
 "exact" moves it to the candidate, where Metaspace absorbs it (" Go" and "Go" give the same pieces).
 """
+
 import pytest
 import torch
 
@@ -24,16 +25,29 @@ def sentencepiece_t5():
     backend = Tokenizer(models.Unigram())
     backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    backend.train_from_iterator(corpus * 4, trainers.UnigramTrainer(
-        vocab_size=400, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>"))
+    backend.train_from_iterator(
+        corpus * 4,
+        trainers.UnigramTrainer(vocab_size=400, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>"),
+    )
     backend.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", backend.token_to_id("</s>"))])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="</s>",
-                                        unk_token="<unk>")
+        single="$A </s>", special_tokens=[("</s>", backend.token_to_id("</s>"))]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
     torch.manual_seed(0)
-    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2,
-                      decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
-                      eos_token_id=tokenizer.eos_token_id, dropout_rate=0.0)
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_kv=8,
+        num_heads=4,
+        d_ff=64,
+        num_layers=2,
+        decoder_start_token_id=tokenizer.pad_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        dropout_rate=0.0,
+    )
     return T5ForConditionalGeneration(config).eval(), tokenizer
 
 
@@ -52,8 +66,10 @@ def test_trailing_space_is_a_lone_piece_only_when_tokenised_apart(sentencepiece_
     stripped = tokenizer.convert_ids_to_tokens(tokenizer("You have grown: nothing\nAction:")["input_ids"])
     assert stripped[-2:] != ["▁", "</s>"]
     for text in ("Go to red door", "Grasp"):
-        assert (tokenizer(" " + text, add_special_tokens=False)["input_ids"]
-                == tokenizer(text, add_special_tokens=False)["input_ids"])  # the moved space is absorbed
+        assert (
+            tokenizer(" " + text, add_special_tokens=False)["input_ids"]
+            == tokenizer(text, add_special_tokens=False)["input_ids"]
+        )  # the moved space is absorbed
 
 
 @pytest.mark.parametrize("tokenization", ["exact", "separate"])
@@ -66,9 +82,19 @@ def test_seq2seq_scores_equal_the_direct_reference(sentencepiece_t5, tokenizatio
     scorer = LLMScorer(model, tokenizer, is_encoder_decoder=True, tokenization=tokenization)
     with torch.no_grad():
         shared, naive = scorer(prompts, candidates, mask)[0], scorer.naive(prompts, candidates, mask)[0]
-    expected = torch.tensor([[
-        reference(model, tokenizer, prompt.rstrip() if tokenization == "exact" else prompt,
-                  tokenizer((" " + c) if tokenization == "exact" else c, add_special_tokens=False)["input_ids"])
-        for c in row] for prompt, row in zip(prompts, candidates)])
+    expected = torch.tensor(
+        [
+            [
+                reference(
+                    model,
+                    tokenizer,
+                    prompt.rstrip() if tokenization == "exact" else prompt,
+                    tokenizer((" " + c) if tokenization == "exact" else c, add_special_tokens=False)["input_ids"],
+                )
+                for c in row
+            ]
+            for prompt, row in zip(prompts, candidates)
+        ]
+    )
     torch.testing.assert_close(shared, expected, atol=1e-5, rtol=0)
     torch.testing.assert_close(naive, expected, atol=1e-5, rtol=0)

@@ -1,6 +1,7 @@
 """The offline models shipped in the package: they load instantly (no training, no network, nothing
 written), match the code's recipe, and a missing or corrupted file is a clear error; building, when
 it happens, is done by one process at a time and says what it does."""
+
 import json
 import shutil
 import socket
@@ -9,8 +10,7 @@ import time
 
 import pytest
 
-from torchrl_glam.modules import LLMConfig, load_llm
-from torchrl_glam.modules import offline, pretraining, shipped
+from torchrl_glam.modules import LLMConfig, load_llm, offline, pretraining, shipped
 from torchrl_glam.modules.loading import resolve_model_path
 from torchrl_glam.modules.offline import build_into_cache, tiny_model_recipe
 from torchrl_glam.modules.pretraining import pretraining_recipe, transcripts_fingerprint
@@ -23,12 +23,18 @@ from torchrl_glam.modules.shipped import (
     shipped_model_path,
 )
 
-CODE_RECIPES = {"tiny-t5": tiny_model_recipe("t5"), "tiny-t5-pretrained": pretraining_recipe("t5"),
-                "tiny-t5-hindsight": pretraining_recipe("t5", data="hindsight"),
-                "tiny-t5-pretrained-babyai": pretraining_recipe("t5", environment="babyai")}
+CODE_RECIPES = {
+    "tiny-t5": tiny_model_recipe("t5"),
+    "tiny-t5-pretrained": pretraining_recipe("t5"),
+    "tiny-t5-hindsight": pretraining_recipe("t5", data="hindsight"),
+    "tiny-t5-pretrained-babyai": pretraining_recipe("t5", environment="babyai"),
+}
 #: the pretrained models: (transcripts, environment)
-PRETRAINED = {"tiny-t5-pretrained": ("random", None), "tiny-t5-hindsight": ("hindsight", None),
-              "tiny-t5-pretrained-babyai": ("random", "babyai")}
+PRETRAINED = {
+    "tiny-t5-pretrained": ("random", None),
+    "tiny-t5-hindsight": ("hindsight", None),
+    "tiny-t5-pretrained-babyai": ("random", "babyai"),
+}
 
 
 def _forbid(*_args, **_kwargs):
@@ -64,8 +70,12 @@ def _snapshot(directory):
 
 def test_shipped_models_load_instantly_without_training_network_or_writes(no_build_no_network):
     before = _snapshot(WEIGHTS_DIR)
-    for name in ("offline:tiny-t5-pretrained", "offline:tiny-t5", "offline:tiny-t5-hindsight",
-                 "offline:tiny-t5-pretrained-babyai"):
+    for name in (
+        "offline:tiny-t5-pretrained",
+        "offline:tiny-t5",
+        "offline:tiny-t5-hindsight",
+        "offline:tiny-t5-pretrained-babyai",
+    ):
         start = time.perf_counter()
         path = resolve_model_path(name)
         assert time.perf_counter() - start < 5.0  # hashing 0.8 MB, not ten minutes of pretraining
@@ -98,7 +108,8 @@ def test_the_manifest_matches_the_code_recipe_and_lists_safe_files():
         assert pretrained["transcripts_sha256"] == transcripts_fingerprint(data=data, environment=environment), (
             "the random-play transcripts of pretraining changed (environment, rendering or target format): "
             "the shipped weights are no longer what the recipe builds; bump PRETRAINING_VERSION and run "
-            f"`{SHIPPED_MODELS[name]}`")
+            f"`{SHIPPED_MODELS[name]}`"
+        )
 
 
 @pytest.mark.parametrize("name", ["tiny-t5-pretrained", "tiny-t5"])
@@ -116,8 +127,11 @@ def test_a_corrupted_shipped_file_is_an_error_naming_it_and_the_rebuild_command(
 
 def test_a_missing_shipped_file_is_an_error_naming_it_and_the_rebuild_command(weights_copy):
     (weights_copy / "tiny-t5-pretrained" / "tokenizer.json").unlink()
-    with pytest.raises(ShippedWeightsError, match=r"(?s)tiny-t5-pretrained/tokenizer\.json of offline:tiny-t5-pretrained "
-                                                  r"is missing.*python -m torchrl_glam\.modules\.pretraining --ship"):
+    with pytest.raises(
+        ShippedWeightsError,
+        match=r"(?s)tiny-t5-pretrained/tokenizer\.json of offline:tiny-t5-pretrained "
+        r"is missing.*python -m torchrl_glam\.modules\.pretraining --ship",
+    ):
         resolve_model_path("offline:tiny-t5-pretrained")
     (weights_copy / "manifest.json").unlink()
     with pytest.raises(ShippedWeightsError, match=r"manifest .*manifest\.json is missing"):
@@ -170,8 +184,10 @@ def test_pretraining_says_what_it_builds_and_shows_progress(tmp_path, capfd, mon
     pretraining.pretrain(tmp_path / "a", start_from=source, steps=3, batch_size=4, log_every=2, why="a test")
     err = capfd.readouterr().err  # stderr is not a terminal here: log lines instead of the bar
     first = next(line for line in err.splitlines() if "pretraining" in line)
-    assert first.startswith(f"pretraining {source} on random-play transcripts into {tmp_path / 'a'} (a test): "
-                            "3 steps of 4 transcripts, usually about")
+    assert first.startswith(
+        f"pretraining {source} on random-play transcripts into {tmp_path / 'a'} (a test): "
+        "3 steps of 4 transcripts, usually about"
+    )
     assert "pretraining step 2/3: loss " in err and "s left)" in err and "pretraining step 3/3" in err
     monkeypatch.setenv("RANK", "1")  # off the main process: silent
     pretraining.pretrain(tmp_path / "b", start_from=source, steps=2, batch_size=4, log_every=1)
@@ -215,8 +231,12 @@ def test_ranks_in_separate_processes_build_once(tmp_path):
     final, go = tmp_path / "cache" / "model", tmp_path / "go"
 
     def rank():
-        return subprocess.Popen([sys.executable, "-c", script, str(final), str(go)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", script, str(final), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     first = rank()
     assert first.stdout.readline().strip() == "BUILDING"

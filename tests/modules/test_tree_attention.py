@@ -1,5 +1,6 @@
 """The scorer's speed-ups change no number: the candidates' prefix tree in one decoder call
 (modules/attention.py) and the fused GELU equal transformers' own eager computation."""
+
 import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM
@@ -26,8 +27,9 @@ def test_the_tree_bias_replaces_the_position_bias_in_the_decoder_self_attention_
     position_bias, tree_bias, mask = torch.randn(1, 2, 4, 4), torch.randn(1, 2, 4, 4), torch.zeros(3, 1, 4, 4)
     mask[1, ..., 0] = torch.finfo(torch.float32).min
     for module, used in ((_Module(is_causal=True), tree_bias), (_Module(is_causal=False), position_bias)):
-        ours, _ = tree_attention(module, query, key, value, mask, scaling=1.0, position_bias=position_bias,
-                                 **{TREE_POSITION_BIAS: tree_bias})
+        ours, _ = tree_attention(
+            module, query, key, value, mask, scaling=1.0, position_bias=position_bias, **{TREE_POSITION_BIAS: tree_bias}
+        )
         expected, _ = eager_attention_forward(module, query, key, value, mask, scaling=1.0, position_bias=used)
         torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
 
@@ -73,8 +75,9 @@ def test_routes_through_attention_interface_reads_the_installed_transformers():
 
 
 @pytest.mark.parametrize("without", ["model_type", "attention_interface"])
-def test_without_the_tree_attention_the_cache_is_repeated_and_scores_the_same(without, tiny_paths, make_scorer_for,
-                                                                              playground_batch, monkeypatch):
+def test_without_the_tree_attention_the_cache_is_repeated_and_scores_the_same(
+    without, tiny_paths, make_scorer_for, playground_batch, monkeypatch
+):
     """A model type without the tree attention (here: T5 taken off the list), or a transformers
     whose T5 runs its own eager attention (before transformers#47014, which would ignore the tree's
     position bias without an error), keeps the cache repeated per candidate: scores equal the
@@ -82,7 +85,9 @@ def test_without_the_tree_attention_the_cache_is_repeated_and_scores_the_same(wi
     if without == "model_type":
         monkeypatch.setattr("torchrl_glam.modules.attention.TREE_ATTENTION_MODEL_TYPES", ())
     else:
-        monkeypatch.setattr("torchrl_glam.modules.attention.routes_through_attention_interface", lambda model_type: False)
+        monkeypatch.setattr(
+            "torchrl_glam.modules.attention.routes_through_attention_interface", lambda model_type: False
+        )
     scorer = make_scorer_for(tiny_paths["t5"])
     assert not use_tree_attention(scorer.model)
     prompts, actions, mask = playground_batch(3, 3, seed=3, uneven=True)
@@ -103,7 +108,8 @@ def test_each_distinct_prefix_of_a_prompts_candidates_runs_once(tiny_paths, make
     mask[1, 2] = False
     decoder_tokens = []
     hook = scorer.model.get_decoder().register_forward_pre_hook(
-        lambda module, args, kwargs: decoder_tokens.append(kwargs["input_ids"].numel()), with_kwargs=True)
+        lambda module, args, kwargs: decoder_tokens.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
     try:
         outputs, gradients = [], []
         for method in (scorer, scorer.naive):

@@ -1,5 +1,6 @@
 """PPO-GLAM on ClipPPOLoss / KLPENPPOLoss and GAE: hand-computed advantages and losses, the
 first-epoch ratio, the KL penalty against the behaviour policy, the centred clip (App. G)."""
+
 import math
 
 import pytest
@@ -10,8 +11,8 @@ from torchrl.objectives import LossModule
 from torchrl_glam.modules import MASKED_LOGIT, make_scorer
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
-from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.factories import act, make_env
+from torchrl_glam.training.sac_config import make_config
 
 GAMMA, LMBDA = 0.9, 0.5
 
@@ -31,10 +32,24 @@ def rollout(loss, num_envs=4, steps=6, seed=0):
     for _ in range(steps):
         act(loss, td, with_log_prob=True)
         step, td = env.step_and_maybe_reset(td)
-        steps_out.append(step.select("goal_id", "objects", "agent_on", "held", "grown", "action",
-                                     "sample_log_prob", BEHAVIOUR_SCORES_KEY, ("next", "agent_on"), ("next", "held"),
-                                     ("next", "grown"), ("next", "reward"), ("next", "done"),
-                                     ("next", "terminated")))
+        steps_out.append(
+            step.select(
+                "goal_id",
+                "objects",
+                "agent_on",
+                "held",
+                "grown",
+                "action",
+                "sample_log_prob",
+                BEHAVIOUR_SCORES_KEY,
+                ("next", "agent_on"),
+                ("next", "held"),
+                ("next", "grown"),
+                ("next", "reward"),
+                ("next", "done"),
+                ("next", "terminated"),
+            )
+        )
     return torch.stack(steps_out, dim=1)
 
 
@@ -89,7 +104,9 @@ def policy(scores, mask):
 def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     torch.manual_seed(0)
     beta = 0.7
-    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss="kl", kl_coeff=beta)
+    loss = PPOGLAMLoss(
+        make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss="kl", kl_coeff=beta
+    )
     data = loss.advantages(rollout(loss)).reshape(-1)
     # a behaviour policy that differs from the current one, as after a few epochs (or with HER)
     scored = score_states(loss.scorer, data)
@@ -180,13 +197,26 @@ def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     # set_keys: the same rollout under other names gives the same advantages and losses
     renamed = PPOGLAMLoss(loss.scorer, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind)
     renamed.value.load_state_dict(loss.value.state_dict())
-    renamed.set_keys(reward="r", done="d", terminated="t", action="a", sample_log_prob="lp", advantage="adv",
-                     value_target="vt", behaviour_scores="bs")
+    renamed.set_keys(
+        reward="r",
+        done="d",
+        terminated="t",
+        action="a",
+        sample_log_prob="lp",
+        advantage="adv",
+        value_target="vt",
+        behaviour_scores="bs",
+    )
     assert {"a", "lp", "adv", "vt"} <= set(renamed.in_keys) and "action" not in renamed.in_keys
     other = data.clone()
-    for old, new in (("action", "a"), ("sample_log_prob", "lp"), (BEHAVIOUR_SCORES_KEY, "bs"),
-                     (("next", "reward"), ("next", "r")), (("next", "done"), ("next", "d")),
-                     (("next", "terminated"), ("next", "t"))):
+    for old, new in (
+        ("action", "a"),
+        ("sample_log_prob", "lp"),
+        (BEHAVIOUR_SCORES_KEY, "bs"),
+        (("next", "reward"), ("next", "r")),
+        (("next", "done"), ("next", "d")),
+        (("next", "terminated"), ("next", "t")),
+    ):
         other.rename_key_(old, new)
     other_adv = renamed.advantages(other).reshape(-1)
     torch.testing.assert_close(other_adv["adv"], advantaged["advantage"])

@@ -1,5 +1,6 @@
 """SAC-GLAM's loss through the training agent factory: which loss trains what (App. B's critic
 designs x whether the critic's gradient reaches the LLM), on n-step HER transitions of random play."""
+
 import pytest
 import torch
 

@@ -1,5 +1,6 @@
 """SACGLAMLoss as a TorchRL LossModule: declared keys, set_keys, warm-up as state, named
 parameter groups, Q-values and alpha through public API."""
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -15,7 +16,9 @@ def batch():
     """One-step transitions of random play (compact state only)."""
     env = PlaygroundTextEnv(num_envs=16, goals="simplified", text=False, seed=0)
     td = env.reset()
-    td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=torch.Generator().manual_seed(0)).squeeze(-1)
+    td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=torch.Generator().manual_seed(0)).squeeze(
+        -1
+    )
     return env.step(td)
 
 
@@ -104,9 +107,15 @@ def test_success_head_labels_only_the_chosen_actions_own_success(filled_replay):
     # in an n-step window (steps_to_next_obs > 1) is not the chosen action's
     loss = make_loss(success_loss_coef=2.0)
     batch = filled_replay.sample(32)
-    td = TensorDict({loss.hidden_key: loss.score(batch)[loss.hidden_key].detach(), "action": batch["action"],
-                     "next": {"terminated": torch.ones(32, 1, dtype=torch.bool)},
-                     "steps_to_next_obs": torch.full((32, 1), 3)}, batch_size=[32])
+    td = TensorDict(
+        {
+            loss.hidden_key: loss.score(batch)[loss.hidden_key].detach(),
+            "action": batch["action"],
+            "next": {"terminated": torch.ones(32, 1, dtype=torch.bool)},
+            "steps_to_next_obs": torch.full((32, 1), 3),
+        },
+        batch_size=[32],
+    )
     last = list(loss.success_head.parameters())
     with torch.no_grad():  # a constant logit b: the loss is 2 * 0.5 * softplus(-b if success else b)
         for p in last[:-1]:
@@ -133,7 +142,9 @@ def test_success_head_trains_the_llm_like_the_critic_and_is_off_by_default(fille
 
     def grad_norms():
         grads = torch.autograd.grad(loss(batch.clone())["loss_success"], llm + head, allow_unused=True)
-        return [sum(g.abs().sum().item() for g in part if g is not None) for part in (grads[:len(llm)], grads[len(llm):])]
+        return [
+            sum(g.abs().sum().item() for g in part if g is not None) for part in (grads[: len(llm)], grads[len(llm) :])
+        ]
 
     into_llm, into_head = grad_norms()
     assert into_llm > 0 and into_head > 0

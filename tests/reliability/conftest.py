@@ -1,4 +1,5 @@
 """Fixtures of the reliability tests."""
+
 import pytest
 from reliability_helpers import load_example
 

@@ -1,4 +1,5 @@
 """Helpers of the reliability tests: the example scripts' public CLI (loaded by path), subprocesses."""
+
 import importlib.util
 import os
 import sys
@@ -16,8 +17,13 @@ def load_example(name):
 
 def subprocess_env(**extra):
     """The environment of a test subprocess: this checkout first on the path, one thread."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
     env.update(extra)
     return env
 

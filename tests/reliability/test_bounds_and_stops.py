@@ -1,6 +1,7 @@
 """Issue 43, item 4: values that would hang or crash a run are refused by config validation,
 before the run dir exists; a stop request does not wait for an evaluation (the resumed run does it,
 so the logs match an uninterrupted run's)."""
+
 import json
 
 import pytest
@@ -11,11 +12,17 @@ from torchrl_glam.training.sac_config import make_config
 SMOKE = ["--preset", "smoke", "--no-progress"]
 
 
-@pytest.mark.parametrize("override, named", [
-    ("max_steps=1000000000000", "max_steps"), ("seed=-1", "seed"), ("seed=99999999999999999999", "seed"),
-    ("num_threads=100000", "num_threads"), ("num_objects=99", "num_objects"),
-    ("total_steps=10000000000000000", "total_steps"),
-])
+@pytest.mark.parametrize(
+    "override, named",
+    [
+        ("max_steps=1000000000000", "max_steps"),
+        ("seed=-1", "seed"),
+        ("seed=99999999999999999999", "seed"),
+        ("num_threads=100000", "num_threads"),
+        ("num_objects=99", "num_objects"),
+        ("total_steps=10000000000000000", "total_steps"),
+    ],
+)
 def test_values_that_hang_or_crash_are_refused_before_the_run_dir_exists(tmp_path, sac_example, override, named):
     run = tmp_path / "run"
     with pytest.raises(ValueError, match=rf"bad config value {named}=.*expected"):
@@ -23,16 +30,19 @@ def test_values_that_hang_or_crash_are_refused_before_the_run_dir_exists(tmp_pat
     assert not run.exists()
 
 
-@pytest.mark.parametrize("field, value", [("num_envs", 8.5), ("num_envs", True), ("seed", 1.0),
-                                          ("her", 1), ("eval_sets", "train")])
+@pytest.mark.parametrize(
+    "field, value", [("num_envs", 8.5), ("num_envs", True), ("seed", 1.0), ("her", 1), ("eval_sets", "train")]
+)
 def test_values_of_the_wrong_type_are_refused(field, value):
     with pytest.raises(ValueError, match=rf"bad config value {field}=.*expected .*got"):
         make_config("smoke", {field: value})
 
 
 def _evaluations(run):
-    return [{k: v for k, v in json.loads(line).items() if k != "wall_seconds"}
-            for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    return [
+        {k: v for k, v in json.loads(line).items() if k != "wall_seconds"}
+        for line in (run / "evaluations.jsonl").read_text().splitlines()
+    ]
 
 
 def test_a_stop_does_not_wait_for_an_evaluation_and_the_resume_makes_it_up(tmp_path, sac_example):

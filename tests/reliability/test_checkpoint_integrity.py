@@ -1,6 +1,7 @@
 """Issue 43, items 3 and 9: a checkpoint changed after it was written is never trained on; a
 checkpoint without a digest (written before it existed) still loads; a full disk and a torch file
 that is not a checkpoint are named plainly."""
+
 import errno
 
 import pytest
@@ -47,9 +48,11 @@ def test_a_torch_file_that_is_not_a_checkpoint_is_named(tmp_path):
 
 def test_a_full_disk_says_so_and_names_the_file(tmp_path, monkeypatch):
     def full_disk(obj, f):
-        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0: "
-                           "PytorchStreamWriter failed writing file data/0: file write failed; "
-                           "No space left on device")
+        raise RuntimeError(
+            "[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0: "
+            "PytorchStreamWriter failed writing file data/0: file write failed; "
+            "No space left on device"
+        )
 
     ckpt.save_checkpoint(_state(1), tmp_path)
     monkeypatch.setattr(torch, "save", full_disk)

@@ -1,5 +1,6 @@
 """Issue 12, defects 4 and 10: checkpoints never run code, unreadable ones are named (with the
 previous good one as a fallback), stale temporaries go, and a resumed run writes no duplicate rows."""
+
 import json
 import os
 import shutil
@@ -53,8 +54,12 @@ def test_an_unreadable_checkpoint_is_named_and_the_previous_one_is_used(tmp_path
     ckpt.save_checkpoint({"step": 2, "x": torch.arange(1000)}, tmp_path)
     path = tmp_path / "checkpoint.pt"
     data = path.read_bytes()
-    damaged = {"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"torn",
-               "text": b"hello, not a checkpoint\n"}  # a few bytes; a text file put in its place
+    damaged = {
+        "empty": b"",
+        "truncated": data[: len(data) // 2],
+        "garbage": b"torn",
+        "text": b"hello, not a checkpoint\n",
+    }  # a few bytes; a text file put in its place
     path.write_bytes(damaged[damage])
     with pytest.warns(UserWarning, match="checkpoint.pt"):
         state = ckpt.load_checkpoint(tmp_path)
@@ -77,7 +82,9 @@ def _rows(run):
     for path in (run / "logs").rglob("*.csv"):
         steps = [line.split(",")[0] for line in path.read_text().splitlines()]
         rows[str(path.relative_to(run))] = steps
-    evaluations = [(e["env_steps"], e["set"]) for e in map(json.loads, (run / "evaluations.jsonl").read_text().splitlines())]
+    evaluations = [
+        (e["env_steps"], e["set"]) for e in map(json.loads, (run / "evaluations.jsonl").read_text().splitlines())
+    ]
     return rows, evaluations
 
 

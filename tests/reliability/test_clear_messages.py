@@ -1,5 +1,6 @@
 """Issue 43, item 9: what goes wrong is said plainly: a run dir of the other algorithm, a checkpoint
 that does not fit the run, a damaged model config.json or GGUF file, actions that are not indices."""
+
 import shutil
 
 import pytest

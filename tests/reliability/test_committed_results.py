@@ -1,5 +1,6 @@
 """A committed result keeps its runs: the configs and evaluations under experiments/<name>/runs/
 are tracked by git, while the training runs a user starts at the top (runs/) stay out of it."""
+
 import shutil
 import subprocess
 from pathlib import Path

@@ -1,6 +1,7 @@
 """Issue 12, defects 5 and 6: the environment keeps nn.Module's and TorchRL's contracts (state_dict
 arguments, so ParallelEnv / SerialEnv of it work), and random rollouts through TorchRL's wrappers
 respect the action mask with the ActionMask() idiom the error names."""
+
 import functools
 
 import pytest

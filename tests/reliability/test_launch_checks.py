@@ -1,5 +1,6 @@
 """Issue 43, item 5: --dry-run refuses what the jobs would refuse (wrong types, two runs in one run
 dir) and what would exhaust memory or Slurm's array limit, before expanding anything."""
+
 import os
 
 import pytest
@@ -14,8 +15,10 @@ def _sweep(tmp_path, text=None, **sweep):
     return ["--sweep", str(path), "--runs-root", str(tmp_path / "runs"), "--dry-run"]
 
 
-@pytest.mark.parametrize("value, match", [(8.5, r"num_envs=8.5: expected an integer, got float"),
-                                          (True, r"num_envs=True: expected an integer, got bool")])
+@pytest.mark.parametrize(
+    "value, match",
+    [(8.5, r"num_envs=8.5: expected an integer, got float"), (True, r"num_envs=True: expected an integer, got bool")],
+)
 def test_a_value_of_the_wrong_type_fails_at_dry_run(tmp_path, value, match):
     with pytest.raises(ValueError, match=match):
         launch_main(_sweep(tmp_path, overrides={"num_envs": value}))
@@ -37,7 +40,7 @@ def test_huge_grids_and_seed_ranges_are_refused_before_expanding(tmp_path):
 
 
 def test_a_yaml_alias_bomb_is_refused(tmp_path):
-    levels = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]']
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
     text = "name: s\npreset: smoke\noverrides:\n" + "".join(f"  {line}\n" for line in levels)
     with pytest.raises(ValueError, match="expands to more than 100000 values"):

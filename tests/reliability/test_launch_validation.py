@@ -13,15 +13,18 @@ def _sweep(tmp_path, **sweep):
     return ["--sweep", str(path), "--runs-root", str(tmp_path / "runs"), "--dry-run"]
 
 
-@pytest.mark.parametrize("sweep,match", [
-    ({"overrides": {"critic_widht": 64}}, "unknown config field.*critic_widht.*critic_width"),
-    ({"grid": {"gamma": [0.9, 1.5]}}, "bad config value gamma=1.5"),
-    ({"variants": {"a": {"preset": "nope"}}}, "unknown preset 'nope'"),
-    ({"algorithm": "dqn_glam"}, "unknown algorithm 'dqn_glam'"),
-    ({"overrides": {"seed": 3}}, "sets 'seed'.*seeds"),
-    ({"name": "../../escaped"}, "leaves the runs root"),
-    ({"variants": {"b": {"algorithm": "ppo_glam", "critic_lr": 0.1}}}, "unknown config field.*critic_lr"),
-])
+@pytest.mark.parametrize(
+    "sweep,match",
+    [
+        ({"overrides": {"critic_widht": 64}}, "unknown config field.*critic_widht.*critic_width"),
+        ({"grid": {"gamma": [0.9, 1.5]}}, "bad config value gamma=1.5"),
+        ({"variants": {"a": {"preset": "nope"}}}, "unknown preset 'nope'"),
+        ({"algorithm": "dqn_glam"}, "unknown algorithm 'dqn_glam'"),
+        ({"overrides": {"seed": 3}}, "sets 'seed'.*seeds"),
+        ({"name": "../../escaped"}, "leaves the runs root"),
+        ({"variants": {"b": {"algorithm": "ppo_glam", "critic_lr": 0.1}}}, "unknown config field.*critic_lr"),
+    ],
+)
 def test_bad_sweeps_fail_at_dry_run(tmp_path, sweep, match):
     with pytest.raises(ValueError, match=match):
         launch_main(_sweep(tmp_path, **sweep))

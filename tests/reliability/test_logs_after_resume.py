@@ -1,20 +1,34 @@
 """Issue 43, item 8: a run stopped between two log rows and resumed writes the CSV rows (and
 evaluations) of an uninterrupted run, not means over the steps since its checkpoint."""
+
 import json
 
 from torchrl_glam.training.logging import RunLogger
 from torchrl_glam.training.preemption import STOP
 
-SCHEDULE = ["--preset", "smoke", "--no-progress", "total_steps=128", "log_every=32", "checkpoint_every=128",
-            "eval_every=64", "eval_episodes=4"]
+SCHEDULE = [
+    "--preset",
+    "smoke",
+    "--no-progress",
+    "total_steps=128",
+    "log_every=32",
+    "checkpoint_every=128",
+    "eval_every=64",
+    "eval_episodes=4",
+]
 
 
 def _logs(run):
     """Every CSV file's rows but the wall-clock ones, and the evaluations without their seconds."""
-    rows = {str(path.relative_to(run)): path.read_text() for path in sorted((run / "logs").rglob("*.csv"))
-            if "/time/" not in str(path)}
-    evaluations = [{k: v for k, v in json.loads(line).items() if k != "wall_seconds"}
-                   for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    rows = {
+        str(path.relative_to(run)): path.read_text()
+        for path in sorted((run / "logs").rglob("*.csv"))
+        if "/time/" not in str(path)
+    }
+    evaluations = [
+        {k: v for k, v in json.loads(line).items() if k != "wall_seconds"}
+        for line in (run / "evaluations.jsonl").read_text().splitlines()
+    ]
     return rows, evaluations
 
 

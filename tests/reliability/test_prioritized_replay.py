@@ -1,6 +1,7 @@
 """Issue 12, defect 1: prioritized replay needs no runtime compile (a killed build's lock file wedged
 every later run). The segment trees match a brute-force reference, the sampler's priorities and
 weights are right, replay state round-trips, and a stale torch-extension lock changes nothing."""
+
 import subprocess
 import textwrap
 import time
@@ -8,14 +9,15 @@ import time
 import numpy as np
 import pytest
 import torch
+from reliability_helpers import PYTHON, ROOT, subprocess_env
 
 from torchrl_glam.data import prioritized
 from torchrl_glam.data.replay import GoalReplay
 
-from reliability_helpers import PYTHON, ROOT, subprocess_env
 
-
-@pytest.mark.parametrize("tree_name", ["SumSegmentTreeFp32", "SumSegmentTreeFp64", "MinSegmentTreeFp32", "MinSegmentTreeFp64"])
+@pytest.mark.parametrize(
+    "tree_name", ["SumSegmentTreeFp32", "SumSegmentTreeFp64", "MinSegmentTreeFp32", "MinSegmentTreeFp64"]
+)
 @pytest.mark.parametrize("size", [1, 7, 64, 1000])
 def test_segment_trees_match_a_brute_force_reference(tree_name, size):
     tree_class = getattr(prioritized, tree_name)
@@ -67,12 +69,15 @@ def pickle_round_trip(tree):
 
 def test_sampler_priorities_and_weights_follow_their_definition():
     prioritized.ensure_prioritized_replay()
-    from torchrl.data import LazyTensorStorage, PrioritizedSampler, TensorDictReplayBuffer
     from tensordict import TensorDict
+    from torchrl.data import LazyTensorStorage, PrioritizedSampler, TensorDictReplayBuffer
 
     alpha, beta, eps = 0.6, 0.4, 1e-6
-    buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(100), priority_key="td_error",
-                                    sampler=PrioritizedSampler(100, alpha=alpha, beta=beta, eps=eps))
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(100),
+        priority_key="td_error",
+        sampler=PrioritizedSampler(100, alpha=alpha, beta=beta, eps=eps),
+    )
     buffer.extend(TensorDict({"x": torch.arange(10.0)}, batch_size=[10]))
     priority = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 9.0, 1.0])
     buffer.update_priority(torch.arange(10), priority)
@@ -90,8 +95,9 @@ def test_replay_state_dict_round_trip_samples_the_same():
         replay = GoalReplay(capacity=50, strategy="uniform")
         from tensordict import TensorDict
 
-        replay.extend(TensorDict({"goal_id": torch.arange(30), "relabeled": torch.zeros(30, dtype=torch.bool)},
-                                 batch_size=[30]))
+        replay.extend(
+            TensorDict({"goal_id": torch.arange(30), "relabeled": torch.zeros(30, dtype=torch.bool)}, batch_size=[30])
+        )
         return replay
 
     replay = filled()
@@ -125,8 +131,14 @@ def test_a_stale_torch_extension_lock_does_not_wedge_a_new_run(tmp_path):
     """)
     start = time.perf_counter()
     try:
-        result = subprocess.run([PYTHON, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                                env=subprocess_env(TORCH_EXTENSIONS_DIR=str(extensions)))
+        result = subprocess.run(
+            [PYTHON, "-c", script],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=subprocess_env(TORCH_EXTENSIONS_DIR=str(extensions)),
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("building a prioritized replay waited more than 60 s with a stale extension lock present")
     assert result.returncode == 0, result.stderr[-2000:]

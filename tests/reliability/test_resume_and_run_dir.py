@@ -1,6 +1,7 @@
 """Issue 12, defects 2 and 3: a resume changes only what it may (and really applies it, learning
 rates included), refuses the rest naming each field's two values; run dirs are protected against a
 second run and a second live process (a lock that kill -9 never leaves stale)."""
+
 import json
 import signal
 import subprocess
@@ -8,8 +9,8 @@ import time
 
 import pytest
 import torch
-
 from reliability_helpers import PYTHON, ROOT, subprocess_env
+
 from torchrl_glam.training.sac_config import make_config
 
 
@@ -23,6 +24,7 @@ def _rundir():
     from torchrl_glam.training import rundir
 
     return rundir
+
 
 SMOKE = ["--no-progress", "total_steps=48", "eval_every=48", "checkpoint_every=48"]
 
@@ -74,10 +76,20 @@ def test_an_existing_run_dir_is_refused_without_resume_and_cleared_with_overwrit
 
 
 def _example(run, *extra, **kwargs):
-    command = [PYTHON, str(ROOT / "examples" / "sac_glam.py"), "--preset", "smoke", "--run-dir", str(run),
-               "--no-progress", "--resume", *extra]
-    return subprocess.Popen(command, cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    command = [
+        PYTHON,
+        str(ROOT / "examples" / "sac_glam.py"),
+        "--preset",
+        "smoke",
+        "--run-dir",
+        str(run),
+        "--no-progress",
+        "--resume",
+        *extra,
+    ]
+    return subprocess.Popen(
+        command, cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    )
 
 
 @pytest.mark.slow

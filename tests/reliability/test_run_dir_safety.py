@@ -1,5 +1,6 @@
 """Issue 43, items 1, 2 and 7's config.json: --overwrite deletes only what runs wrote, an empty
 run_dir is refused, nothing is written through a symbolic link, config.json is written atomically."""
+
 import json
 import os
 

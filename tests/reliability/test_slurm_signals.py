@@ -1,6 +1,7 @@
 """Issue 43, item 6: Slurm's USR1 (``scancel --signal=USR1``, ``sbatch --signal=USR1@90``) stops a
 run with a checkpoint like USR2, instead of killing it. Run in subprocesses: an unhandled USR1
 would kill the test process."""
+
 import subprocess
 import textwrap
 
@@ -37,8 +38,9 @@ PLAIN_SCRIPT = textwrap.dedent("""
 
 
 def _run(code):
-    return subprocess.run([PYTHON, "-c", code], cwd=ROOT, env=subprocess_env(), capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [PYTHON, "-c", code], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120
+    )
 
 
 def test_usr1_under_submitit_checkpoints_and_requeues_like_usr2():

@@ -1,27 +1,41 @@
 """Issue 12, defect 8 and the thread count: bad values are refused naming the field, a missing GPU
 fails before any model loads, num_threads is applied, and a diverging critic stops the run with a
 nonzero exit code, a message naming what diverged, and the last good checkpoint kept."""
+
 import json
 
 import pytest
 import torch
 
-from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.ppo_config import make_ppo_config
+from torchrl_glam.training.sac_config import make_config
 
 
-@pytest.mark.parametrize("field,value", [
-    ("max_grad_norm", -1.0), ("eval_episodes", 0), ("checkpoint_every", 0), ("log_every", 0),
-    ("learning_starts", -5), ("critic_width", 0), ("gamma", float("nan")), ("critic_lr", float("inf")),
-    ("tau", float("nan")), ("num_threads", 0), ("device", "gpu0"),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("max_grad_norm", -1.0),
+        ("eval_episodes", 0),
+        ("checkpoint_every", 0),
+        ("log_every", 0),
+        ("learning_starts", -5),
+        ("critic_width", 0),
+        ("gamma", float("nan")),
+        ("critic_lr", float("inf")),
+        ("tau", float("nan")),
+        ("num_threads", 0),
+        ("device", "gpu0"),
+    ],
+)
 def test_bad_sac_values_are_refused_naming_the_field(field, value):
     with pytest.raises(ValueError, match=f"bad config value {field}="):
         make_config("smoke", {field: value})
 
 
-@pytest.mark.parametrize("field,value", [("eval_episodes", 0), ("log_every", 0), ("lr", float("nan")),
-                                         ("value_width", 0), ("num_threads", 0)])
+@pytest.mark.parametrize(
+    "field,value",
+    [("eval_episodes", 0), ("log_every", 0), ("lr", float("nan")), ("value_width", 0), ("num_threads", 0)],
+)
 def test_bad_ppo_values_are_refused_naming_the_field(field, value):
     with pytest.raises(ValueError, match=f"bad config value {field}="):
         make_ppo_config("smoke", {field: value})
@@ -47,8 +61,20 @@ def test_cuda_without_a_gpu_fails_before_the_model_loads(monkeypatch, sac_exampl
 def test_num_threads_is_applied(tmp_path, sac_example):
     torch.set_num_threads(2)
     try:
-        assert sac_example.main(["--preset", "smoke", "--run-dir", str(tmp_path / "run"), "--no-progress",
-                                 "total_steps=16", "num_threads=1"]) == 0
+        assert (
+            sac_example.main(
+                [
+                    "--preset",
+                    "smoke",
+                    "--run-dir",
+                    str(tmp_path / "run"),
+                    "--no-progress",
+                    "total_steps=16",
+                    "num_threads=1",
+                ]
+            )
+            == 0
+        )
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(1)
@@ -57,8 +83,18 @@ def test_num_threads_is_applied(tmp_path, sac_example):
 @pytest.mark.slow
 def test_a_diverging_critic_stops_the_run(tmp_path, sac_example, capsys):
     run = tmp_path / "run"
-    code = sac_example.main(["--preset", "smoke", "--run-dir", str(run), "--no-progress", "critic_lr=1e9",
-                             "checkpoint_every=48", "eval_every=1000"])
+    code = sac_example.main(
+        [
+            "--preset",
+            "smoke",
+            "--run-dir",
+            str(run),
+            "--no-progress",
+            "critic_lr=1e9",
+            "checkpoint_every=48",
+            "eval_every=1000",
+        ]
+    )
     assert code != 0
     err = capsys.readouterr().err
     assert "critic diverged" in err and "Q-value" in err and "critic_lr=1000000000.0" in err

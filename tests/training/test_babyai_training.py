@@ -1,4 +1,5 @@
 """SAC-GLAM+HER on BabyAI-Text through the training script, chosen by name (``env=babyai``)."""
+
 import json
 from pathlib import Path
 
@@ -13,9 +14,24 @@ from torchrl_glam.training.scripts.sac_glam import main  # noqa: E402
 
 def test_the_smoke_babyai_preset_trains_and_relabels(tmp_path):
     run_dir = tmp_path / "run"
-    code = main(["--preset", "smoke_babyai", "total_steps=80", "max_steps=5", "learning_starts=16",
-                 "update_frequency=16", "eval_every=80", "checkpoint_every=80", "log_every=40", "eval_episodes=4", "loggers=csv",
-                 "--run-dir", str(run_dir), "--no-progress"])
+    code = main(
+        [
+            "--preset",
+            "smoke_babyai",
+            "total_steps=80",
+            "max_steps=5",
+            "learning_starts=16",
+            "update_frequency=16",
+            "eval_every=80",
+            "checkpoint_every=80",
+            "log_every=40",
+            "eval_episodes=4",
+            "loggers=csv",
+            "--run-dir",
+            str(run_dir),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert json.loads((run_dir / "config.json").read_text())["env"] == "babyai"
     evaluation = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
@@ -45,9 +61,26 @@ def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_pat
         SACGLAMConfig(goal_types=["goto"]).validate()
 
     run_dir = tmp_path / "run"
-    assert main(["--preset", "smoke_babyai", "goal_types=goto,pickup", "total_steps=40", "max_steps=5",
-                 "learning_starts=16", "update_frequency=16", "eval_every=40", "eval_episodes=8", "loggers=csv",
-                 "--run-dir", str(run_dir), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--preset",
+                "smoke_babyai",
+                "goal_types=goto,pickup",
+                "total_steps=40",
+                "max_steps=5",
+                "learning_starts=16",
+                "update_frequency=16",
+                "eval_every=40",
+                "eval_episodes=8",
+                "loggers=csv",
+                "--run-dir",
+                str(run_dir),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     evaluation = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
     assert {k for e in evaluation for k in e if k.startswith("success/")} <= {"success/goto", "success/pickup"}
 
@@ -75,9 +108,26 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
         SACGLAMConfig(env="babyai", history=too_long).validate()
 
     run_dir = tmp_path / "run"
-    assert main(["--preset", "smoke_babyai", "history=2", "total_steps=40", "max_steps=5", "learning_starts=16",
-                 "update_frequency=16", "eval_every=40", "eval_episodes=4", "loggers=csv",
-                 "--run-dir", str(run_dir), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--preset",
+                "smoke_babyai",
+                "history=2",
+                "total_steps=40",
+                "max_steps=5",
+                "learning_starts=16",
+                "update_frequency=16",
+                "eval_every=40",
+                "eval_episodes=4",
+                "loggers=csv",
+                "--run-dir",
+                str(run_dir),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert json.loads((run_dir / "config.json").read_text())["history"] == 2
     stored = load_checkpoint(Path(run_dir))["replay"]["buffers"][0]
     assert (stored["_storage"]["_storage"]["next.past_actions"] >= 0).any()  # TorchRL storage state: flat keys
@@ -90,8 +140,19 @@ def test_a_checkpoint_whose_steps_lack_a_key_of_the_compact_state_is_refused_by_
     from torchrl_glam.training.checkpoint import CheckpointError, save_checkpoint
 
     run_dir = tmp_path / "run"
-    args = ["--preset", "smoke_babyai", "max_steps=7", "learning_starts=16", "update_frequency=16",
-            "eval_every=1000", "checkpoint_every=40", "loggers=csv", "--run-dir", str(run_dir), "--no-progress"]
+    args = [
+        "--preset",
+        "smoke_babyai",
+        "max_steps=7",
+        "learning_starts=16",
+        "update_frequency=16",
+        "eval_every=1000",
+        "checkpoint_every=40",
+        "loggers=csv",
+        "--run-dir",
+        str(run_dir),
+        "--no-progress",
+    ]
     assert main([*args, "total_steps=40"]) == 0
     state = load_checkpoint(Path(run_dir))
     steps = state["assembler"]["steps"]

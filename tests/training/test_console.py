@@ -1,13 +1,22 @@
 """What a user sees on the console: evaluations as they happen, a progress bar that says what it
 shows and ends at the steps asked for, refusals without tracebacks, a finished run's report on
 --resume, a --help that lists the fields, and a word when an asked-for logger is missing."""
+
 import importlib.util
 
 import pytest
 
 from torchrl_glam.training.scripts.sac_glam import cli, main
 
-SMOKE = ["--preset", "smoke", "total_steps=20", "eval_every=16", "checkpoint_every=16", "learning_starts=8", "log_every=8"]
+SMOKE = [
+    "--preset",
+    "smoke",
+    "total_steps=20",
+    "eval_every=16",
+    "checkpoint_every=16",
+    "learning_starts=8",
+    "log_every=8",
+]
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +78,9 @@ def test_a_missing_logger_that_was_asked_for_is_named(tmp_path):
         assert main([*SMOKE, "--run-dir", str(tmp_path / "run"), "--no-progress", "loggers=csv,tensorboard"]) == 0
 
 
-@pytest.mark.parametrize("override, named", [("seed=-1", "seed=-1"), ("total_stepz=5", "total_stepz"),
-                                             ("batch_size=8.5", "batch_size")])
+@pytest.mark.parametrize(
+    "override, named", [("seed=-1", "seed=-1"), ("total_stepz=5", "total_stepz"), ("batch_size=8.5", "batch_size")]
+)
 def test_a_bad_value_on_the_command_line_is_one_error_line_and_creates_nothing(override, named, tmp_path, capsys):
     run = tmp_path / "run"
     assert cli([*SMOKE, "--run-dir", str(run), override]) == 2

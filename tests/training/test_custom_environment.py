@@ -1,5 +1,6 @@
 """A user's own text environment, written here against the protocol only, trains with
 ``examples/sac_glam.py`` unchanged: registered from Python, then chosen by name (``env=...``)."""
+
 import json
 import runpy
 from pathlib import Path
@@ -12,8 +13,13 @@ from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import check_env_specs
 
-from torchrl_glam.envs.protocol import (MissingCapability, TextEnvironment, get_environment, register_environment,
-                                        unregister_environment)
+from torchrl_glam.envs.protocol import (
+    MissingCapability,
+    TextEnvironment,
+    get_environment,
+    register_environment,
+    unregister_environment,
+)
 from torchrl_glam.training.config import ConfigError
 from torchrl_glam.training.sac_config import make_config
 
@@ -71,12 +77,16 @@ class LineEnv(EnvBase):
 
     def _observation(self, reported: torch.Tensor) -> TensorDict:
         B = self.num_envs
-        return TensorDict({
-            "goal_id": self.goal.clone(), "position": self.position.clone(),
-            "action_mask": torch.ones(B, len(ACTIONS), dtype=torch.bool),
-            "achieved_goal_ids": torch.where(reported, self.position, -1).unsqueeze(-1),
-            "achieved_goal_count": reported.long(),
-        }, batch_size=[B])
+        return TensorDict(
+            {
+                "goal_id": self.goal.clone(),
+                "position": self.position.clone(),
+                "action_mask": torch.ones(B, len(ACTIONS), dtype=torch.bool),
+                "achieved_goal_ids": torch.where(reported, self.position, -1).unsqueeze(-1),
+                "achieved_goal_count": reported.long(),
+            },
+            batch_size=[B],
+        )
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
         B = self.num_envs
@@ -99,8 +109,9 @@ class LineEnv(EnvBase):
         out = self._observation(torch.ones(self.num_envs, dtype=torch.bool))  # its cell, at every step
         success = (self.position == self.goal).unsqueeze(-1)  # reward 1 exactly when reported
         truncated = (self.steps >= self.max_steps).unsqueeze(-1) & ~success
-        out.update({"reward": success.float(), "terminated": success, "truncated": truncated,
-                    "done": success | truncated})
+        out.update(
+            {"reward": success.float(), "terminated": success, "truncated": truncated, "done": success | truncated}
+        )
         return out
 
 
@@ -122,16 +133,31 @@ class LineText(TextEnvironment):
         return LineEnv(num_envs, seed, max_steps)
 
     def render(self, state):
-        prompts = [f"Goal: {self._catalogue.goals[int(g)]}\nYou are on cell {int(p)}\nAction: "
-                   for g, p in zip(state["goal_id"], state["position"])]
+        prompts = [
+            f"Goal: {self._catalogue.goals[int(g)]}\nYou are on cell {int(p)}\nAction: "
+            for g, p in zip(state["goal_id"], state["position"])
+        ]
         return prompts, [list(ACTIONS) for _ in prompts]
 
     def action_mask(self, state):
         return torch.ones(*state["position"].shape, len(ACTIONS), dtype=torch.bool)
 
     def vocabulary_words(self):
-        return ["Goal", "reach", "cell", "You", "are", "on", "Action", "go", "left", "right", "wait", ":",
-                *map(str, range(CELLS))]
+        return [
+            "Goal",
+            "reach",
+            "cell",
+            "You",
+            "are",
+            "on",
+            "Action",
+            "go",
+            "left",
+            "right",
+            "wait",
+            ":",
+            *map(str, range(CELLS)),
+        ]
 
 
 @pytest.fixture
@@ -148,9 +174,25 @@ def test_the_toy_environment_meets_the_specs(line_environment):
 def test_a_registered_environment_trains_with_the_example_script_unchanged(line_environment, tmp_path):
     main = runpy.run_path(str(EXAMPLE))["main"]  # the script as a user runs it, after registering
     run_dir = tmp_path / "run"
-    code = main(["--preset", "smoke", "env=line", "goals=train", "eval_sets=train", "max_steps=6",
-                 "total_steps=48", "loggers=csv", "learning_starts=16", "update_frequency=8", "eval_every=48",
-                 "checkpoint_every=48", "--run-dir", str(run_dir), "--no-progress"])
+    code = main(
+        [
+            "--preset",
+            "smoke",
+            "env=line",
+            "goals=train",
+            "eval_sets=train",
+            "max_steps=6",
+            "total_steps=48",
+            "loggers=csv",
+            "learning_starts=16",
+            "update_frequency=8",
+            "eval_every=48",
+            "checkpoint_every=48",
+            "--run-dir",
+            str(run_dir),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert json.loads((run_dir / "config.json").read_text())["env"] == "line"
     evaluations = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
@@ -204,11 +246,14 @@ def test_configs_written_before_the_env_field_load_as_playground():
     assert type(make_config("smoke")).from_dict(values).env == "playground"
 
 
-@pytest.mark.parametrize("field, value, capability", [
-    ("autotelic", "lp", "neutral_scene_objects"),
-    ("her_twins", True, "goals_in_scene"),
-    ("noop_twins", True, "noop_actions"),
-])
+@pytest.mark.parametrize(
+    "field, value, capability",
+    [
+        ("autotelic", "lp", "neutral_scene_objects"),
+        ("her_twins", True, "goals_in_scene"),
+        ("noop_twins", True, "noop_actions"),
+    ],
+)
 def test_features_an_environment_lacks_are_config_errors(line_environment, field, value, capability):
     with pytest.raises(ConfigError, match=f"{field}=.*env='line' has no '{capability}'"):
         make_config("smoke", {"env": "line", "goals": "train", "eval_sets": ["train"], field: value})

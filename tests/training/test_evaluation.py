@@ -1,5 +1,6 @@
 """The evaluation sets a run logs: which goals each one samples, and a sampled evaluation that
 repeats itself and leaves the training's random stream alone."""
+
 import pytest
 import torch
 
@@ -34,12 +35,19 @@ def test_train_weighs_goal_types_equally_and_train_distribution_samples_as_train
 
 
 def test_training_can_draw_goal_types_equally_often_and_the_evaluation_sets_keep_their_draws():
-    cfg = make_config("cpu", {"goals": "train", "eval_sets": ALL_SETS, "eval_episodes": 512, "num_envs": 512,
-                              "goal_sampling": "by_type"})
+    cfg = make_config(
+        "cpu",
+        {"goals": "train", "eval_sets": ALL_SETS, "eval_episodes": 512, "num_envs": 512, "goal_sampling": "by_type"},
+    )
     train_env = make_env(cfg)
     train_env.set_seed(0)
-    types = torch.bincount(torch.as_tensor(train_env.catalogue.goal_type[train_env.reset()["goal_id"].numpy()]),
-                           minlength=len(GOAL_TYPES)) / 512
+    types = (
+        torch.bincount(
+            torch.as_tensor(train_env.catalogue.goal_type[train_env.reset()["goal_id"].numpy()]),
+            minlength=len(GOAL_TYPES),
+        )
+        / 512
+    )
     assert types.min() > 0.18 and types.max() < 0.32
     as_training = goal_type_shares(make_eval_envs(cfg)["train_distribution"])  # the paper's measure still
     assert as_training[[GOAL_TYPES.index("grow-then-grasp"), GOAL_TYPES.index("grow-then-grow")]].sum() > 0.95

@@ -7,6 +7,7 @@ the code this test landed with (experiments/first_run/seeds/README.md): seed 0 o
 reached MEASURED at STEPS; floating-point results differ across machines, so the bar is well
 below it, and far above what a run that does not learn shows (0.00-0.05 at this point).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,24 @@ BAR = 0.35
 @pytest.mark.slow
 def test_the_default_job_learns(tmp_path):
     run = tmp_path / "run"
-    code = get_script("sac_glam").load().main([
-        "--run-dir", str(run), "--no-progress", "seed=0", f"total_steps={STEPS}", f"eval_every={STEPS}",
-        f"checkpoint_every={STEPS}", "eval_sets=train", "loggers=csv", "num_threads=1",
-    ])
+    code = (
+        get_script("sac_glam")
+        .load()
+        .main(
+            [
+                "--run-dir",
+                str(run),
+                "--no-progress",
+                "seed=0",
+                f"total_steps={STEPS}",
+                f"eval_every={STEPS}",
+                f"checkpoint_every={STEPS}",
+                "eval_sets=train",
+                "loggers=csv",
+                "num_threads=1",
+            ]
+        )
+    )
     assert code == 0
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     final = [e for e in evaluations if e["set"] == "train" and e["env_steps"] >= STEPS]

@@ -1,4 +1,5 @@
 """What the run logger computes from finished episodes."""
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -14,9 +15,15 @@ def log_one_episode(tmp_path, actions):
     cat" in a fixed scene, logs the finished episode and flushes; returns ``last(name)``, the
     logged value of ``train/<name>``."""
     env = PlaygroundTextEnv(num_envs=1, goals="train", max_steps=len(actions), seed=0, text=False)
-    td = env.reset(TensorDict({"goal": ["Grow red cat"], "scene": [["red cat", "blue water", "green table",
-                                                                     "red rose", "blue lion", "red food"]]},
-                              batch_size=[1]))
+    td = env.reset(
+        TensorDict(
+            {
+                "goal": ["Grow red cat"],
+                "scene": [["red cat", "blue water", "green table", "red rose", "blue lion", "red food"]],
+            },
+            batch_size=[1],
+        )
+    )
     assembler = EpisodeAssembler(num_envs=1, max_steps=len(actions))
     for action in actions:  # scene slots 0-5 "Go to", 6 "Grasp", 7 "Release"
         step, td = env.step_and_maybe_reset(td.set("action", torch.tensor([action])))

@@ -1,5 +1,6 @@
 """Data parallel: each of N ranks gets 1/N of the environments and of every batch, the SAC and PPO
 scripts and updaters alike (a world of 2 faked in one process: the collectives then do nothing)."""
+
 import pytest
 
 from torchrl_glam.data.replay import GoalReplay
@@ -43,9 +44,23 @@ def test_sac_script_samples_half_batches_in_a_world_of_two(tmp_path, world_of_tw
         return sample(self, batch_size)
 
     monkeypatch.setattr(GoalReplay, "sample", recorded_sample)
-    code = get_script("sac_glam").load().main(
-        ["--preset", "smoke", "--run-dir", str(tmp_path / "run"), "--no-progress", "total_steps=128",
-         "learning_starts=64", "batch_size=32", "eval_every=1000"])
+    code = (
+        get_script("sac_glam")
+        .load()
+        .main(
+            [
+                "--preset",
+                "smoke",
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--no-progress",
+                "total_steps=128",
+                "learning_starts=64",
+                "batch_size=32",
+                "eval_every=1000",
+            ]
+        )
+    )
     assert code == 0
     (run,) = world_of_two
     assert run.env.num_envs == 4 and run.per_rank("learning_starts") == 32
@@ -62,9 +77,22 @@ def test_ppo_script_takes_half_minibatches_in_a_world_of_two(tmp_path, world_of_
 
     monkeypatch.setattr(PPOGLAMLoss, "forward", recorded_forward)
     # a rank's rollout: 4 environments x 16 steps = 64 transitions, in minibatches of 64 / 2
-    code = get_script("ppo_glam").load().main(
-        ["--preset", "smoke", "--run-dir", str(tmp_path / "run"), "--no-progress", "total_steps=128",
-         "minibatch_size=64", "eval_every=1000"])
+    code = (
+        get_script("ppo_glam")
+        .load()
+        .main(
+            [
+                "--preset",
+                "smoke",
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--no-progress",
+                "total_steps=128",
+                "minibatch_size=64",
+                "eval_every=1000",
+            ]
+        )
+    )
     assert code == 0
     (run,) = world_of_two
     assert run.env.num_envs == 4

@@ -1,8 +1,9 @@
 """Presets and command-line overrides of the PPO-GLAM config (Table 1, App. G variants)."""
+
 import pytest
 
-from torchrl_glam.training.sac_config import make_config, parse_overrides
 from torchrl_glam.training.ppo_config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
+from torchrl_glam.training.sac_config import make_config, parse_overrides
 
 
 def test_ppo_glam_preset_is_table_1():
@@ -14,7 +15,11 @@ def test_ppo_glam_preset_is_table_1():
     assert (cfg.goals, cfg.her, cfg.ppo_loss) == ("train", False, "clip")
     sac = make_config("sac_glam")  # the same model as the SAC-GLAM run it is compared with
     assert (cfg.model, cfg.lora_rank, cfg.quantization, cfg.normalization) == (
-        sac.model, sac.lora_rank, sac.quantization, sac.normalization)
+        sac.model,
+        sac.lora_rank,
+        sac.quantization,
+        sac.normalization,
+    )
     assert set(PPO_PRESETS) >= {"ppo_glam", "cpu", "cpu_her", "smoke"}
 
 
@@ -31,8 +36,18 @@ def test_cpu_preset_follows_the_sac_cpu_preset():
 
 def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
     ppo, sac = make_ppo_config("cpu_babyai"), make_config("cpu_babyai")
-    for name in ("env", "goals", "model", "max_steps", "level_time_limits", "history", "gamma", "total_steps",
-                 "eval_every", "eval_sets"):
+    for name in (
+        "env",
+        "goals",
+        "model",
+        "max_steps",
+        "level_time_limits",
+        "history",
+        "gamma",
+        "total_steps",
+        "eval_every",
+        "eval_sets",
+    ):
         assert getattr(ppo, name) == getattr(sac, name), name
     # GLAM's BabyAI-Text tasks: each mission's own time limit (64 or 128 steps), 2 past observations shown
     assert (sac.max_steps, sac.level_time_limits, sac.history) == (128, True, 2)
@@ -43,10 +58,17 @@ def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
 
 
 def test_overrides_are_typed_by_the_ppo_fields():
-    overrides = parse_ppo_overrides(["her=true", "ppo_loss=kl", "kl_target=none", "max_grad_norm=none",
-                                     "epochs=4", "lr=3e-4"])
-    assert overrides == {"her": True, "ppo_loss": "kl", "kl_target": None, "max_grad_norm": None,
-                         "epochs": 4, "lr": 3e-4}
+    overrides = parse_ppo_overrides(
+        ["her=true", "ppo_loss=kl", "kl_target=none", "max_grad_norm=none", "epochs=4", "lr=3e-4"]
+    )
+    assert overrides == {
+        "her": True,
+        "ppo_loss": "kl",
+        "kl_target": None,
+        "max_grad_norm": None,
+        "epochs": 4,
+        "lr": 3e-4,
+    }
     assert make_ppo_config("cpu", overrides).epochs == 4
     with pytest.raises(ValueError, match="unknown config field.*epochs"):
         parse_ppo_overrides(["epoch=3"])
@@ -56,10 +78,18 @@ def test_overrides_are_typed_by_the_ppo_fields():
 
 @pytest.mark.parametrize(
     "changes, field",
-    [({"ppo_loss": "ppo"}, "ppo_loss"), ({"her_filter": "all"}, "her_filter"),
-     ({"ppo_loss": "kl", "her_centred": True}, "her_centred"), ({"minibatch_size": 4096}, "minibatch_size"),
-     ({"clip_epsilon": 0.0}, "clip_epsilon"), ({"her_ratio": 1.0}, "her_ratio"), ({"kl_target": -1.0}, "kl_target"),
-     ({"gae_lambda": 1.5}, "gae_lambda"), ({"goals": "test"}, "goals"), ({"epochs": 0}, "epochs")],
+    [
+        ({"ppo_loss": "ppo"}, "ppo_loss"),
+        ({"her_filter": "all"}, "her_filter"),
+        ({"ppo_loss": "kl", "her_centred": True}, "her_centred"),
+        ({"minibatch_size": 4096}, "minibatch_size"),
+        ({"clip_epsilon": 0.0}, "clip_epsilon"),
+        ({"her_ratio": 1.0}, "her_ratio"),
+        ({"kl_target": -1.0}, "kl_target"),
+        ({"gae_lambda": 1.5}, "gae_lambda"),
+        ({"goals": "test"}, "goals"),
+        ({"epochs": 0}, "epochs"),
+    ],
 )
 def test_bad_values_fail_before_training_naming_the_field(changes, field):
     with pytest.raises(ValueError, match=f"bad config value {field}="):

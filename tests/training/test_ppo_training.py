@@ -1,5 +1,6 @@
 """PPO-GLAM end to end: the updater's first-epoch ratios (1 without HER; App. G's ratio with HER),
 the example script (smoke run, exact resume, a NaN stop)."""
+
 import json
 from pathlib import Path
 
@@ -7,15 +8,14 @@ import pytest
 import torch
 from torchrl.modules import MaskedCategorical
 
-from torchrl_glam.envs import render_batch
+from torchrl_glam.envs import action_mask_from_held, render_batch
 from torchrl_glam.modules import MASKED_LOGIT
-from torchrl_glam.envs import action_mask_from_held
 from torchrl_glam.training import ppo
-from torchrl_glam.training.scripts import get_script
+from torchrl_glam.training.checkpoint import read_checkpoint
 from torchrl_glam.training.factories import act, make_env
 from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
 from torchrl_glam.training.ppo_config import make_ppo_config
-from torchrl_glam.training.checkpoint import read_checkpoint
+from torchrl_glam.training.scripts import get_script
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"  # run as a user runs it
 
@@ -53,7 +53,9 @@ def test_first_epoch_ratio_is_one_through_the_updater():
     assert metrics[1]["ratio"] != metrics[0]["ratio"]
     assert all("ratio/first_epoch" not in m for m in metrics[steps_per_epoch:])
     after = agent.param_groups()
-    assert all(not torch.equal(a, b) for a, b in zip(before["heads"][-2:], after["heads"][-2:]))  # the value head learns
+    assert all(
+        not torch.equal(a, b) for a, b in zip(before["heads"][-2:], after["heads"][-2:])
+    )  # the value head learns
     assert any(not torch.equal(a, b) for a, b in zip(before["llm"], after["llm"]))  # the LLM learns
 
 
@@ -80,8 +82,9 @@ def test_her_first_epoch_ratio_is_relabeled_over_original_goal(monkeypatch, loss
     relabeled = data[data["relabeled"]]
     assert len(relabeled) and (relabeled["goal_id"] != relabeled["original_goal_id"]).all()
     out = agent(relabeled)  # the first epoch: nothing trained yet
-    expected = (independent_log_prob(agent, relabeled, relabeled["goal_id"])
-                - independent_log_prob(agent, relabeled, relabeled["original_goal_id"]))
+    expected = independent_log_prob(agent, relabeled, relabeled["goal_id"]) - independent_log_prob(
+        agent, relabeled, relabeled["original_goal_id"]
+    )
     assert expected.abs().max() > 1e-3  # the goal matters: the ratio is not 1
     torch.testing.assert_close(out["log_ratio"], expected, atol=1e-4, rtol=0)
     collected = data[~data["relabeled"]]
@@ -97,10 +100,24 @@ def test_smoke_run_of_the_example(tmp_path):
     assert run_example(["--run-dir", str(run), "her=true", "her_filter=aligned"]) == 0
     assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["her"]
     scalars = run / "logs" / "scalars"
-    for name in ["loss_objective", "loss_critic", "loss_entropy", "entropy", "clip_fraction", "kl_approx",
-                 "ratio", "ratio/first_epoch", "ratio/first_epoch_collected", "ratio/first_epoch_relabeled",
-                 "grad_norm", "update/relabeled_share", "train/success", "time/wall_seconds",
-                 "eval/train/success", "eval/held_out/success"]:
+    for name in [
+        "loss_objective",
+        "loss_critic",
+        "loss_entropy",
+        "entropy",
+        "clip_fraction",
+        "kl_approx",
+        "ratio",
+        "ratio/first_epoch",
+        "ratio/first_epoch_collected",
+        "ratio/first_epoch_relabeled",
+        "grad_norm",
+        "update/relabeled_share",
+        "train/success",
+        "time/wall_seconds",
+        "eval/train/success",
+        "eval/held_out/success",
+    ]:
         assert (scalars / f"{name}.csv").exists(), name
     first_epoch = [ratio for _, ratio in _scalar(run, "ratio/first_epoch_collected")]
     assert first_epoch and all(abs(r - 1) < 2e-2 for r in first_epoch)
@@ -171,12 +188,36 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     run = tmp_path / "ddp"
-    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, str(EXAMPLE), "--preset", "smoke", "--no-progress", "--run-dir", str(run),
-            "total_steps=256", "eval_every=256", "checkpoint_every=256", "her=true"]
-    procs = [subprocess.Popen(args, env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    env = {
+        **os.environ,
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "OMP_NUM_THREADS": "1",
+    }
+    args = [
+        sys.executable,
+        str(EXAMPLE),
+        "--preset",
+        "smoke",
+        "--no-progress",
+        "--run-dir",
+        str(run),
+        "total_steps=256",
+        "eval_every=256",
+        "checkpoint_every=256",
+        "her=true",
+    ]
+    procs = [
+        subprocess.Popen(
+            args,
+            env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
     outputs = [p.communicate(timeout=600)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
     states = [read_checkpoint(run / sub / "checkpoint.pt") for sub in ("", "rank1")]

@@ -12,14 +12,15 @@ words' meaning, not a policy, so the success band only says that the rebuild did
 different policy. The transcript loss is the sharp check: 4.18 for the random-init model, 0.268
 shipped.
 """
+
 import pytest
 
 from torchrl_glam.modules.pretraining import pretrain, transcript_loss
 from torchrl_glam.modules.shipped import WEIGHTS_DIR, read_manifest
-from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
 from torchrl_glam.training.sac import make_agent
+from torchrl_glam.training.sac_config import make_config
 
 SHIPPED = WEIGHTS_DIR / "tiny-t5-pretrained"
 #: Nats per token (the shipped model: 0.268). The running training loss still falls by ~0.04 over
@@ -41,8 +42,9 @@ def zero_shot_success(path) -> float:
 
 
 def test_the_shipped_models_transcript_loss_is_the_manifests():
-    assert transcript_loss(SHIPPED) == pytest.approx(read_manifest()["models"]["tiny-t5-pretrained"]["transcript_loss"],
-                                                     abs=0.005)
+    assert transcript_loss(SHIPPED) == pytest.approx(
+        read_manifest()["models"]["tiny-t5-pretrained"]["transcript_loss"], abs=0.005
+    )
 
 
 @pytest.mark.slow
@@ -53,6 +55,8 @@ def test_rebuilding_from_scratch_reaches_the_shipped_quality(tmp_path):
     loss = transcript_loss(rebuilt)
     assert abs(loss - entry["transcript_loss"]) <= LOSS_TOLERANCE, (loss, entry["transcript_loss"])
     shipped, mine = zero_shot_success(SHIPPED), zero_shot_success(rebuilt)
-    print(f"rebuilt: transcript loss {loss:.4f} (shipped {entry['transcript_loss']}), greedy zero-shot "
-          f"success {mine:.3f} (shipped {shipped:.3f})")  # shown with -s or -rP
+    print(
+        f"rebuilt: transcript loss {loss:.4f} (shipped {entry['transcript_loss']}), greedy zero-shot "
+        f"success {mine:.3f} (shipped {shipped:.3f})"
+    )  # shown with -s or -rP
     assert abs(mine - shipped) <= SUCCESS_TOLERANCE, (mine, shipped)

@@ -1,15 +1,16 @@
 """One name per concept across SAC-GLAM's and PPO-GLAM's configs; the old names stay accepted as
 deprecated aliases (a FutureWarning naming the new name) everywhere a config is written down:
 overrides, config.json, sweep files, the launcher, a checkpoint's saved config."""
+
 from pathlib import Path
 
 import pytest
 
 from torchrl_glam.launch.launcher import main as launch_main
 from torchrl_glam.launch.sweeps import expand_sweep, load_sweep
-from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.ppo_config import PPOGLAMConfig, make_ppo_config, parse_ppo_overrides
 from torchrl_glam.training.resume import resume_changes
+from torchrl_glam.training.sac_config import make_config
 
 SWEEPS = Path(__file__).resolve().parents[2] / "slurm" / "sweeps"
 RENAMED = {"value_coeff": "critic_coeff", "her_loss": "ppo_loss"}
@@ -62,15 +63,36 @@ RENAMED_BACK = {new: old for old, new in RENAMED.items()}
 
 
 def test_sweeps_and_launcher_accept_old_names(tmp_path, capsys):
-    sweep = {"name": "old_names", "algorithm": "ppo_glam", "preset": "smoke",
-             "variants": {"kl": {"her_loss": "kl", "value_coeff": 0.25}}, "seeds": [0]}
+    sweep = {
+        "name": "old_names",
+        "algorithm": "ppo_glam",
+        "preset": "smoke",
+        "variants": {"kl": {"her_loss": "kl", "value_coeff": 0.25}},
+        "seeds": [0],
+    }
     (run,) = expand_sweep(sweep, tmp_path)
     with pytest.warns(FutureWarning, match="ppo_loss"):
         cfg = make_ppo_config(run.preset, run.overrides)
     assert (cfg.ppo_loss, cfg.critic_coeff) == ("kl", 0.25)
     with pytest.warns(FutureWarning, match="critic_coeff"):
-        assert launch_main(["--algorithm", "ppo_glam", "--seeds", "0", "--preset", "smoke", "--runs-root",
-                            str(tmp_path), "--dry-run", "her_loss=kl", "value_coeff=0.25"]) == 0
+        assert (
+            launch_main(
+                [
+                    "--algorithm",
+                    "ppo_glam",
+                    "--seeds",
+                    "0",
+                    "--preset",
+                    "smoke",
+                    "--runs-root",
+                    str(tmp_path),
+                    "--dry-run",
+                    "her_loss=kl",
+                    "value_coeff=0.25",
+                ]
+            )
+            == 0
+        )
     assert "her_loss=kl" in capsys.readouterr().out  # the job runs what was asked; the script translates
 
 

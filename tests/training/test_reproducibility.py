@@ -1,5 +1,6 @@
 """The same run twice (same seed, thread count and library versions) logs the same values: every
 scalar of every logger file and every evaluation, to the digit. Wall-clock values aside."""
+
 from __future__ import annotations
 
 import json
@@ -12,15 +13,26 @@ from pathlib import Path
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sac_glam.py"
-ARGS = ["--preset", "smoke", "--no-progress", "total_steps=256", "eval_every=128", "checkpoint_every=128",
-        "log_every=16", "eval_sets=train,held_out,train_sampled"]
+ARGS = [
+    "--preset",
+    "smoke",
+    "--no-progress",
+    "total_steps=256",
+    "eval_every=128",
+    "checkpoint_every=128",
+    "log_every=16",
+    "eval_sets=train,held_out,train_sampled",
+]
 
 
 def logged_values(run: Path) -> dict:
     """Every logged value of a run folder but the clock's: {scalar file: rows, "evaluations": ...}."""
     scalars = run / "logs" / "scalars"
-    values = {str(path.relative_to(scalars)): path.read_text().splitlines()
-              for path in sorted(scalars.rglob("*.csv")) if not str(path.relative_to(scalars)).startswith("time")}
+    values = {
+        str(path.relative_to(scalars)): path.read_text().splitlines()
+        for path in sorted(scalars.rglob("*.csv"))
+        if not str(path.relative_to(scalars)).startswith("time")
+    }
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     values["evaluations"] = [{k: v for k, v in e.items() if k != "wall_seconds"} for e in evaluations]
     return values
@@ -28,8 +40,9 @@ def logged_values(run: Path) -> dict:
 
 def run_example(args: list[str], env: dict | None = None) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.Popen([sys.executable, str(EXAMPLE), *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(EXAMPLE), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def check_same(a: dict, b: dict) -> None:
@@ -58,8 +71,10 @@ def test_the_same_data_parallel_run_twice_logs_the_same_values(tmp_path):
             port = s.getsockname()[1]
         run = tmp_path / name
         dist = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs = [run_example([*ARGS, "--run-dir", str(run)], {**dist, "RANK": str(r), "LOCAL_RANK": str(r)})
-                 for r in range(2)]
+        procs = [
+            run_example([*ARGS, "--run-dir", str(run)], {**dist, "RANK": str(r), "LOCAL_RANK": str(r)})
+            for r in range(2)
+        ]
         outputs = [p.communicate(timeout=900)[0] for p in procs]
         assert all(p.returncode == 0 for p in procs), outputs
         runs.append(run)

@@ -1,5 +1,6 @@
 """A run's process keeps the memory it frees for its next allocations (training/runtime.py): the
 activations of one update come back as the next update's without page faults."""
+
 import subprocess
 import sys
 import textwrap
@@ -29,8 +30,9 @@ UPDATES = textwrap.dedent("""
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc (Linux) only")
 def test_a_run_reuses_freed_memory_instead_of_faulting_it_back_in():
     faults_per_update = {
-        process: float(subprocess.run([sys.executable, "-c", UPDATES, process], check=True, capture_output=True,
-                                      text=True).stdout)
+        process: float(
+            subprocess.run([sys.executable, "-c", UPDATES, process], check=True, capture_output=True, text=True).stdout
+        )
         for process in ("plain", "run")
     }
     assert faults_per_update["run"] < faults_per_update["plain"] / 5, faults_per_update

@@ -1,4 +1,5 @@
 """Presets and command-line overrides of the SAC-GLAM config."""
+
 import json
 from pathlib import Path
 
@@ -17,13 +18,17 @@ def test_paper_presets_follow_tables_2_and_3():
     assert (table2.buffer_capacity, table2.num_envs, table2.goals) == (100_000, 32, "train")
     table3 = make_config("sac_glam_her")
     assert (table3.alpha_init, table3.target_entropy, table3.her, table3.her_ratio) == (0.05, 0.01, True, 0.5)
-    assert make_config().model == "offline:tiny-t5-pretrained" and make_config().goals == "simplified"  # the cpu default
+    assert (
+        make_config().model == "offline:tiny-t5-pretrained" and make_config().goals == "simplified"
+    )  # the cpu default
     assert set(PRESETS) >= {"sac_glam", "sac_glam_her", "cpu", "smoke"}
 
 
 def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
     # experiments/cpu_full's headline runs: `--preset cpu_full_twins seed=K` must repeat them
-    runs = RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
+    runs = (
+        RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
+    )
     for seed in (0, 1, 2, 3):
         # as a resume loads it: fields added since (env, history) take their defaults
         committed = SACGLAMConfig.from_dict(json.loads((runs / f"seed{seed}" / "config.json").read_text())).to_dict()
@@ -34,8 +39,7 @@ def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
 
 def test_overrides_are_typed():
     overrides = parse_overrides(["batch_size=64", "her=false", "model=none", "gamma=0.9", "loggers=csv,tensorboard"])
-    assert overrides == {"batch_size": 64, "her": False, "model": None, "gamma": 0.9,
-                         "loggers": ["csv", "tensorboard"]}
+    assert overrides == {"batch_size": 64, "her": False, "model": None, "gamma": 0.9, "loggers": ["csv", "tensorboard"]}
     assert make_config("cpu", overrides).batch_size == 64
 
 
@@ -55,9 +59,15 @@ def test_bad_overrides_name_the_field(pairs, message):
 
 @pytest.mark.parametrize(
     "changes, field",
-    [({"goals": "test"}, "goals"), ({"gamma": 1.5}, "gamma"), ({"batch_strategy": "best"}, "batch_strategy"),
-     ({"buffer_capacity": 10}, "buffer_capacity"), ({"n_step": 0}, "n_step"),
-     ({"her_negatives_from": "scenes"}, "her_negatives_from"), ({"her": False, "her_twins": True}, "her_twins")],
+    [
+        ({"goals": "test"}, "goals"),
+        ({"gamma": 1.5}, "gamma"),
+        ({"batch_strategy": "best"}, "batch_strategy"),
+        ({"buffer_capacity": 10}, "buffer_capacity"),
+        ({"n_step": 0}, "n_step"),
+        ({"her_negatives_from": "scenes"}, "her_negatives_from"),
+        ({"her": False, "her_twins": True}, "her_twins"),
+    ],
 )
 def test_bad_values_fail_before_training_naming_the_field(changes, field):
     with pytest.raises(ValueError, match=f"bad config value {field}="):

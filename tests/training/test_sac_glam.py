@@ -1,16 +1,17 @@
 """SAC-GLAM's training pieces end to end: the critic warm-up and target updates of the updater, the
 example script (smoke run, exact resume, a NaN stop), LoRA checkpoints. The loss's own tests are in
 tests/objectives/."""
+
 import json
 import math
 
 import pytest
 import torch
 
-from torchrl_glam.training.sac_config import make_config
-from torchrl_glam.training.scripts import get_script
 from torchrl_glam.training.checkpoint import load_checkpoint, read_checkpoint
 from torchrl_glam.training.sac import SACGLAMUpdater, load_trained_agent, make_agent, make_episode_processing
+from torchrl_glam.training.sac_config import make_config
+from torchrl_glam.training.scripts import get_script
 
 
 def load_example():
@@ -57,14 +58,26 @@ def test_actor_lr_decay_scales_the_llms_rates_from_its_step_on(filled_replay):
     # critic's own LLM rate follows, the heads' does not
     def largest_changes(env_steps, **overrides):
         torch.manual_seed(0)
-        cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "actor_lr": 1e-3, "critic_lr": 1e-3,
-                                    "actor_lr_decay_at": 100, "actor_lr_decay": 0.25, **overrides})
+        cfg = make_config(
+            "smoke",
+            {
+                "batch_size": 16,
+                "warmup_updates": 0,
+                "actor_lr": 1e-3,
+                "critic_lr": 1e-3,
+                "actor_lr_decay_at": 100,
+                "actor_lr_decay": 0.25,
+                **overrides,
+            },
+        )
         agent = make_agent(cfg, num_actions=5)
         llm = [p.detach().clone() for p in agent.llm_parameters()]
         updater = SACGLAMUpdater(agent, filled_replay, cfg)
         updater.step(env_steps=env_steps)
-        return (max(float((p.detach() - b).abs().max()) for p, b in zip(agent.llm_parameters(), llm)),
-                updater.critic_optimizer.param_groups[0]["lr"])
+        return (
+            max(float((p.detach() - b).abs().max()) for p, b in zip(agent.llm_parameters(), llm)),
+            updater.critic_optimizer.param_groups[0]["lr"],
+        )
 
     assert largest_changes(99) == (pytest.approx(1e-3, rel=0.05), 1e-3)
     assert largest_changes(100) == (pytest.approx(2.5e-4, rel=0.05), 1e-3)
@@ -74,8 +87,7 @@ def test_actor_lr_decay_scales_the_llms_rates_from_its_step_on(filled_replay):
 
 
 def test_success_loss_coef_trains_its_head_with_the_critics_optimiser(filled_replay):
-    cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "success_loss_coef": 0.5,
-                                "critic_llm_lr": 1e-3})
+    cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "success_loss_coef": 0.5, "critic_llm_lr": 1e-3})
     agent = make_agent(cfg, num_actions=5)
     head = [p.detach().clone() for p in agent.success_head.parameters()]
     metrics = SACGLAMUpdater(agent, filled_replay, cfg).step()
@@ -104,8 +116,10 @@ def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
     assert sum(p.numel() for p in targets.values(True, True)) < llm_numel
     before = targets.clone()
     SACGLAMUpdater(agent, filled_replay, cfg).step()
-    assert not torch.equal(before.flatten_keys()[list(before.flatten_keys().keys())[0]],
-                           targets.flatten_keys()[list(targets.flatten_keys().keys())[0]])
+    assert not torch.equal(
+        before.flatten_keys()[list(before.flatten_keys().keys())[0]],
+        targets.flatten_keys()[list(targets.flatten_keys().keys())[0]],
+    )
 
 
 def test_bootstrap_time_limit_reaches_the_n_step_returns():
@@ -118,13 +132,24 @@ def test_bootstrap_time_limit_reaches_the_n_step_returns():
 def test_smoke_run_of_the_example(tmp_path):
     run = tmp_path / "run"
     sets = ["train", "held_out", "train_distribution", "train_sampled"]
-    code = load_example().main(["--preset", "smoke", "--run-dir", str(run), "--no-progress",
-                                f"eval_sets={','.join(sets)}"])
+    code = load_example().main(
+        ["--preset", "smoke", "--run-dir", str(run), "--no-progress", f"eval_sets={','.join(sets)}"]
+    )
     assert code == 0
     assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["her"]
     scalars = run / "logs" / "scalars"
-    for name in ["loss_qvalue", "alpha", "entropy", "q_value", "train/success", "batch/relabeled_share",
-                 "replay/relabeled_share", "time/wall_seconds", "eval/train/success", "eval/held_out/success"]:
+    for name in [
+        "loss_qvalue",
+        "alpha",
+        "entropy",
+        "q_value",
+        "train/success",
+        "batch/relabeled_share",
+        "replay/relabeled_share",
+        "time/wall_seconds",
+        "eval/train/success",
+        "eval/held_out/success",
+    ]:
         assert (scalars / f"{name}.csv").exists(), name
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluations} == set(sets)
@@ -183,7 +208,9 @@ def test_a_resume_may_add_evaluation_sets_without_changing_the_training(tmp_path
     assert _losses(straight) == _losses(resumed)  # the sampled evaluations draw from their own stream
     evaluations = [json.loads(line) for line in (resumed / "evaluations.jsonl").read_text().splitlines()]
     assert {(e["env_steps"], e["set"]) for e in evaluations if "sampled" in e["set"]} == {
-        (192, "train_sampled"), (192, "held_out_sampled")}
+        (192, "train_sampled"),
+        (192, "held_out_sampled"),
+    }
 
 
 @pytest.mark.slow
@@ -196,15 +223,19 @@ def test_resume_on_babyai_gives_the_same_next_losses_as_an_uninterrupted_run(tmp
 def test_resume_with_hindsight_negatives_restores_the_goals_reported_so_far(tmp_path):
     # normalization "mean": the smoke model then reaches objects, so goals are reported
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "her_negatives=2"])
-    final = [read_checkpoint(run / "checkpoint.pt")["her"]["_extra_state"]["goal_memory"]["first_seen"]
-             for run in (straight, resumed)]
+    final = [
+        read_checkpoint(run / "checkpoint.pt")["her"]["_extra_state"]["goal_memory"]["first_seen"]
+        for run in (straight, resumed)
+    ]
     assert (final[0] >= 0).sum() > 10 and torch.equal(final[0], final[1])
 
 
 @pytest.mark.slow
 def test_resume_with_noop_twins_draws_the_same_noops(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "noop_twins=true"])
-    final = [read_checkpoint(run / "checkpoint.pt")["noop_twins"]["_extra_state"]["generator"] for run in (straight, resumed)]
+    final = [
+        read_checkpoint(run / "checkpoint.pt")["noop_twins"]["_extra_state"]["generator"] for run in (straight, resumed)
+    ]
     assert torch.equal(final[0], final[1])
     assert not torch.equal(final[0], torch.Generator().manual_seed(0).get_state())  # twins were drawn
 
@@ -213,8 +244,10 @@ def test_resume_with_noop_twins_draws_the_same_noops(tmp_path):
 def test_resume_with_twins_and_types_uniform_batches_gives_the_same_losses(tmp_path):
     # the full task set's setting that experiments/cpu_full continues past 100k with --resume
     straight, resumed = run_straight_and_resumed(
-        tmp_path, "smoke", ["normalization=mean", "goals=train", "her_twins=true", "batch_strategy=types_uniform",
-                            "target_llm=true"])
+        tmp_path,
+        "smoke",
+        ["normalization=mean", "goals=train", "her_twins=true", "batch_strategy=types_uniform", "target_llm=true"],
+    )
     final = [read_checkpoint(run / "checkpoint.pt")["her"]["_extra_state"]["generator"] for run in (straight, resumed)]
     assert torch.equal(final[0], final[1])
 
@@ -234,8 +267,9 @@ def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, m
 
     monkeypatch.setattr(SACGLAMLoss, "forward", poisoned)
     run = tmp_path / "run"
-    code = load_example().main(["--preset", "smoke", "--run-dir", str(run), "--no-progress",
-                                "checkpoint_every=64", "eval_every=1000"])
+    code = load_example().main(
+        ["--preset", "smoke", "--run-dir", str(run), "--no-progress", "checkpoint_every=64", "eval_every=1000"]
+    )
     assert code == 1
     assert "non-finite loss" in capsys.readouterr().err
     saved = read_checkpoint(run / "checkpoint.pt")
@@ -287,8 +321,12 @@ def test_her_and_noop_twins_checkpoint_their_state_and_the_deprecated_layout_sti
     first_seen = torch.full_like(her.memory.first_seen, -1)
     first_seen[[2, 5]] = torch.tensor([10, 40])
     # the deprecated layout: HER's generator, its goal memory and the twins' generator as entries
-    old = {"her_generator": her_generator.get_state(), "her_goal_memory": {"first_seen": first_seen.clone()},
-           "noop_twins_generator": twins_generator.get_state(), "updater": {"updates": 3}}
+    old = {
+        "her_generator": her_generator.get_state(),
+        "her_goal_memory": {"first_seen": first_seen.clone()},
+        "noop_twins_generator": twins_generator.get_state(),
+        "updater": {"updates": 3},
+    }
     state = upgrade_checkpoint(old)
     assert set(state) == {"her", "noop_twins", "updater"}
     twins = NoOpTwins(seed=0)
@@ -313,14 +351,19 @@ def test_a_run_checkpointed_in_the_deprecated_layout_resumes_exactly(tmp_path):
     def to_deprecated_layout(run_dir):
         state = load_checkpoint(run_dir)
         her, twins = state.pop("her")["_extra_state"], state.pop("noop_twins")["_extra_state"]
-        state.update(her_generator=her["generator"], her_goal_memory=her["goal_memory"],
-                     noop_twins_generator=twins["generator"])
+        state.update(
+            her_generator=her["generator"], her_goal_memory=her["goal_memory"], noop_twins_generator=twins["generator"]
+        )
         save_checkpoint(state, run_dir)
 
     straight, resumed = run_straight_and_resumed(
-        tmp_path, "smoke", ["normalization=mean", "her_negatives=2", "noop_twins=true"], between=to_deprecated_layout)
+        tmp_path, "smoke", ["normalization=mean", "her_negatives=2", "noop_twins=true"], between=to_deprecated_layout
+    )
     final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
-    assert torch.equal(final[0]["her"]["_extra_state"]["goal_memory"]["first_seen"],
-                       final[1]["her"]["_extra_state"]["goal_memory"]["first_seen"])
-    assert torch.equal(final[0]["noop_twins"]["_extra_state"]["generator"],
-                       final[1]["noop_twins"]["_extra_state"]["generator"])
+    assert torch.equal(
+        final[0]["her"]["_extra_state"]["goal_memory"]["first_seen"],
+        final[1]["her"]["_extra_state"]["goal_memory"]["first_seen"],
+    )
+    assert torch.equal(
+        final[0]["noop_twins"]["_extra_state"]["generator"], final[1]["noop_twins"]["_extra_state"]["generator"]
+    )

@@ -1,4 +1,5 @@
 """SAC-GLAM + HER with SmolLM2-135M + LoRA on CPU: a few updates change the adapters (issue 14)."""
+
 import pytest
 import torch
 
@@ -6,15 +7,14 @@ from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.data.replay import GoalReplay
-from torchrl_glam.training.sac_config import make_config
 from torchrl_glam.training.factories import make_env
 from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
+from torchrl_glam.training.sac_config import make_config
 
 
 @pytest.mark.slow
 def test_smollm2_lora_updates_on_cpu(require_smollm2):
-    cfg = make_config("smollm2_her_cpu", {"batch_size": 8, "warmup_updates": 0, "critic_width": 32,
-                                          "num_envs": 8})
+    cfg = make_config("smollm2_her_cpu", {"batch_size": 8, "warmup_updates": 0, "critic_width": 32, "num_envs": 8})
     assert cfg.dtype == "float32" and cfg.device == "cpu" and cfg.lora_rank == 16
     env = make_env(cfg)
     assembler, replay = EpisodeAssembler(cfg.num_envs, env.max_steps), GoalReplay(capacity=1_000, strategy="ratio")

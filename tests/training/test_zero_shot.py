@@ -1,4 +1,5 @@
 """The zero-shot baseline command (issue 14) on the offline tiny T5."""
+
 import csv
 
 import pytest
@@ -8,18 +9,41 @@ from torchrl_glam.training.zero_shot import main, run_zero_shot
 
 def test_zero_shot_writes_one_row_per_setting_and_resumes(tmp_path, tiny_t5_path):
     out = tmp_path / "zero_shot.csv"
-    rows = run_zero_shot(str(tiny_t5_path), str(out), label="tiny", goals=["simplified"], episodes=4,
-                         log=lambda *_: None)
+    rows = run_zero_shot(
+        str(tiny_t5_path), str(out), label="tiny", goals=["simplified"], episodes=4, log=lambda *_: None
+    )
     assert [(r["normalization"], r["mode"]) for r in rows] == [
-        ("sum", "greedy"), ("sum", "sampled"), ("mean", "greedy"), ("mean", "sampled")]
+        ("sum", "greedy"),
+        ("sum", "sampled"),
+        ("mean", "greedy"),
+        ("mean", "sampled"),
+    ]
     written = list(csv.DictReader(open(out)))
     assert len(written) == 4 and all(0.0 <= float(r["success"]) <= 1.0 for r in written)
     assert all(r["chat_template"] == "False" for r in written)  # the word tokenizer has no template
     # a rerun skips what is there; a new setting is appended
-    assert run_zero_shot(str(tiny_t5_path), str(out), label="tiny", goals=["simplified"], episodes=4,
-                         log=lambda *_: None) == []
-    main(["--model", str(tiny_t5_path), "--label", "tiny", "--out", str(out), "--goals", "held_out",
-          "--mode", "greedy", "--normalization", "mean", "--episodes", "4"])
+    assert (
+        run_zero_shot(str(tiny_t5_path), str(out), label="tiny", goals=["simplified"], episodes=4, log=lambda *_: None)
+        == []
+    )
+    main(
+        [
+            "--model",
+            str(tiny_t5_path),
+            "--label",
+            "tiny",
+            "--out",
+            str(out),
+            "--goals",
+            "held_out",
+            "--mode",
+            "greedy",
+            "--normalization",
+            "mean",
+            "--episodes",
+            "4",
+        ]
+    )
     assert len(list(csv.DictReader(open(out)))) == 5
 
 
@@ -47,8 +71,16 @@ def test_the_random_policy_gives_the_chance_level_without_a_model(tmp_path):
 def test_zero_shot_runs_on_babyai_with_its_own_goal_sets_and_types(tmp_path):
     pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
     out = tmp_path / "babyai.csv"
-    rows = run_zero_shot(None, str(out), modes=["greedy"], normalizations=["mean"], episodes=4,
-                         environment="babyai", max_steps=3, log=lambda *_: None)
+    rows = run_zero_shot(
+        None,
+        str(out),
+        modes=["greedy"],
+        normalizations=["mean"],
+        episodes=4,
+        environment="babyai",
+        max_steps=3,
+        log=lambda *_: None,
+    )
     assert [r["goals"] for r in rows] == ["train", "test"]
     header = out.read_text().splitlines()[0].split(",")
     assert "success/goto" in header and "success/grasp" not in header
@@ -61,8 +93,23 @@ def test_zero_shot_levels_of_some_goal_types_only(tmp_path):
     """``--goal-types goto pickup``: the level of a run trained with ``goal_types=goto,pickup``."""
     pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
     out = tmp_path / "subset.csv"
-    main(["--model", "random", "--env", "babyai", "--goal-types", "goto", "pickup", "--episodes", "24",
-          "--max-steps", "3", "--out", str(out)])
+    main(
+        [
+            "--model",
+            "random",
+            "--env",
+            "babyai",
+            "--goal-types",
+            "goto",
+            "pickup",
+            "--episodes",
+            "24",
+            "--max-steps",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
     rows = list(csv.DictReader(out.open()))
     assert [r["goals"] for r in rows] == ["train", "test"]
     for row in rows:

@@ -13,6 +13,7 @@ resets included), it times:
 
 Figures are per batched step (all sub-environments) and sub-environment steps per second.
 """
+
 from __future__ import annotations
 
 import argparse

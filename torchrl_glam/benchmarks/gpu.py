@@ -17,6 +17,7 @@ It prints env steps/s, gradient updates/s (from the preset's schedule), peak GPU
 (``torch.cuda.max_memory_allocated``) and the hours 400k steps would take. Without a CUDA GPU it
 says so and exits 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,9 +70,13 @@ def measure(preset: str, overrides: list[str], steps: int) -> dict:
     torch.cuda.reset_peak_memory_stats()
     timing = time_training_loop(steps, preset, overrides)
     updates = max(0, timing["steps"] - config.learning_starts) // config.update_frequency * config.num_updates
-    return {"steps": timing["steps"], "steps_per_second": timing["steps_per_second"],
-            "updates_per_second": updates / timing["loop"], "peak_gb": torch.cuda.max_memory_allocated() / 1e9,
-            "hours_for_400k": PAPER_STEPS / timing["steps_per_second"] / 3600}
+    return {
+        "steps": timing["steps"],
+        "steps_per_second": timing["steps_per_second"],
+        "updates_per_second": updates / timing["loop"],
+        "peak_gb": torch.cuda.max_memory_allocated() / 1e9,
+        "hours_for_400k": PAPER_STEPS / timing["steps_per_second"] / 3600,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, preset, overrides in variant_runs(names, build_flan_t5_shape(Path(tmp) / "flan-t5-shape")):
             row = {"variant": name, **measure(preset, overrides, args.steps)}
             rows.append(row)
-            print(f"{name:14s} {row['steps_per_second']:7.1f} env steps/s  {row['updates_per_second']:6.2f} updates/s  "
-                  f"peak {row['peak_gb']:5.1f} GB  400k steps in {row['hours_for_400k']:.1f} h", flush=True)
+            print(
+                f"{name:14s} {row['steps_per_second']:7.1f} env steps/s  {row['updates_per_second']:6.2f} updates/s  "
+                f"peak {row['peak_gb']:5.1f} GB  400k steps in {row['hours_for_400k']:.1f} h",
+                flush=True,
+            )
     if args.csv and rows:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, list(rows[0]))

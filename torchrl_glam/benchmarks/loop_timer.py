@@ -18,6 +18,7 @@ backward pass are timed inside the loop, for the breakdown.
 
 prints one line ``GLAM_LOOP_TIMING {json}`` (the driver parses it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,10 @@ def check_tree(expected: str | Path) -> str:
 
     found, expected = Path(torchrl_glam.__file__).resolve(), Path(expected).resolve()
     if expected not in found.parents:
-        raise SystemExit(f"torchrl_glam was imported from {found}, not from the tree {expected}: put the "
-                         f"tree first on PYTHONPATH (PYTHONPATH={expected})")
+        raise SystemExit(
+            f"torchrl_glam was imported from {found}, not from the tree {expected}: put the "
+            f"tree first on PYTHONPATH (PYTHONPATH={expected})"
+        )
     return str(found)
 
 
@@ -82,8 +85,10 @@ def load_sac_glam_script() -> ModuleType:
     # older trees: the loop lived in examples/sac_glam.py of the source checkout
     example = tree_root() / "examples" / "sac_glam.py"
     if not example.exists():
-        raise SystemExit(f"this torchrl_glam has neither torchrl_glam.training.scripts nor {example}: "
-                         "run the benchmark from a source checkout")
+        raise SystemExit(
+            f"this torchrl_glam has neither torchrl_glam.training.scripts nor {example}: "
+            "run the benchmark from a source checkout"
+        )
     spec = importlib.util.spec_from_file_location("sac_glam_example", example)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -108,8 +113,9 @@ def config_has_field(name: str) -> bool:
     return any(f.name == name for f in dataclasses.fields(config.GLAMConfig))
 
 
-def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (),
-                       threads: int = 1, check_steps: bool = True) -> dict:
+def time_training_loop(
+    steps: int, preset: str = "cpu", overrides: list[str] = (), threads: int = 1, check_steps: bool = True
+) -> dict:
     """Runs the SAC-GLAM script for ``steps`` environment steps and returns what it measured:
     ``steps`` (environment steps taken: ``steps`` rounded up to a multiple of ``num_envs``), seconds
     of ``loop`` (first environment step to the end of the last update), ``startup`` (not counted),
@@ -123,8 +129,10 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
 
     reserved = [o for o in overrides if o.split("=", 1)[0] in RESERVED_FIELDS]
     if reserved:
-        raise SystemExit(f"the benchmark sets {', '.join(RESERVED_FIELDS)} itself (got {reserved}): use "
-                         "--steps for the number of environment steps")
+        raise SystemExit(
+            f"the benchmark sets {', '.join(RESERVED_FIELDS)} itself (got {reserved}): use "
+            "--steps for the number of environment steps"
+        )
     threads_before = torch.get_num_threads()  # in-process (tests), the caller's setting comes back
     torch.set_num_threads(threads)
     script = load_sac_glam_script()
@@ -167,9 +175,20 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
         with tempfile.TemporaryDirectory() as run_dir:
             start = time.perf_counter()
             try:
-                script.main(["--preset", preset, "--run-dir", run_dir, "--no-progress",
-                             f"total_steps={steps}", f"eval_every={far}", f"checkpoint_every={far}",
-                             *threads_override, *overrides])
+                script.main(
+                    [
+                        "--preset",
+                        preset,
+                        "--run-dir",
+                        run_dir,
+                        "--no-progress",
+                        f"total_steps={steps}",
+                        f"eval_every={far}",
+                        f"checkpoint_every={far}",
+                        *threads_override,
+                        *overrides,
+                    ]
+                )
             except _LoopEnded:
                 pass
             marks.setdefault("end", time.perf_counter())  # a run without evaluation: its end
@@ -181,26 +200,36 @@ def time_training_loop(steps: int, preset: str = "cpu", overrides: list[str] = (
         for module, name in rebound:
             setattr(module, name, evaluate)
     if "first_step" not in marks:
-        raise SystemExit("the training script never called PlaygroundTextEnv.step_and_maybe_reset: the "
-                         "benchmark cannot tell where its loop starts")
+        raise SystemExit(
+            "the training script never called PlaygroundTextEnv.step_and_maybe_reset: the "
+            "benchmark cannot tell where its loop starts"
+        )
     expected = -(-steps // marks["batch"]) * marks["batch"]  # --steps rounded up to the environments
     if check_steps and marks["steps"] != expected:
-        raise SystemExit(f"the run stepped environments {marks['steps']} times where its loop takes {expected} "
-                         "steps: something before the loop (a model built at first use, e.g. pretrained "
-                         "on random play) stepped them too, so the timing began before the loop. Run it "
-                         "once first (the --prepare mode of the driver does), then time it")
+        raise SystemExit(
+            f"the run stepped environments {marks['steps']} times where its loop takes {expected} "
+            "steps: something before the loop (a model built at first use, e.g. pretrained "
+            "on random play) stepped them too, so the timing began before the loop. Run it "
+            "once first (the --prepare mode of the driver does), then time it"
+        )
     import torchrl_glam
 
     loop = marks["end"] - marks["first_step"]
     # CPU seconds of this process over the loop: with one torch thread, what the loop cost whatever
     # else the machine runs (wall time on a shared machine also counts the waits for a core)
     loop_cpu = marks["end_cpu"] - marks["first_step_cpu"]
-    return {"steps": marks["steps"], "loop": loop, "steps_per_second": marks["steps"] / loop,
-            "loop_cpu": loop_cpu, "steps_per_cpu_second": marks["steps"] / loop_cpu,
-            "startup": marks["first_step"] - start,
-            "llm_forward": bucket["llm_forward"] - before["llm_forward"],
-            "backward": bucket["backward"] - before["backward"], "threads": marks["threads"],
-            "torchrl_glam": torchrl_glam.__file__}
+    return {
+        "steps": marks["steps"],
+        "loop": loop,
+        "steps_per_second": marks["steps"] / loop,
+        "loop_cpu": loop_cpu,
+        "steps_per_cpu_second": marks["steps"] / loop_cpu,
+        "startup": marks["first_step"] - start,
+        "llm_forward": bucket["llm_forward"] - before["llm_forward"],
+        "backward": bucket["backward"] - before["backward"],
+        "threads": marks["threads"],
+        "torchrl_glam": torchrl_glam.__file__,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -209,10 +238,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--prepare", action="store_true",
-                        help="only import the tree and build what it builds at first use (torchrl's "
-                             "prioritized-replay extension, in older trees; the offline pretrained "
-                             "model, by a short untimed run of the preset); prints the seconds")
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="only import the tree and build what it builds at first use (torchrl's "
+        "prioritized-replay extension, in older trees; the offline pretrained "
+        "model, by a short untimed run of the preset); prints the seconds",
+    )
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     package = check_tree(args.expect_tree)

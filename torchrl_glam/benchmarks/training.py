@@ -21,6 +21,7 @@ the end of the last update; start-up is not counted, the final evaluation and ch
 skipped. In ``--compare`` the current tree's ``loop_timer.py`` runs inside both trees, so both are
 measured the same way whatever the baseline's own benchmark did.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,16 +34,28 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from torchrl_glam.benchmarks import loop_timer
 
 CURRENT_TREE = Path(__file__).resolve().parents[2]
-CSV_FIELDS = ("round", "task_set", "tree", "commit", "position", "steps", "loop_seconds", "steps_per_second",
-              "steps_per_cpu_second",
-              "startup_seconds", "llm_forward_seconds", "backward_seconds", "threads", "torchrl_glam_file")
+CSV_FIELDS = (
+    "round",
+    "task_set",
+    "tree",
+    "commit",
+    "position",
+    "steps",
+    "loop_seconds",
+    "steps_per_second",
+    "steps_per_cpu_second",
+    "startup_seconds",
+    "llm_forward_seconds",
+    "backward_seconds",
+    "threads",
+    "torchrl_glam_file",
+)
 
 
 def breakdown(args) -> None:
@@ -50,15 +63,18 @@ def breakdown(args) -> None:
     result = loop_timer.time_training_loop(args.steps, args.preset, args.overrides, args.threads)
     loop, llm, backward = result["loop"], result["llm_forward"], result["backward"]
     other = loop - llm - backward
-    print(f"{result['steps']} environment steps, training loop {loop:.1f} s ({result['steps_per_second']:.1f} steps/s), "
-          f"{result['threads']} thread(s); start-up {result['startup']:.1f} s not counted, final evaluation and "
-          "checkpoint skipped")
+    print(
+        f"{result['steps']} environment steps, training loop {loop:.1f} s ({result['steps_per_second']:.1f} steps/s), "
+        f"{result['threads']} thread(s); start-up {result['startup']:.1f} s not counted, final evaluation and "
+        "checkpoint skipped"
+    )
     print(f"  LLM forward (acting and learning): {llm:6.1f} s  ({llm / loop:.0%})")
     print(f"  backward:                          {backward:6.1f} s  ({backward / loop:.0%})")
     print(f"  everything else:                   {other:6.1f} s  ({other / loop:.1%})  (goal: at most 15%)")
 
 
 # ---- --compare: the baseline's worktree, the subprocesses, the rounds
+
 
 def _git(*args: str, cwd: Path = CURRENT_TREE) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
@@ -82,22 +98,31 @@ def baseline_worktree(commit: str, keep: bool, cache_root: Path):
     """Yields ``(tree, workdir)``: a detached worktree of ``commit`` and a folder beside it (for the
     baseline's TORCH_EXTENSIONS_DIR). A worktree kept by an earlier ``--keep-worktree`` run is reused
     and left in place; otherwise one is made and removed at the end unless ``keep``."""
-    inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=CURRENT_TREE,
-                            capture_output=True, text=True)
+    inside = subprocess.run(
+        ["git", "rev-parse", "--is-inside-work-tree"], cwd=CURRENT_TREE, capture_output=True, text=True
+    )
     if inside.returncode or inside.stdout.strip() != "true":
         raise SystemExit(f"--compare needs a git checkout of torchrl_glam; {CURRENT_TREE} is not one")
-    found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
-                           cwd=CURRENT_TREE, capture_output=True, text=True)
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+        cwd=CURRENT_TREE,
+        capture_output=True,
+        text=True,
+    )
     if found.returncode:
-        raise SystemExit(f"--compare {commit}: no such commit in {CURRENT_TREE} (give a commit id, tag or "
-                         "branch of this repository; git fetch it first if it is only on a remote)")
+        raise SystemExit(
+            f"--compare {commit}: no such commit in {CURRENT_TREE} (give a commit id, tag or "
+            "branch of this repository; git fetch it first if it is only on a remote)"
+        )
     sha = found.stdout.strip()
     kept = cache_root / sha[:12]
     if (kept / "tree").exists():
         found = _git("rev-parse", "HEAD", cwd=kept / "tree")
         if found != sha or _git("status", "--porcelain", cwd=kept / "tree"):
-            raise SystemExit(f"{kept / 'tree'} should be a clean worktree of {sha} but is at {found} or has "
-                             f"changes: remove it (git worktree remove --force {kept / 'tree'}) and run again")
+            raise SystemExit(
+                f"{kept / 'tree'} should be a clean worktree of {sha} but is at {found} or has "
+                f"changes: remove it (git worktree remove --force {kept / 'tree'}) and run again"
+            )
         print(f"reusing the baseline worktree {kept / 'tree'} (kept by an earlier --keep-worktree run)")
         yield kept / "tree", kept
         return
@@ -118,8 +143,10 @@ def baseline_worktree(commit: str, keep: bool, cache_root: Path):
         yield tree, workdir
     finally:
         if keep:
-            print(f"kept the baseline worktree {tree} (reused by later runs; remove it with "
-                  f"git worktree remove --force {tree})")
+            print(
+                f"kept the baseline worktree {tree} (reused by later runs; remove it with "
+                f"git worktree remove --force {tree})"
+            )
         else:
             _git("worktree", "remove", "--force", str(tree))
             shutil.rmtree(workdir, ignore_errors=True)
@@ -152,13 +179,25 @@ class Tree:
         self.package: str | None = None
 
     def _run(self, arguments: list[str]) -> dict:
-        env = {**os.environ, "PYTHONPATH": str(self.path), "OMP_NUM_THREADS": str(self.threads),
-               "MKL_NUM_THREADS": str(self.threads)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(self.path),
+            "OMP_NUM_THREADS": str(self.threads),
+            "MKL_NUM_THREADS": str(self.threads),
+        }
         if self.extensions is not None:
             env["TORCH_EXTENSIONS_DIR"] = str(self.extensions)
         # -P: the timer's own folder is not put on sys.path; only PYTHONPATH says which package loads
-        command = [sys.executable, "-P", loop_timer.__file__, "--expect-tree", str(self.path),
-                   "--threads", str(self.threads), *arguments]
+        command = [
+            sys.executable,
+            "-P",
+            loop_timer.__file__,
+            "--expect-tree",
+            str(self.path),
+            "--threads",
+            str(self.threads),
+            *arguments,
+        ]
         if self.extensions is None:
             done = subprocess.run(command, cwd=self.path, env=env, capture_output=True, text=True)
         else:
@@ -168,7 +207,7 @@ class Tree:
         if done.returncode or not lines:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
             raise SystemExit(f"the {self.name} tree ({self.path}) failed (exit code {done.returncode}):\n{tail}")
-        result = json.loads(lines[-1][len(loop_timer.RESULT_PREFIX):])
+        result = json.loads(lines[-1][len(loop_timer.RESULT_PREFIX) :])
         self.package = result["torchrl_glam"]
         return result
 
@@ -194,17 +233,30 @@ def compare(args) -> None:
     if args.rounds < 1 or args.steps < 1:
         raise SystemExit("--rounds and --steps must be at least 1")
     current = Tree("current", CURRENT_TREE, _current_label(), args.threads)
-    with baseline_worktree(args.compare, args.keep_worktree, Path(args.worktree_dir or _cache_root())) as (path, workdir):
-        baseline = Tree("baseline", path, _git("rev-parse", "--short", "HEAD", cwd=path), args.threads,
-                        extensions=workdir / "torch_extensions")
-        print(f"preparing both trees, not timed: a one-step run of each, so that what a tree builds at first "
-              f"use is built (an older tree pretrains its offline model, ~10 min; one that builds torchrl's "
-              f"prioritized-replay extension builds it in {baseline.extensions}, ~1 min)")
+    with baseline_worktree(args.compare, args.keep_worktree, Path(args.worktree_dir or _cache_root())) as (
+        path,
+        workdir,
+    ):
+        baseline = Tree(
+            "baseline",
+            path,
+            _git("rev-parse", "--short", "HEAD", cwd=path),
+            args.threads,
+            extensions=workdir / "torch_extensions",
+        )
+        print(
+            f"preparing both trees, not timed: a one-step run of each, so that what a tree builds at first "
+            f"use is built (an older tree pretrains its offline model, ~10 min; one that builds torchrl's "
+            f"prioritized-replay extension builds it in {baseline.extensions}, ~1 min)"
+        )
         for tree in (baseline, current):
             seconds = tree.prepare(args.preset, [f"goals={sets[0]}", *args.overrides])
             print(f"  {tree.name:8s} {tree.commit:16s} torchrl_glam from {tree.package} (prepared in {seconds:.1f} s)")
-        print(f"{args.steps} environment steps per run (rounded up to the environments' number), preset {args.preset}, {args.threads} thread(s); "
-              "training loop only (start-up not counted, final evaluation and checkpoint skipped)")
+        print(
+            f"{args.steps} environment steps per run (rounded up to the environments' number), "
+            f"preset {args.preset}, {args.threads} thread(s); "
+            "training loop only (start-up not counted, final evaluation and checkpoint skipped)"
+        )
         writer = None
         if args.csv:
             new = not Path(args.csv).exists() or Path(args.csv).stat().st_size == 0
@@ -226,51 +278,80 @@ def compare(args) -> None:
                         measured[tree.name] = r["steps_per_second"]
                         cpu_measured[tree.name] = r["steps_per_cpu_second"]
                         speeds.setdefault((task_set, tree.name), []).append(r["steps_per_second"])
-                        print(f"round {round_}/{args.rounds}  {task_set:10s} {tree.name:8s} {tree.commit:16s} "
-                              f"{r['steps_per_second']:7.2f} steps/s, {r['steps_per_cpu_second']:7.2f} per CPU "
-                              f"second  (loop {r['loop']:.1f} s; start-up {r['startup']:.1f} s not counted)", flush=True)
+                        print(
+                            f"round {round_}/{args.rounds}  {task_set:10s} {tree.name:8s} {tree.commit:16s} "
+                            f"{r['steps_per_second']:7.2f} steps/s, {r['steps_per_cpu_second']:7.2f} per CPU "
+                            f"second  (loop {r['loop']:.1f} s; start-up {r['startup']:.1f} s not counted)",
+                            flush=True,
+                        )
                         if writer:
-                            writer.writerow({"round": round_, "task_set": task_set, "tree": tree.name,
-                                             "commit": tree.commit, "position": position, "steps": r["steps"],
-                                             "loop_seconds": f"{r['loop']:.3f}",
-                                             "steps_per_second": f"{r['steps_per_second']:.3f}",
-                                             "steps_per_cpu_second": f"{r['steps_per_cpu_second']:.3f}",
-                                             "startup_seconds": f"{r['startup']:.3f}",
-                                             "llm_forward_seconds": f"{r['llm_forward']:.3f}",
-                                             "backward_seconds": f"{r['backward']:.3f}", "threads": r["threads"],
-                                             "torchrl_glam_file": r["torchrl_glam"]})
+                            writer.writerow(
+                                {
+                                    "round": round_,
+                                    "task_set": task_set,
+                                    "tree": tree.name,
+                                    "commit": tree.commit,
+                                    "position": position,
+                                    "steps": r["steps"],
+                                    "loop_seconds": f"{r['loop']:.3f}",
+                                    "steps_per_second": f"{r['steps_per_second']:.3f}",
+                                    "steps_per_cpu_second": f"{r['steps_per_cpu_second']:.3f}",
+                                    "startup_seconds": f"{r['startup']:.3f}",
+                                    "llm_forward_seconds": f"{r['llm_forward']:.3f}",
+                                    "backward_seconds": f"{r['backward']:.3f}",
+                                    "threads": r["threads"],
+                                    "torchrl_glam_file": r["torchrl_glam"],
+                                }
+                            )
                             handle.flush()
                     ratios[task_set].append(measured["current"] / measured["baseline"])
                     cpu_ratios[task_set].append(cpu_measured["current"] / cpu_measured["baseline"])
         finally:
             if writer:
                 handle.close()
-    print(f"current {current.commit} / baseline {baseline.commit}, median over {args.rounds} round(s) "
-          "of the per-round ratio of env steps/s:")
+    print(
+        f"current {current.commit} / baseline {baseline.commit}, median over {args.rounds} round(s) "
+        "of the per-round ratio of env steps/s:"
+    )
     for task_set in sets:
-        print(f"  {task_set:10s} ratio {statistics.median(ratios[task_set]):.2f}  (current "
-              f"{statistics.median(speeds[(task_set, 'current')]):.2f}, baseline "
-              f"{statistics.median(speeds[(task_set, 'baseline')]):.2f} steps/s; per round "
-              + ", ".join(f"{r:.2f}" for r in ratios[task_set]) + "); per CPU second "
-              f"{statistics.median(cpu_ratios[task_set]):.2f} (per round "
-              + ", ".join(f"{r:.2f}" for r in cpu_ratios[task_set]) + ")")
+        print(
+            f"  {task_set:10s} ratio {statistics.median(ratios[task_set]):.2f}  (current "
+            f"{statistics.median(speeds[(task_set, 'current')]):.2f}, baseline "
+            f"{statistics.median(speeds[(task_set, 'baseline')]):.2f} steps/s; per round "
+            + ", ".join(f"{r:.2f}" for r in ratios[task_set])
+            + "); per CPU second "
+            f"{statistics.median(cpu_ratios[task_set]):.2f} (per round "
+            + ", ".join(f"{r:.2f}" for r in cpu_ratios[task_set])
+            + ")"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--steps", type=int, default=None, help="environment steps per run "
-                        "(default 2048; 3072 with --compare)")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="environment steps per run (default 2048; 3072 with --compare)"
+    )
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--compare", metavar="COMMIT", default=None,
-                        help="measure this tree against COMMIT (e.g. 52395e1), alternately, in one run")
+    parser.add_argument(
+        "--compare",
+        metavar="COMMIT",
+        default=None,
+        help="measure this tree against COMMIT (e.g. 52395e1), alternately, in one run",
+    )
     parser.add_argument("--rounds", type=int, default=2, help="--compare: rounds of every tree and task set")
     parser.add_argument("--sets", default="simplified,train", help="--compare: task sets (goals=...), comma-separated")
     parser.add_argument("--csv", default=None, help="--compare: append one line per measurement to this CSV file")
-    parser.add_argument("--keep-worktree", action="store_true",
-                        help="--compare: keep the baseline's worktree (and its built extension) for later runs")
-    parser.add_argument("--worktree-dir", default=None,
-                        help="--compare: where baseline worktrees go (default ~/.cache/torchrl_glam_bench)")
+    parser.add_argument(
+        "--keep-worktree",
+        action="store_true",
+        help="--compare: keep the baseline's worktree (and its built extension) for later runs",
+    )
+    parser.add_argument(
+        "--worktree-dir",
+        default=None,
+        help="--compare: where baseline worktrees go (default ~/.cache/torchrl_glam_bench)",
+    )
     parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset, for every run")
     args = parser.parse_args(argv)
     if args.compare is None:

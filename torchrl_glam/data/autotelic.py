@@ -22,11 +22,13 @@ Keys, B = ``num_envs``:
   text per reset sub-environment) and ``"scene"`` (object names for a neutral episode, else None).
 
 Before the first report the agent knows no goal. Its episodes then pursue :data:`NEUTRAL_GOAL` in
-a scene without the object it names (the other objects drawn uniformly), so no event can achieve it and no reward ever comes from it:
+a scene without the object it names (the other objects drawn uniformly), so no event can achieve it and no
+reward ever comes from it:
 the social partner's reports, through hindsight relabeling, are the only learning signal (and
 they are what fills the memory). Neutral episodes are left out of the LP statistics. A neutral
 goal rather than a goal sampled from the task set, which would hand the agent the goal list.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,14 +37,23 @@ from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
-                                        resolve_environment)
+from torchrl_glam.envs.protocol import (
+    ACHIEVED_GOAL_COUNT_KEY,
+    ACHIEVED_GOAL_IDS_KEY,
+    TextEnvironment,
+    resolve_environment,
+)
 
 #: The goal of episodes that start before any goal is known (its object is kept out of the scene).
 NEUTRAL_GOAL = "Grasp red door"
 STRATEGIES = ("uniform", "lp")
-_STEP_KEYS = [("next", ACHIEVED_GOAL_IDS_KEY), ("next", ACHIEVED_GOAL_COUNT_KEY), ("next", "goal_id"),
-              ("next", "done"), ("next", "terminated")]
+_STEP_KEYS = [
+    ("next", ACHIEVED_GOAL_IDS_KEY),
+    ("next", ACHIEVED_GOAL_COUNT_KEY),
+    ("next", "goal_id"),
+    ("next", "done"),
+    ("next", "terminated"),
+]
 
 
 class AutotelicGoals(Transform):
@@ -104,9 +115,13 @@ class AutotelicGoals(Transform):
 
     def _no_choices(self) -> dict[str, torch.Tensor]:
         """Counters of the choices since the last :meth:`metrics` call."""
-        return {"neutral": torch.zeros((), dtype=torch.int64), "uniform": torch.zeros((), dtype=torch.int64),
-                "lp": torch.zeros((), dtype=torch.int64), "by_type": torch.zeros(len(self.goal_types), dtype=torch.int64),
-                "by_group": torch.zeros(len(self.group_names), dtype=torch.int64)}
+        return {
+            "neutral": torch.zeros((), dtype=torch.int64),
+            "uniform": torch.zeros((), dtype=torch.int64),
+            "lp": torch.zeros((), dtype=torch.int64),
+            "by_type": torch.zeros(len(self.goal_types), dtype=torch.int64),
+            "by_group": torch.zeros(len(self.group_names), dtype=torch.int64),
+        }
 
     # ------------------------------------------------------------------ the transform
     def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase:
@@ -127,12 +142,16 @@ class AutotelicGoals(Transform):
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         B = self.num_envs
-        self.memory.add(next_tensordict[ACHIEVED_GOAL_IDS_KEY], next_tensordict[ACHIEVED_GOAL_COUNT_KEY],
-                        self.env_steps + torch.arange(B))
+        self.memory.add(
+            next_tensordict[ACHIEVED_GOAL_IDS_KEY],
+            next_tensordict[ACHIEVED_GOAL_COUNT_KEY],
+            self.env_steps + torch.arange(B),
+        )
         self.env_steps += B
         ended = next_tensordict["done"].reshape(B) & ~self.neutral
-        self.progress.record(next_tensordict["goal_id"].reshape(B)[ended],
-                             next_tensordict["terminated"].reshape(B)[ended])
+        self.progress.record(
+            next_tensordict["goal_id"].reshape(B)[ended], next_tensordict["terminated"].reshape(B)[ended]
+        )
         return next_tensordict
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -149,15 +168,21 @@ class AutotelicGoals(Transform):
         candidates = self.candidates()
         if not bool(candidates.any()):
             self.choices["neutral"] += n
-            scenes = [[self._neutral_objects[i] for i in
-                       torch.randperm(len(self._neutral_objects), generator=self.generator)[: self.num_objects]]
-                      for _ in range(n)]
+            scenes = [
+                [
+                    self._neutral_objects[i]
+                    for i in torch.randperm(len(self._neutral_objects), generator=self.generator)[: self.num_objects]
+                ]
+                for _ in range(n)
+            ]
             return [NEUTRAL_GOAL] * n, scenes
         lp = self.progress.progress() if self.strategy == "lp" else None
         ids, uniform = choose_goals(candidates, n, self.generator, lp, self.group_of, self.epsilon)
         self.choices["uniform"] += int(uniform.sum())
         self.choices["lp"] += int((~uniform).sum())
-        self.choices["by_type"] += torch.bincount(torch.as_tensor(self.catalogue.goal_type)[ids], minlength=len(self.goal_types))
+        self.choices["by_type"] += torch.bincount(
+            torch.as_tensor(self.catalogue.goal_type)[ids], minlength=len(self.goal_types)
+        )
         self.choices["by_group"] += torch.bincount(self.group_of[ids], minlength=len(self.group_names))
         return [self.catalogue.goals[i] for i in ids.tolist()], [None] * n
 
@@ -170,8 +195,10 @@ class AutotelicGoals(Transform):
         ``autotelic/chosen/<goal type>`` (shares of the episodes started), ``autotelic/lp_mean`` and
         ``autotelic/lp_max`` over the groups holding discovered goals."""
         known = self.memory.known
-        out = {"autotelic/discovered": float(known.sum()),
-               "autotelic/discovered_train_fraction": float(known[self.train_ids].float().mean())}
+        out = {
+            "autotelic/discovered": float(known.sum()),
+            "autotelic/discovered_train_fraction": float(known[self.train_ids].float().mean()),
+        }
         if self.task_ids is not None:
             out["autotelic/discovered_task_fraction"] = float(known[self.task_ids].float().mean())
         chosen = self.choices
@@ -193,10 +220,17 @@ class AutotelicGoals(Transform):
         the episodes chosen in it since the last :meth:`reset_choice_counts`."""
         known = torch.bincount(self.group_of[self.memory.known], minlength=len(self.group_names))
         lp, success = self.progress.progress(), self.progress.recent_success()
-        return {name: {"discovered": int(known[g]), "attempts": int(self.progress.attempts[g]),
-                       "recent_success": None if success[g].isnan() else float(success[g]),
-                       "lp": float(lp[g]), "chosen": int(self.choices["by_group"][g])}
-                for g, name in enumerate(self.group_names) if known[g]}
+        return {
+            name: {
+                "discovered": int(known[g]),
+                "attempts": int(self.progress.attempts[g]),
+                "recent_success": None if success[g].isnan() else float(success[g]),
+                "lp": float(lp[g]),
+                "chosen": int(self.choices["by_group"][g]),
+            }
+            for g, name in enumerate(self.group_names)
+            if known[g]
+        }
 
     def reset_choice_counts(self) -> None:
         """Starts the next logging interval's choice counters."""
@@ -205,18 +239,27 @@ class AutotelicGoals(Transform):
     # ------------------------------------------------------------------ checkpoints
     def get_extra_state(self) -> dict:
         """Memory, LP statistics, generator, clock and counters: ``state_dict()`` holds them all."""
-        return {"memory": self.memory.state_dict(), "progress": self.progress.state_dict(),
-                "generator": self.generator.get_state(), "env_steps": self.env_steps,
-                "neutral": self.neutral.clone(), "choices": {k: v.clone() for k, v in self.choices.items()},
-                "strategy": self.strategy}
+        return {
+            "memory": self.memory.state_dict(),
+            "progress": self.progress.state_dict(),
+            "generator": self.generator.get_state(),
+            "env_steps": self.env_steps,
+            "neutral": self.neutral.clone(),
+            "choices": {k: v.clone() for k, v in self.choices.items()},
+            "strategy": self.strategy,
+        }
 
     def set_extra_state(self, state: dict) -> None:
         if state["strategy"] != self.strategy:
-            raise ValueError(f"the checkpoint's autotelic strategy is {state['strategy']!r}, this run's "
-                             f"{self.strategy!r}: resume with the run's autotelic setting")
+            raise ValueError(
+                f"the checkpoint's autotelic strategy is {state['strategy']!r}, this run's "
+                f"{self.strategy!r}: resume with the run's autotelic setting"
+            )
         if state["neutral"].shape != self.neutral.shape:
-            raise ValueError(f"the checkpoint has {state['neutral'].shape[0]} sub-environments, this run "
-                             f"{self.num_envs}: resume with the run's num_envs")
+            raise ValueError(
+                f"the checkpoint has {state['neutral'].shape[0]} sub-environments, this run "
+                f"{self.num_envs}: resume with the run's num_envs"
+            )
         self.memory.load_state_dict(state["memory"])
         self.progress.load_state_dict(state["progress"])
         self.generator.set_state(state["generator"])

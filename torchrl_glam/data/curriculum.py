@@ -10,6 +10,7 @@ description names. A share ``epsilon`` of the choices is uniform over the known 
 group keeps being tried and a group whose LP is still unknown (fewer than 2 attempts) gets its
 first attempts.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -35,8 +36,9 @@ def parse_groups(groups: str | Sequence[str]) -> tuple[str, ...]:
     return names
 
 
-def goal_groups(catalogue, groups: str | Sequence[str],
-                environment: TextEnvironment | str | None = None) -> tuple[torch.Tensor, list[str]]:
+def goal_groups(
+    catalogue, groups: str | Sequence[str], environment: TextEnvironment | str | None = None
+) -> tuple[torch.Tensor, list[str]]:
     """The group of every catalogue goal, and the groups' names.
 
     A goal's type is the catalogue's; its other attributes (Playground-Text: the category and
@@ -95,7 +97,7 @@ class LearningProgress:
         for group, history in enumerate(self.history):
             half = len(history) // 2
             if half:
-                recent, earlier = history[-half:], history[-2 * half: -half]
+                recent, earlier = history[-half:], history[-2 * half : -half]
                 lp[group] = abs(sum(recent) - sum(earlier)) / half
         return lp
 
@@ -104,13 +106,17 @@ class LearningProgress:
         out = torch.full((self.num_groups,), float("nan"))
         for group, history in enumerate(self.history):
             if history:
-                recent = history[-self.window:]
+                recent = history[-self.window :]
                 out[group] = sum(recent) / len(recent)
         return out
 
     def state_dict(self) -> dict:
-        return {"history": [list(h) for h in self.history], "attempts": self.attempts.clone(),
-                "successes": self.successes.clone(), "window": self.window}
+        return {
+            "history": [list(h) for h in self.history],
+            "attempts": self.attempts.clone(),
+            "successes": self.successes.clone(),
+            "window": self.window,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if len(state["history"]) != self.num_groups or state["window"] != self.window:

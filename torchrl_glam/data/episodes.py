@@ -24,13 +24,13 @@ Episodes are kept whole until they end because n-step returns and hindsight rela
 the steps after a transition (see ``nstep.py`` and ``her.py``). On-policy rollouts [B, T] (PPO)
 are cut into the same padded layout by :func:`rollout_episodes`.
 """
+
 from __future__ import annotations
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
-                                        get_environment)
+from torchrl_glam.envs.protocol import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
 
 #: what a step returned besides the next state: zero on a padded step (nothing happened there)
 EVENT_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_COUNT_KEY)
@@ -60,11 +60,18 @@ def __getattr__(name: str):
     if what in ("STEP_STATE_KEYS", "STEP_KEYS", "NEXT_KEYS"):
         import warnings
 
-        warnings.warn(f"torchrl_glam.data.episodes.{name} is deprecated: use the environment's step_keys / "
-                      "state_keys, or episodes.step_keys() / next_keys()", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"torchrl_glam.data.episodes.{name} is deprecated: use the environment's step_keys / "
+            "state_keys, or episodes.step_keys() / next_keys()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         environment = get_environment()
-        return {"STEP_STATE_KEYS": environment.step_keys, "STEP_KEYS": step_keys(environment),
-                "NEXT_KEYS": next_keys(environment)}[what]
+        return {
+            "STEP_STATE_KEYS": environment.step_keys,
+            "STEP_KEYS": step_keys(environment),
+            "NEXT_KEYS": next_keys(environment),
+        }[what]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -123,8 +130,7 @@ class EpisodeAssembler:
             missing = [k for k in self.step_keys if k not in saved.keys()]
             missing += [("next", k) for k in self.next_keys if ("next", k) not in saved.keys(True)]
             if missing:  # steps recorded by an earlier version of the environment's compact state
-                raise ValueError(f"its episodes in progress lack {missing}, which this environment's steps "
-                                 "now hold")
+                raise ValueError(f"its episodes in progress lack {missing}, which this environment's steps now hold")
         self._steps = [list(steps) for steps in state["steps"]]
         self.env_steps = state["env_steps"]
 
@@ -171,8 +177,10 @@ def rollout_episodes(rollout: TensorDictBase, max_steps: int) -> TensorDictBase:
     num_pieces = int(per_row.sum())
     length = torch.bincount(piece.reshape(-1), minlength=num_pieces)
     if int(length.max()) > max_steps:
-        raise ValueError(f"a rollout piece has {int(length.max())} steps, more than max_steps={max_steps}: "
-                         "pass the environment's max_steps")
+        raise ValueError(
+            f"a rollout piece has {int(length.max())} steps, more than max_steps={max_steps}: "
+            "pass the environment's max_steps"
+        )
     first = torch.zeros(num_pieces, dtype=torch.long)
     first[piece[starts]] = (steps + T * torch.arange(B)[:, None])[starts]  # flat index of each first step
     positions = torch.arange(max_steps)

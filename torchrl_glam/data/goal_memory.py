@@ -5,6 +5,7 @@ partner's reports (``("next", "achieved_goal_ids")`` / ``("next", "achieved_goal
 :class:`~torchrl_glam.envs.PlaygroundTextEnv`), whatever set they belong to: the memory keeps every
 reported id, the task set's or not, with the environment step at which it was first reported.
 """
+
 from __future__ import annotations
 
 import torch

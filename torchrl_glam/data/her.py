@@ -26,6 +26,7 @@ of one scene, each goal type drawn equally often. :func:`relabel_twins` puts one
 beside every hindsight success, at the same steps: as many failed grasps under grasp goals as
 successful ones.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -36,8 +37,13 @@ from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GOAL_ID_KEY, TextEnvironment,
-                                        get_environment)
+from torchrl_glam.envs.protocol import (
+    ACHIEVED_GOAL_COUNT_KEY,
+    ACHIEVED_GOAL_IDS_KEY,
+    GOAL_ID_KEY,
+    TextEnvironment,
+    get_environment,
+)
 
 
 def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,8 +54,9 @@ def reported_goals(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor
     return ids, reported & episodes["mask"].unsqueeze(-1)
 
 
-def first_reports(ids: torch.Tensor, reported: torch.Tensor,
-                  reported_before: torch.Tensor | None = None) -> torch.Tensor:
+def first_reports(
+    ids: torch.Tensor, reported: torch.Tensor, reported_before: torch.Tensor | None = None
+) -> torch.Tensor:
     """bool [E, T, K]: the report slots (:func:`reported_goals`) that hold the first report of
     their goal in their episode. With that goal the episode would have ended there: a later report
     of it (an environment whose partner reports a state, such as "facing the key", on every step
@@ -98,8 +105,9 @@ def hindsight_steps(
     return e, t, ids[e, t, k]
 
 
-def _sections(episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals: torch.Tensor,
-              success: bool) -> TensorDictBase:
+def _sections(
+    episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals: torch.Tensor, success: bool
+) -> TensorDictBase:
     """Copies of episode ``e`` up to step ``t`` with goal ``goals``, marked relabeled: a success
     (reward 1 and a terminal at ``t``) or a failure (reward 0, a truncation at ``t``: with that
     goal the episode would have gone on, so its n-step returns bootstrap there)."""
@@ -117,9 +125,7 @@ def _sections(episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals:
     sections["next", "truncated"] = at_end & (not success)
     sections["relabeled"] = torch.ones_like(at_end)
     # past the new end nothing happened: no reports either
-    sections["next", ACHIEVED_GOAL_COUNT_KEY] = torch.where(
-        steps <= end, sections["next", ACHIEVED_GOAL_COUNT_KEY], 0
-    )
+    sections["next", ACHIEVED_GOAL_COUNT_KEY] = torch.where(steps <= end, sections["next", ACHIEVED_GOAL_COUNT_KEY], 0)
     return sections
 
 
@@ -158,8 +164,11 @@ def scene_goals(scene, goal_ids: torch.Tensor, environment: TextEnvironment | st
 
 
 def relabel_negatives(
-    episodes: TensorDictBase, per_episode: int, generator: torch.Generator | None = None,
-    pool: torch.Tensor | None = None, allowed: torch.Tensor | None = None,
+    episodes: TensorDictBase,
+    per_episode: int,
+    generator: torch.Generator | None = None,
+    pool: torch.Tensor | None = None,
+    allowed: torch.Tensor | None = None,
     goal_type: torch.Tensor | None = None,
 ) -> TensorDictBase:
     """Copies of a padded episode batch [E, T] relabeled with goals they did not achieve: up to
@@ -177,8 +186,10 @@ def relabel_negatives(
     ids, reported = reported_goals(episodes)
     pool = torch.unique(ids[reported] if pool is None else pool)  # sorted
     if allowed is not None and allowed.shape != (E, len(pool)):
-        raise ValueError(f"allowed must be [episodes, pool goals] = {[E, len(pool)]}, got {list(allowed.shape)} "
-                         "(its columns follow the sorted, distinct pool)")
+        raise ValueError(
+            f"allowed must be [episodes, pool goals] = {[E, len(pool)]}, got {list(allowed.shape)} "
+            "(its columns follow the sorted, distinct pool)"
+        )
     if per_episode < 1 or not len(pool):
         return episodes[:0].clone()
     excluded = ~unachieved_goals(episodes, pool, allowed)
@@ -217,8 +228,13 @@ def unachieved_goals(episodes: TensorDictBase, pool: torch.Tensor, allowed: torc
 
 
 def relabel_twins(
-    episodes: TensorDictBase, e: torch.Tensor, t: torch.Tensor, goals: torch.Tensor,
-    pool: torch.Tensor, allowed: torch.Tensor | None = None, generator: torch.Generator | None = None,
+    episodes: TensorDictBase,
+    e: torch.Tensor,
+    t: torch.Tensor,
+    goals: torch.Tensor,
+    pool: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
     environment: TextEnvironment | str | None = None,
 ) -> TensorDictBase:
     """A failure beside each hindsight success: for every relabeled section (episode ``e`` up to
@@ -279,10 +295,17 @@ class HindsightRelabel(Transform):
             ``goals_in_scene``.
     """
 
-    def __init__(self, max_per_episode: int | None = None, seed: int | None = None,
-                 negatives_per_episode: int = 0, num_goals: int | None = None,
-                 negatives_from: str = "reported", goal_ids: Sequence[int] | torch.Tensor | None = None,
-                 twins: bool = False, environment: TextEnvironment | str | None = None) -> None:
+    def __init__(
+        self,
+        max_per_episode: int | None = None,
+        seed: int | None = None,
+        negatives_per_episode: int = 0,
+        num_goals: int | None = None,
+        negatives_from: str = "reported",
+        goal_ids: Sequence[int] | torch.Tensor | None = None,
+        twins: bool = False,
+        environment: TextEnvironment | str | None = None,
+    ) -> None:
         super().__init__(in_keys=[("next", ACHIEVED_GOAL_IDS_KEY)], out_keys=[GOAL_ID_KEY, "relabeled"])
         self.environment = environment = get_environment(environment)
         if max_per_episode is not None and max_per_episode < 1:
@@ -290,8 +313,9 @@ class HindsightRelabel(Transform):
         if negatives_per_episode < 0:
             raise ValueError(f"negatives_per_episode={negatives_per_episode} must be at least 0 (0: none)")
         if negatives_from not in ("reported", "scene") or (negatives_from == "scene" and goal_ids is None):
-            raise ValueError(f"negatives_from={negatives_from!r}: choose 'reported', or 'scene' with the "
-                             "task set's goal_ids")
+            raise ValueError(
+                f"negatives_from={negatives_from!r}: choose 'reported', or 'scene' with the task set's goal_ids"
+            )
         if twins and goal_ids is None:
             raise ValueError("twins=True draws the twins' goals from the task set: pass its goal_ids")
         self.twins = twins
@@ -320,8 +344,9 @@ class HindsightRelabel(Transform):
             twins = relabel_twins(episodes, e, t, goals, self.task_goals, allowed, self.generator, self.environment)
             relabeled = torch.cat([relabeled, twins])
         if scene_negatives:
-            negatives = relabel_negatives(episodes, self.negatives_per_episode, self.generator,
-                                          self.task_goals, allowed, self.task_goal_type)
+            negatives = relabel_negatives(
+                episodes, self.negatives_per_episode, self.generator, self.task_goals, allowed, self.task_goal_type
+            )
             relabeled = torch.cat([relabeled, negatives])
         elif self.memory is not None:
             ids = episodes["next", ACHIEVED_GOAL_IDS_KEY]

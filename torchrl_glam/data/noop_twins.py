@@ -14,13 +14,15 @@ terminal). Its n-step target for the no-op is gamma exactly, against 1 for the w
 bootstrap. No-ops are read from the state (``rules.py``'s step): "Go to" the object the agent is
 on (any contact with the held object happened when it got there), "Grasp" with a full hand or
 nothing underfoot, "Release" with an empty hand (the environment's ``noop_actions``: an optional
-capability of the protocol, Playground-Text's in ``envs/playground_text.py``). A success at the episode's last allowed step has
+capability of the protocol, Playground-Text's in ``envs/playground_text.py``). A success at the episode's
+last allowed step has
 no twin: one step later the time limit ends the episode first. ``tests/data/test_noop_twins.py``
 replays the twins in the environment.
 
 Not in the paper (an option, ``noop_twins``). TorchRL has no transform that inserts steps into
 stored episodes, hence this one.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,7 +37,8 @@ def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -
     """Playground-Text's no-op rule (``agent_on``, ``held`` [M]: object slots, -1 for nothing;
     bool [M, num_objects + 2]); other environments: their ``noop_actions``."""
     return get_environment("playground").noop_actions(
-        {"agent_on": agent_on, "held": held, "objects": torch.empty(len(agent_on), num_objects, dtype=torch.int64)})
+        {"agent_on": agent_on, "held": held, "objects": torch.empty(len(agent_on), num_objects, dtype=torch.int64)}
+    )
 
 
 def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,8 +51,9 @@ def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
     return e, last[e]
 
 
-def noop_twins(episodes: TensorDictBase, generator: torch.Generator | None = None,
-               environment: TextEnvironment | str | None = None) -> TensorDictBase:
+def noop_twins(
+    episodes: TensorDictBase, generator: torch.Generator | None = None, environment: TextEnvironment | str | None = None
+) -> TensorDictBase:
     """The no-op twins [M, T] of a padded episode batch [E, T] (see the module docstring): one per
     success that ends before the last step, its no-op drawn uniformly among the state's; two real
     steps, then padding as ``EpisodeAssembler`` pads. Marked ``relabeled``."""
@@ -91,8 +95,10 @@ class NoOpTwins(Transform):
     def __init__(self, seed: int | None = None, environment: TextEnvironment | str | None = None) -> None:
         environment = get_environment(environment)
         environment.require("noop_actions", "no-op twins")
-        super().__init__(in_keys=["mask", *environment.state_keys, ("next", "reward"), ("next", "terminated")],
-                         out_keys=["action", "relabeled"])
+        super().__init__(
+            in_keys=["mask", *environment.state_keys, ("next", "reward"), ("next", "terminated")],
+            out_keys=["action", "relabeled"],
+        )
         self.environment = environment
         self.generator = torch.Generator()
         if seed is not None:

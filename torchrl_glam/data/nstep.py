@@ -18,6 +18,7 @@ into the window (a step two before a terminal bootstraps from the terminal state
 non-tensor entries under "next" (checked when this was written). Working on whole episodes makes
 the terminal and truncated cases exact by construction; tests cover both.
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,8 +29,13 @@ from torchrl_glam.data.episodes import step_keys
 from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 
 
-def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float, bootstrap_time_limit: bool = True,
-                      environment: TextEnvironment | str | None = None) -> TensorDict:
+def nstep_transitions(
+    episodes: TensorDictBase,
+    n: int,
+    gamma: float,
+    bootstrap_time_limit: bool = True,
+    environment: TextEnvironment | str | None = None,
+) -> TensorDict:
     """n-step transitions of a padded episode batch [E, T] (see ``episodes.py``), flattened to [M]
     over the episodes' real steps.
 
@@ -82,8 +88,13 @@ def nstep_transitions(episodes: TensorDictBase, n: int, gamma: float, bootstrap_
 class NStepReturns(TensorDictModuleBase):
     """:func:`nstep_transitions` as a TensorDict module: episode batch [E, T] -> transitions [M]."""
 
-    def __init__(self, n: int = 3, gamma: float = 0.99, bootstrap_time_limit: bool = True,
-                 environment: TextEnvironment | str | None = None) -> None:
+    def __init__(
+        self,
+        n: int = 3,
+        gamma: float = 0.99,
+        bootstrap_time_limit: bool = True,
+        environment: TextEnvironment | str | None = None,
+    ) -> None:
         super().__init__()
         self.environment = get_environment(environment)
         if not 0.0 <= gamma <= 1.0:

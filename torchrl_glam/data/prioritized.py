@@ -16,6 +16,7 @@ the C++ code (``node = op(left child, right child)`` in the tree's own precision
 sums and sampled indices are the same numbers. :func:`ensure_prioritized_replay` installs them
 only where torchrl's own trees are missing; where the wheel's extension loads, it does nothing.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -137,7 +138,7 @@ class _SegmentTree:
 
     # ---- pickling and deepcopy (the sampler's state_dict deep-copies its trees): the leaves
     def __getstate__(self) -> dict:
-        return {"size": self._size, "leaves": self._values[self._capacity:self._capacity + self._size].copy()}
+        return {"size": self._size, "leaves": self._values[self._capacity : self._capacity + self._size].copy()}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["size"])

@@ -18,6 +18,7 @@ back through :meth:`GoalReplay.update_priority`. TorchRL's ``ReplayBufferEnsembl
 buffer of each sample at random, so its batch composition is only right on average; exact counts
 are why this small composer exists.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -116,8 +117,9 @@ class GoalReplay:
         ]
 
     @staticmethod
-    def type_proportions(goal_ids: np.ndarray, catalogue=None,
-                         environment: TextEnvironment | str | None = None) -> list[float]:
+    def type_proportions(
+        goal_ids: np.ndarray, catalogue=None, environment: TextEnvironment | str | None = None
+    ) -> list[float]:
         """The share of each goal type in a task set (the "prior" weights of App. E)."""
         environment = get_environment(environment)
         types = (catalogue or environment.catalogue).goal_type[np.asarray(goal_ids)]

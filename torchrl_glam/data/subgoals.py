@@ -25,6 +25,7 @@ A sequential goal is never a sub-goal of a single goal.
 Rules 1 and 2 are the environment's (``TextEnvironment.subgoal_matrix``: Playground-Text's in
 ``envs/playground_text.py``); rules 3 and 4 read only the catalogue's ``parts``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,8 +61,7 @@ def is_subgoal(catalogue, sub_ids, goal_ids, environment: TextEnvironment | str 
 
     single_of_single = sub_single & goal_single & singles[sub_a, goal_a]
     single_of_sequence = sub_single & ~goal_single & (part_of(sub_a, goal_a) | part_of(sub_a, gb))
-    sequence_of_sequence = (~sub_single & ~goal_single & (sub != goal)
-                            & part_of(sub_a, goal_a) & part_of(sb, gb))
+    sequence_of_sequence = ~sub_single & ~goal_single & (sub != goal) & part_of(sub_a, goal_a) & part_of(sb, gb)
     return single_of_single | single_of_sequence | sequence_of_sequence
 
 

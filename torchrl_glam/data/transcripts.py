@@ -4,14 +4,19 @@ The stream lives here, beside HER, because it relabels episodes; the pretraining
 in :mod:`torchrl_glam.modules.pretraining`, a room below this one, which finds it by its name
 ("hindsight") in its registry of transcript streams: importing this module registers it.
 """
+
 from __future__ import annotations
 
 import torch
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.her import relabel_episodes
-from torchrl_glam.modules.pretraining import (HINDSIGHT_SHARE, RandomPlayTranscripts, register_transcript_stream,
-                                              transcript_pairs)
+from torchrl_glam.modules.pretraining import (
+    HINDSIGHT_SHARE,
+    RandomPlayTranscripts,
+    register_transcript_stream,
+    transcript_pairs,
+)
 
 
 class HindsightTranscripts(RandomPlayTranscripts):
@@ -30,8 +35,15 @@ class HindsightTranscripts(RandomPlayTranscripts):
     whole section, HER's "future"; the shipped model's choice).
     """
 
-    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, hindsight_share: float = 0.5,
-                 window: int | None = None, environment=None) -> None:
+    def __init__(
+        self,
+        num_envs: int = 64,
+        seed: int = 0,
+        max_steps: int | None = None,
+        hindsight_share: float = 0.5,
+        window: int | None = None,
+        environment=None,
+    ) -> None:
         if not 0.0 < hindsight_share <= 1.0:
             raise ValueError(f"hindsight_share={hindsight_share} must be in (0, 1]")
         super().__init__(num_envs, seed, max_steps, environment)
@@ -79,5 +91,6 @@ class HindsightTranscripts(RandomPlayTranscripts):
 
 
 register_transcript_stream(
-    "hindsight", lambda seed, environment: HindsightTranscripts(seed=seed, hindsight_share=HINDSIGHT_SHARE,
-                                                                environment=environment))
+    "hindsight",
+    lambda seed, environment: HindsightTranscripts(seed=seed, hindsight_share=HINDSIGHT_SHARE, environment=environment),
+)

@@ -28,6 +28,7 @@ reward that hindsight relabeling gives (torchrl_glam.data.her), so relabeled and
 agree. ``reward="minigrid"`` gives minigrid's own ``1 - 0.9 * step_count / max_steps`` on success.
 Either way the episode terminates on success, exactly when the mission is among "achieved_goals".
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,7 +55,6 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, NonTensor
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.env_state import PlainEnvState
 from torchrl_glam.envs.babyai_text import (
     ACTIONS,
     HELD_OUT_PAIRS,
@@ -67,6 +67,7 @@ from torchrl_glam.envs.babyai_text import (
     describe_object,
     render_batch,
 )
+from torchrl_glam.envs.env_state import PlainEnvState
 
 MIXED_KINDS = ("goto", "pickup", "open", "putnext", "pickup_then_goto")
 MIXED_LEVELS = {"MixedTrainLocal": "train", "MixedTestLocal": "test"}
@@ -248,9 +249,7 @@ class SocialPartner:
             beside = [k for k, pos in self.positions.items() if any(pos_next_to(at, p) for p in pos)]
             for m in moved:
                 mine = {id(o) for o in self.matches[m]}
-                goals += [
-                    f"put {s[m]} next to {s[k]}" for k in beside if not mine & {id(o) for o in self.matches[k]}
-                ]
+                goals += [f"put {s[m]} next to {s[k]}" for k in beside if not mine & {id(o) for o in self.matches[k]}]
         for m in self.picked:
             for k in reached:
                 goals += [f"pick up {s[m]}, then go to {s[k]}", f"go to {s[k]} after you pick up {s[m]}"]
@@ -269,6 +268,7 @@ _NOTHING = (-1, -1)
 def _indices(obj) -> tuple[int, int]:
     """(type, color) of a minigrid object, as minigrid's encoding numbers them."""
     return OBJECT_TO_IDX[obj.type], COLOR_TO_IDX[obj.color]
+
 
 _EXAMPLE_PROMPT = (
     "Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle\n"
@@ -391,12 +391,15 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         )
         if self.history:
             H = self.history
-            self.observation_spec["past_images"] = Bounded(low=0, high=top, shape=(B, H, VIEW_SIZE, VIEW_SIZE, 3),
-                                                           dtype=torch.uint8, device=dev)
-            self.observation_spec["past_carrying"] = Bounded(low=-1, high=top, shape=(B, H, 2), dtype=torch.int64,
-                                                             device=dev)
-            self.observation_spec["past_actions"] = Bounded(low=-1, high=A - 1, shape=(B, H), dtype=torch.int64,
-                                                            device=dev)
+            self.observation_spec["past_images"] = Bounded(
+                low=0, high=top, shape=(B, H, VIEW_SIZE, VIEW_SIZE, 3), dtype=torch.uint8, device=dev
+            )
+            self.observation_spec["past_carrying"] = Bounded(
+                low=-1, high=top, shape=(B, H, 2), dtype=torch.int64, device=dev
+            )
+            self.observation_spec["past_actions"] = Bounded(
+                low=-1, high=A - 1, shape=(B, H), dtype=torch.int64, device=dev
+            )
         if self.text:
             examples = {
                 "prompt": _EXAMPLE_PROMPT,
@@ -453,18 +456,26 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         """The sampler's generator, and each sub-environment's episode as its level's kind and seed
         and the actions taken since: loading rebuilds the levels by replaying them, so a checkpoint
         resumes exactly and holds plain data only (minigrid's Python objects would need pickle)."""
-        return {"rng": self.rng.bit_generator.state, "seed": self.seed_value,
-                "episodes": [list(e) for e in self._episodes], "actions": [list(a) for a in self._actions]}
+        return {
+            "rng": self.rng.bit_generator.state,
+            "seed": self.seed_value,
+            "episodes": [list(e) for e in self._episodes],
+            "actions": [list(a) for a in self._actions],
+        }
 
     def _load_env_state(self, state: dict) -> None:
         episodes, actions = state["episodes"], state["actions"]
         if len(episodes) != self.num_envs or len(actions) != self.num_envs:
-            raise ValueError(f"the state holds {len(episodes)} sub-environments, this environment "
-                             f"{self.num_envs}: build it with num_envs={len(episodes)}")
+            raise ValueError(
+                f"the state holds {len(episodes)} sub-environments, this environment "
+                f"{self.num_envs}: build it with num_envs={len(episodes)}"
+            )
         for b, ((kind, level_seed), taken) in enumerate(zip(episodes, actions)):
             if not 0 <= kind < len(self._kinds):
-                raise ValueError(f"kind index {kind} of sub-environment {b} does not exist here: the "
-                                 f"state is of another level or kinds than {self.level} {self._kinds}")
+                raise ValueError(
+                    f"kind index {kind} of sub-environment {b} does not exist here: the "
+                    f"state is of another level or kinds than {self.level} {self._kinds}"
+                )
             self._reset_one(b, int(kind), int(level_seed))
             for action in taken:
                 self._step_one(b, int(action))

@@ -9,6 +9,7 @@ twins); minigrid generates each mission with its grid, so there is no goal choic
 autotelic agent, and ``goal_sampling="by_type"`` draws episodes as ``"uniform"`` does: evaluation
 groups them by ``goal_type``), and no aligned-goal filter or curricula by category or colour.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -18,9 +19,18 @@ import torch
 from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.babyai import MAX_HISTORY, BabyAITextEnv
-from torchrl_glam.envs.babyai_text import (ACTIONS, GOAL_TYPES, HISTORY_KEYS, STATE_KEYS, STEP_STATE_KEYS,
-                                           BabyAIGoalCatalogue, action_mask_from_state, describe_view,
-                                           render_batch, vocabulary_words)
+from torchrl_glam.envs.babyai_text import (
+    ACTIONS,
+    GOAL_TYPES,
+    HISTORY_KEYS,
+    STATE_KEYS,
+    STEP_STATE_KEYS,
+    BabyAIGoalCatalogue,
+    action_mask_from_state,
+    describe_view,
+    render_batch,
+    vocabulary_words,
+)
 from torchrl_glam.envs.protocol import TextEnvironment
 
 #: goal set -> the level that asks its goals
@@ -46,8 +56,9 @@ class BabyAIText(TextEnvironment):
     max_history = MAX_HISTORY  # the config's bound on history
     pretraining_max_steps = 20
 
-    def __init__(self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None,
-                 history: int = 0) -> None:
+    def __init__(
+        self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None, history: int = 0
+    ) -> None:
         self.mask_noops = mask_noops
         self._catalogue = catalogue
         self.history = history
@@ -66,10 +77,17 @@ class BabyAIText(TextEnvironment):
     def catalogue(self) -> BabyAIGoalCatalogue:
         return self._catalogue or BabyAIGoalCatalogue.default()
 
-    def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
-                 max_steps: int | None = None, goal_sampling: str = "uniform",
-                 goal_types: Sequence[str] | None = None, level_time_limits: bool = False,
-                 **options) -> BabyAITextEnv:
+    def make_env(
+        self,
+        num_envs: int,
+        seed: int | None = None,
+        goals: str | None = None,
+        max_steps: int | None = None,
+        goal_sampling: str = "uniform",
+        goal_types: Sequence[str] | None = None,
+        level_time_limits: bool = False,
+        **options,
+    ) -> BabyAITextEnv:
         """``goals``: "train" (MixedTrainLocal, the default) or "test" (MixedTestLocal);
         ``goal_types``: the task kinds drawn (default all of :data:`GOAL_TYPES`; the environment's
         ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv`
@@ -83,9 +101,16 @@ class BabyAIText(TextEnvironment):
         options.setdefault("level", LEVEL_OF_GOAL_SET[goals])
         if goal_types is not None:
             options["kinds"] = tuple(goal_types)
-        return BabyAITextEnv(num_envs=num_envs, seed=seed, text=False, mask_noops=self.mask_noops,
-                             max_steps=max_steps, history=self.history, level_time_limits=level_time_limits,
-                             **options)
+        return BabyAITextEnv(
+            num_envs=num_envs,
+            seed=seed,
+            text=False,
+            mask_noops=self.mask_noops,
+            max_steps=max_steps,
+            history=self.history,
+            level_time_limits=level_time_limits,
+            **options,
+        )
 
     def num_actions(self, env: EnvBase) -> int:
         return len(ACTIONS)
@@ -108,16 +133,21 @@ class BabyAIText(TextEnvironment):
         for b, chosen in enumerate(steps["action"].tolist()):
             seen = describe_view(nxt["image"][b].numpy(), nxt["carrying"][b].tolist())
             reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
-            targets.append(f"{candidates[b][chosen]} : {', '.join(seen) if seen else 'You see nothing'} : "
-                           f"{', '.join(reports) if reports else 'nothing'}")
+            targets.append(
+                f"{candidates[b][chosen]} : {', '.join(seen) if seen else 'You see nothing'} : "
+                f"{', '.join(reports) if reports else 'nothing'}"
+            )
         return targets
 
     def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
         """The goals whose every description fits the episode's room as minigrid's ``ObjDesc``
         reads it ("the": exactly one object fits, "a": several), from the room at the reset."""
         objects = episode_state["objects"].cpu().numpy()
-        fits = np.stack([self.catalogue.goals_in_scene(room) for room in objects]) if len(objects) else \
-            np.zeros((0, len(self.catalogue)), dtype=bool)
+        fits = (
+            np.stack([self.catalogue.goals_in_scene(room) for room in objects])
+            if len(objects)
+            else np.zeros((0, len(self.catalogue)), dtype=bool)
+        )
         return torch.from_numpy(fits)[:, torch.as_tensor(goal_ids)]
 
     def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:

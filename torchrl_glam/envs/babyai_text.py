@@ -20,6 +20,7 @@ come first, oldest first, each followed by the action taken after it::
     Observation: You see a wall 2 steps forward, You see a red ball 1 step left and 2 steps forward
     Action: <- the current observation's
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -90,7 +91,7 @@ class BabyAIGoalCatalogue:
         self.goal_to_id: dict[str, int] = {g: i for i, g in enumerate(self.goals)}
         self.goal_type = np.array([k for _, k, _ in rows], dtype=np.int64)
         self.parts = np.full((len(rows), 2), -1, dtype=np.int64)
-        for i, (goal, kind, named) in enumerate(rows):
+        for i, (_goal, kind, named) in enumerate(rows):
             if kind == 4:
                 self.parts[i] = (self.goal_to_id[f"pick up {s[named[0]]}"], self.goal_to_id[f"go to {s[named[1]]}"])
         self._pairs = [[(c, t) for t, c, _ in named] for _, _, named in rows]
@@ -183,7 +184,7 @@ def _steps(n: int, side: str) -> str:
 
 
 def _offset(dx: int, dy: int) -> str:
-    """"1 step left and 2 steps forward" for dx columns right of the agent, dy rows ahead."""
+    """ "1 step left and 2 steps forward" for dx columns right of the agent, dy rows ahead."""
     parts = []
     if dx:
         parts.append(_steps(abs(dx), "right" if dx > 0 else "left"))
@@ -236,8 +237,9 @@ def _observation_line(image: np.ndarray, carrying: Sequence[int]) -> str:
     return f"Observation: {', '.join(seen) if seen else 'You see nothing'}\n"
 
 
-def render_prompt(goal: str, image: np.ndarray, carrying: Sequence[int],
-                  past: Sequence[tuple[np.ndarray, Sequence[int], int]] = ()) -> str:
+def render_prompt(
+    goal: str, image: np.ndarray, carrying: Sequence[int], past: Sequence[tuple[np.ndarray, Sequence[int], int]] = ()
+) -> str:
     """The prompt of one state in GLAM's layout: ``past`` holds the earlier (view, carried,
     action taken) shown before the current observation, oldest first (empty: no history)."""
     history = "".join(f"{_observation_line(im, c)}Action: {ACTIONS[int(a)]}\n" for im, c, a in past)
@@ -245,8 +247,12 @@ def render_prompt(goal: str, image: np.ndarray, carrying: Sequence[int],
 
 
 def render_batch(
-    goal_id: np.ndarray, image: np.ndarray, carrying: np.ndarray, catalogue: BabyAIGoalCatalogue | None = None,
-    past_images: np.ndarray | None = None, past_carrying: np.ndarray | None = None,
+    goal_id: np.ndarray,
+    image: np.ndarray,
+    carrying: np.ndarray,
+    catalogue: BabyAIGoalCatalogue | None = None,
+    past_images: np.ndarray | None = None,
+    past_carrying: np.ndarray | None = None,
     past_actions: np.ndarray | None = None,
 ) -> tuple[list[str], list[list[str]]]:
     """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch);
@@ -258,8 +264,10 @@ def render_batch(
         pasts = [()] * len(goal_id)
     else:
         past_images, past_carrying, past_actions = (np.asarray(x) for x in (past_images, past_carrying, past_actions))
-        pasts = [[(im[j], c[j], a[j]) for j in np.flatnonzero(a >= 0)]
-                 for im, c, a in zip(past_images, past_carrying, past_actions)]
+        pasts = [
+            [(im[j], c[j], a[j]) for j in np.flatnonzero(a >= 0)]
+            for im, c, a in zip(past_images, past_carrying, past_actions)
+        ]
     prompts = [render_prompt(goals[int(g)], im, c, past) for g, im, c, past in zip(goal_id, image, carrying, pasts)]
     return prompts, [list(ACTIONS) for _ in prompts]
 
@@ -278,8 +286,9 @@ class RenderBabyAIText(RenderState):
     replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's):
     :class:`~torchrl_glam.envs.transforms.RenderState` over this environment."""
 
-    def __init__(self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False,
-                 history: int = 0) -> None:
+    def __init__(
+        self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False, history: int = 0
+    ) -> None:
         from torchrl_glam.envs.babyai_environment import BabyAIText  # it imports this module
 
         super().__init__(BabyAIText(catalogue=catalogue, history=history), next_state=next_state)

@@ -11,6 +11,7 @@ Terms (docs/site/playground_text_spec.md, "Goals"):
 then the sequential goals ordered by (A, B). The order is fixed, so ids stored in a replay buffer
 or a checkpoint stay valid.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -40,9 +41,7 @@ _HELD_OUT_NOUNS = ("flower",)
 def _descriptions(nouns: tuple[str, ...]) -> list[str]:
     """Descriptions of a verb, in catalogue order: "<colour> <noun>", "any <colour> thing", "any <noun>"."""
     return (
-        [f"{c} {n}" for c in COLOURS for n in nouns]
-        + [f"any {c} thing" for c in COLOURS]
-        + [f"any {n}" for n in nouns]
+        [f"{c} {n}" for c in COLOURS for n in nouns] + [f"any {c} thing" for c in COLOURS] + [f"any {n}" for n in nouns]
     )
 
 
@@ -78,7 +77,7 @@ class GoalCatalogue:
         train_ids, simplified_ids, held_out_ids: int arrays of goal ids of the three goal sets.
     """
 
-    _default: "GoalCatalogue | None" = None
+    _default: GoalCatalogue | None = None
 
     def __init__(self) -> None:
         self.descriptions: list[str] = _descriptions(GOAL_NOUNS)
@@ -140,7 +139,7 @@ class GoalCatalogue:
             self.grow_goal_of[single_description[s]] = s
 
     @classmethod
-    def default(cls) -> "GoalCatalogue":
+    def default(cls) -> GoalCatalogue:
         """A shared instance (building one takes ~50 ms)."""
         if cls._default is None:
             cls._default = cls()
@@ -164,8 +163,7 @@ class GoalCatalogue:
             # a text without " then " is nearest to a single goal: search those 246 only (fast)
             close = nearest(goal, self.goals if " then " in goal else self.goals[: self.num_single])
             raise ValueError(
-                f"unknown goal {goal!r}: not formed by the Playground-Text grammar. "
-                f"Nearest valid goals: {close}"
+                f"unknown goal {goal!r}: not formed by the Playground-Text grammar. Nearest valid goals: {close}"
             ) from None
 
     def type_of(self, goal: int | str) -> str:

@@ -1,4 +1,5 @@
 """Checkpoints of the batched text environments: their state as plain data beside ``nn.Module``'s."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,7 +35,9 @@ class PlainEnvState:
         module_state = {k: v for k, v in state_dict.items() if k not in self._ENV_STATE}
         missing = [k for k in self._ENV_STATE if k not in state_dict]
         if missing and strict:
-            raise KeyError(f"environment state without {missing}: pass the output of {type(self).__name__}.state_dict()")
+            raise KeyError(
+                f"environment state without {missing}: pass the output of {type(self).__name__}.state_dict()"
+            )
         if not missing:
             self._load_env_state({k: state_dict[k] for k in self._ENV_STATE})
             self._observation()  # the action spec's mask follows the restored state

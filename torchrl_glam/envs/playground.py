@@ -34,6 +34,7 @@ An explicit reset, per sub-environment::
 reset tensordict that also carries ``"goal_id"`` (the last observation passed back, as in
 ``env.reset(td.set("_reset", mask))``) is not a request, and its ``"goal"`` is ignored.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -204,8 +205,7 @@ class PlaygroundTextEnv(PlainEnvState, EnvBase):
         by_type = self.goal_sampling == "by_type"
         # validate every request before changing any state
         goal_ids = [
-            (self.catalogue.id_of(goals[b]) if goals[b] is not None else None) if reset[b] else None
-            for b in range(B)
+            (self.catalogue.id_of(goals[b]) if goals[b] is not None else None) if reset[b] else None for b in range(B)
         ]
         scene_ids = [object_ids(list(scenes[b])) if reset[b] and scenes[b] is not None else None for b in range(B)]
         for b in np.flatnonzero(reset):
@@ -249,8 +249,12 @@ class PlaygroundTextEnv(PlainEnvState, EnvBase):
 
     def _env_state(self) -> dict:
         """Scenes, social partner memory and the sampler's generator: a checkpoint resumes exactly."""
-        return {"rules": self.rules.state_dict(), "rng": self.rng.bit_generator.state, "seed": self.seed_value,
-                "achieved": [list(a) for a in self._achieved]}
+        return {
+            "rules": self.rules.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "seed": self.seed_value,
+            "achieved": [list(a) for a in self._achieved],
+        }
 
     def _load_env_state(self, state: dict) -> None:
         self.rules.load_state_dict(state["rules"])

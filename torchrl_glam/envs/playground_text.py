@@ -2,6 +2,7 @@
 environment ``"playground"``, with every optional capability (its grammar names objects, so HER's
 scene negatives, the aligned-goal filter, curricula by category and colour, the autotelic agent
 and the no-op twins all apply)."""
+
 from __future__ import annotations
 
 import functools
@@ -43,12 +44,27 @@ class PlaygroundText(TextEnvironment):
     def catalogue(self) -> GoalCatalogue:
         return self._catalogue or GoalCatalogue.default()
 
-    def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
-                 max_steps: int | None = None, goal_sampling: str = "uniform", **options) -> PlaygroundTextEnv:
+    def make_env(
+        self,
+        num_envs: int,
+        seed: int | None = None,
+        goals: str | None = None,
+        max_steps: int | None = None,
+        goal_sampling: str = "uniform",
+        **options,
+    ) -> PlaygroundTextEnv:
         """``options``: ``num_objects``, ``reported_goals``, ... of :class:`PlaygroundTextEnv`."""
         extra = {"max_steps": max_steps} if max_steps is not None else {}
-        return PlaygroundTextEnv(num_envs=num_envs, goals=goals or "train", seed=seed, text=False,
-                                 goal_sampling=goal_sampling, catalogue=self._catalogue, **extra, **options)
+        return PlaygroundTextEnv(
+            num_envs=num_envs,
+            goals=goals or "train",
+            seed=seed,
+            text=False,
+            goal_sampling=goal_sampling,
+            catalogue=self._catalogue,
+            **extra,
+            **options,
+        )
 
     def num_actions(self, env: EnvBase) -> int:
         return env.num_objects + 2
@@ -108,8 +124,12 @@ class PlaygroundText(TextEnvironment):
         """The objects a scene for ``goal`` may hold without letting the goal be achieved (the
         autotelic agent's neutral episodes)."""
         catalogue = self.catalogue
-        excluded = {n for part in catalogue.parts[catalogue.id_of(goal)] if part >= 0
-                    for n in catalogue.matching_objects(catalogue.single_part_descriptions[part][1])}
+        excluded = {
+            n
+            for part in catalogue.parts[catalogue.id_of(goal)]
+            if part >= 0
+            for n in catalogue.matching_objects(catalogue.single_part_descriptions[part][1])
+        }
         return [n for n in OBJECT_NAMES if n not in excluded]
 
 

@@ -15,6 +15,7 @@ then what does not change within an episode) are kept once, at the root; the
 :attr:`TextEnvironment.step_keys` are at the root (the state acted in) and under ``"next"`` (the
 state after the step). Relabeling a transition is changing its ``"goal_id"``.
 """
+
 from __future__ import annotations
 
 import abc
@@ -112,8 +113,15 @@ class TextEnvironment(abc.ABC):
         """Every goal, its id, its type and the named goal sets."""
 
     @abc.abstractmethod
-    def make_env(self, num_envs: int, seed: int | None = None, goals: str | None = None,
-                 max_steps: int | None = None, goal_sampling: str = "uniform", **options) -> EnvBase:
+    def make_env(
+        self,
+        num_envs: int,
+        seed: int | None = None,
+        goals: str | None = None,
+        max_steps: int | None = None,
+        goal_sampling: str = "uniform",
+        **options,
+    ) -> EnvBase:
         """A batched environment without text (the compact state only); ``goals`` names a goal set
         (``None``: the first of :attr:`goal_sets`, the training set); ``max_steps``: the time
         limit (a truncation); ``goal_sampling``: "uniform" over the set's goals, or "by_type" (goal
@@ -159,8 +167,10 @@ class TextEnvironment(abc.ABC):
         """This environment with the :attr:`state_options` set (an environment that has some
         overrides this); without options, itself."""
         if options:
-            raise TypeError(f"the {self.name or type(self).__name__!r} environment takes no options "
-                            f"({', '.join(options)}); an environment that does lists them in state_options")
+            raise TypeError(
+                f"the {self.name or type(self).__name__!r} environment takes no options "
+                f"({', '.join(options)}); an environment that does lists them in state_options"
+            )
         return self
 
     # optional capabilities: each raises MissingCapability unless the environment has it
@@ -239,12 +249,15 @@ def get_environment(name: str | TextEnvironment | None = None) -> TextEnvironmen
     name = DEFAULT_ENVIRONMENT if name is None else name
     if name not in _INSTANCES:
         if name not in _FACTORIES:
-            raise ValueError(f"unknown environment {name!r}; registered: {', '.join(environment_names())} "
-                             "(register your own with torchrl_glam.envs.protocol.register_environment)")
+            raise ValueError(
+                f"unknown environment {name!r}; registered: {', '.join(environment_names())} "
+                "(register your own with torchrl_glam.envs.protocol.register_environment)"
+            )
         environment = _FACTORIES[name]()
         if not isinstance(environment, TextEnvironment):
-            raise TypeError(f"the factory of environment {name!r} returned {type(environment).__name__}, "
-                            "not a TextEnvironment")
+            raise TypeError(
+                f"the factory of environment {name!r} returned {type(environment).__name__}, not a TextEnvironment"
+            )
         _INSTANCES[name] = environment
     return _INSTANCES[name]
 
@@ -254,11 +267,16 @@ def resolve_environment(environment: str | TextEnvironment | None, catalogue: An
     ``catalogue=`` of the default environment (the only catalogue that argument ever took)."""
     environment = get_environment(environment)
     if catalogue is not None:
-        warnings.warn("catalogue= is deprecated: pass environment= (a TextEnvironment or a registered name)",
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            "catalogue= is deprecated: pass environment= (a TextEnvironment or a registered name)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
         if catalogue is not environment.catalogue and list(catalogue.goals) != list(environment.catalogue.goals):
-            raise ValueError(f"catalogue= is not the goal catalogue of the {environment.name!r} environment: "
-                             "pass environment= instead")
+            raise ValueError(
+                f"catalogue= is not the goal catalogue of the {environment.name!r} environment: "
+                "pass environment= instead"
+            )
     return environment
 
 

@@ -10,6 +10,7 @@ relabeled trajectory) renders the same prompts without re-running the environmen
     You have grown: nothing
     Action: <- a trailing space, no newline
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

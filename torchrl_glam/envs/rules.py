@@ -12,6 +12,7 @@ Reward and reports come from one function, :meth:`PlaygroundRules._social_partne
 by construction: the reward of goal g is 1 exactly when g is among the goals achieved at that step
 (spec: "Social partner and reward").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,9 +56,7 @@ def object_ids(scene: list[str]) -> list[int]:
 def feeds(supply: np.ndarray, living: np.ndarray) -> np.ndarray:
     """Whether object ids ``supply`` grow object ids ``living``: water grows plants and animals,
     food grows animals only."""
-    return (_IS_WATER[supply] & (_IS_PLANT[living] | _IS_ANIMAL[living])) | (
-        _IS_FOOD[supply] & _IS_ANIMAL[living]
-    )
+    return (_IS_WATER[supply] & (_IS_PLANT[living] | _IS_ANIMAL[living])) | (_IS_FOOD[supply] & _IS_ANIMAL[living])
 
 
 def action_mask_from_held(held: torch.Tensor, num_actions: int) -> torch.Tensor:
@@ -105,9 +104,7 @@ class PlaygroundRules:
         self.goal_ids = np.asarray(goal_ids, dtype=np.int64)
         self.reportable = np.zeros(len(self.catalogue), dtype=bool)
         self.reportable[reported_ids] = True
-        self._goals_by_type = [
-            self.goal_ids[self.catalogue.goal_type[self.goal_ids] == k] for k in range(4)
-        ]
+        self._goals_by_type = [self.goal_ids[self.catalogue.goal_type[self.goal_ids] == k] for k in range(4)]
         self._goals_by_type = [g for g in self._goals_by_type if len(g)]
         self.check_goal_fits(int(self.goal_ids[np.argmax(self.catalogue.required_objects[self.goal_ids])]))
 

@@ -12,6 +12,7 @@ is needed:
 
 A second environment brings its own renderer; the scorer only reads the text keys.
 """
+
 from __future__ import annotations
 
 import torch
@@ -51,12 +52,12 @@ class RenderState(Transform):
         source = td if source is None else source
         batch = td.batch_size
         state = {k: source[k] for k in self.episode_keys} | {k: td[k] for k in self.step_keys}
-        flat = {k: x.reshape(-1, *x.shape[len(batch):]).cpu() for k, x in state.items()}  # text is rendered on CPU
+        flat = {k: x.reshape(-1, *x.shape[len(batch) :]).cpu() for k, x in state.items()}  # text is rendered on CPU
         prompts, actions = self.environment.render(flat)
         if len(batch) != 1:  # nest the flat lists back into the batch shape
             for size in reversed(batch[1:]):
-                prompts = [prompts[i:i + size] for i in range(0, len(prompts), size)]
-                actions = [actions[i:i + size] for i in range(0, len(actions), size)]
+                prompts = [prompts[i : i + size] for i in range(0, len(prompts), size)]
+                actions = [actions[i : i + size] for i in range(0, len(actions), size)]
         td.set_non_tensor(PROMPT_KEY, prompts if len(batch) else prompts[0])
         td.set_non_tensor(ACTIONS_KEY, actions if len(batch) else actions[0])
         return td
@@ -115,4 +116,12 @@ class PartialResetActionMask(ActionMask):
         return tensordict_reset
 
 
-__all__ = ["ACTIONS_KEY", "PROMPT_KEY", "PartialResetActionMask", "RenderState", "RenderText", "STATE_KEYS", "STEP_STATE_KEYS"]
+__all__ = [
+    "ACTIONS_KEY",
+    "PROMPT_KEY",
+    "PartialResetActionMask",
+    "RenderState",
+    "RenderText",
+    "STATE_KEYS",
+    "STEP_STATE_KEYS",
+]

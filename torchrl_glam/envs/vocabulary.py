@@ -4,18 +4,46 @@ Everything here is plain data, in a fixed order: the goal catalogue, the object 
 the offline tokenizer are all built from these tuples, so their order is part of the format of a
 saved replay buffer. Append, never reorder.
 """
+
 from __future__ import annotations
 
 COLOURS: tuple[str, ...] = ("red", "blue", "green")
 
 FURNITURE: tuple[str, ...] = (
-    "door", "chair", "desk", "lamp", "table", "cupboard", "sink", "window", "sofa", "carpet",
+    "door",
+    "chair",
+    "desk",
+    "lamp",
+    "table",
+    "cupboard",
+    "sink",
+    "window",
+    "sofa",
+    "carpet",
 )
 PLANTS: tuple[str, ...] = (
-    "cactus", "carnivorous", "flower", "tree", "bush", "grass", "algae", "tea", "rose", "bonsai",
+    "cactus",
+    "carnivorous",
+    "flower",
+    "tree",
+    "bush",
+    "grass",
+    "algae",
+    "tea",
+    "rose",
+    "bonsai",
 )
 ANIMALS: tuple[str, ...] = (
-    "dog", "cat", "chameleon", "human", "fly", "parrot", "mouse", "lion", "pig", "cow",
+    "dog",
+    "cat",
+    "chameleon",
+    "human",
+    "fly",
+    "parrot",
+    "mouse",
+    "lion",
+    "pig",
+    "cow",
 )
 SUPPLIES: tuple[str, ...] = ("food", "water")
 
@@ -41,8 +69,26 @@ OBJECT_NAMES: tuple[str, ...] = tuple(f"{c} {t}" for c in COLOURS for t in OBJEC
 #: Words of the prompt template and of the action texts (punctuation is separate: a word-level
 #: tokenizer splits "see:" into "see" and ":").
 TEMPLATE_WORDS: tuple[str, ...] = (
-    "Goal", "You", "see", "are", "on", "holding", "have", "grown", "Action", "nothing",
-    "Go", "to", "Grasp", "Release", "Grow", "grasp", "grow", "then", "any", "thing",
+    "Goal",
+    "You",
+    "see",
+    "are",
+    "on",
+    "holding",
+    "have",
+    "grown",
+    "Action",
+    "nothing",
+    "Go",
+    "to",
+    "Grasp",
+    "Release",
+    "Grow",
+    "grasp",
+    "grow",
+    "then",
+    "any",
+    "thing",
 )
 PUNCTUATION: tuple[str, ...] = (":", ",")
 

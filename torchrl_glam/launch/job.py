@@ -3,12 +3,14 @@
 ``TrainingJob(algorithm, argv)()`` runs ``main(argv)`` of the algorithm's training script
 (``torchrl_glam.training.scripts``, found by import name, so a wheel install works) in a worker
 thread. The main thread stays free for submitit's signal handler: on preemption or
-timeout (Slurm's USR2, or USR1: both are handled) it calls :meth:`TrainingJob.checkpoint`, which asks the loop to stop at its next iteration
+timeout (Slurm's USR2, or USR1: both are handled) it calls :meth:`TrainingJob.checkpoint`, which asks the
+loop to stop at its next iteration
 boundary (``training/preemption.py``), waits until the loop has written its checkpoint, and hands
 submitit the same job to requeue. The script's command line always carries ``--resume``, so the
 requeued job continues from that checkpoint. In a multi-task job, every task exports the
 ``torch.distributed`` variables of submitit's job environment first (data parallel).
 """
+
 from __future__ import annotations
 
 import os
@@ -33,9 +35,7 @@ class TrainingJob(submitit.helpers.Checkpointable):
     def __call__(self) -> int:
         environment = submitit.JobEnvironment()
         if environment.num_tasks > 1:
-            submitit.helpers.TorchDistributedEnvironment().export(
-                set_cuda_visible_devices=False, overwrite=True
-            )
+            submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
             os.environ.setdefault("CUDA_VISIBLE_DEVICES", str(environment.local_rank))
         STOP.reset()
         requeue_on_both_user_signals()  # submitit handles only USR2; scancel --signal=USR1 would kill

@@ -10,6 +10,7 @@ settings come from a YAML file (``--slurm-config``, see ``slurm/cluster.yaml``) 
 flags, which win. Each run writes under ``<runs-root>/<name>/<variant>/seed<k>``: its config
 (``config.json``), logs, checkpoint, and ``launch.json`` (the command and the Slurm job).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,10 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
         if run.algorithm not in SCRIPTS:
             raise ValueError(f"{where}: unknown algorithm {run.algorithm!r}; known: {sorted(SCRIPTS)}")
         if not Path(run.run_dir).resolve().is_relative_to(root):
-            raise ValueError(f"{where}: its directory leaves the runs root {root} (a sweep name or variant "
-                             "with '..' or an absolute path); use plain names")
+            raise ValueError(
+                f"{where}: its directory leaves the runs root {root} (a sweep name or variant "
+                "with '..' or an absolute path); use plain names"
+            )
         script = get_script(run.algorithm)
         config_class = script.config_class
         hints = get_type_hints(config_class)
@@ -56,8 +59,9 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
                 value = coerce_value(key, value, hints[field_name])  # YAML reads 1e-3 as text
             overrides[key] = value
         try:
-            config_from_preset(config_class, script.presets, run.preset,
-                               {**overrides, "seed": run.seed, "run_dir": run.run_dir})
+            config_from_preset(
+                config_class, script.presets, run.preset, {**overrides, "seed": run.seed, "run_dir": run.run_dir}
+            )
         except (ValueError, TypeError) as err:
             raise ValueError(f"{where} ({run.algorithm}, preset {run.preset!r}): {err}") from None
 
@@ -72,7 +76,8 @@ def _refuse_shared_run_dirs(runs: list[RunSpec]) -> None:
             raise ValueError(
                 f"two runs write to {run.run_dir}: seed {first.seed} with {first.overrides} and seed "
                 f"{run.seed} with {run.overrides} (a seed or grid value given twice, e.g. 0.0001 and "
-                "'1e-4'): list each value once")
+                "'1e-4'): list each value once"
+            )
         seen[key] = run
 
 
@@ -117,7 +122,9 @@ def slurm_parameters(config_file: str | None, flags: dict[str, Any], extra_sbatc
     sbatch = dict(settings.pop("sbatch", None) or {})
     unknown = set(settings) - set(SLURM_FIELDS)
     if unknown:
-        raise ValueError(f"unknown Slurm settings {sorted(unknown)} in {config_file}; known: {sorted(SLURM_FIELDS)} and sbatch")
+        raise ValueError(
+            f"unknown Slurm settings {sorted(unknown)} in {config_file}; known: {sorted(SLURM_FIELDS)} and sbatch"
+        )
     settings.update({k: v for k, v in flags.items() if v is not None})
     for pair in extra_sbatch:
         if "=" not in pair:
@@ -147,10 +154,21 @@ def submit(runs: list[RunSpec], executor: submitit.Executor) -> list[submitit.Jo
         jobs = [executor.submit(job) for job in jobs_input]
     for run, job in zip(runs, jobs):
         Path(run.run_dir).mkdir(parents=True, exist_ok=True)
-        write_atomic(Path(run.run_dir) / "launch.json", json.dumps({
-            "job_id": job.job_id, "algorithm": run.algorithm, "preset": run.preset, "seed": run.seed,
-            "overrides": run.overrides, "argv": run.argv(),
-        }, indent=2, default=str))
+        write_atomic(
+            Path(run.run_dir) / "launch.json",
+            json.dumps(
+                {
+                    "job_id": job.job_id,
+                    "algorithm": run.algorithm,
+                    "preset": run.preset,
+                    "seed": run.seed,
+                    "overrides": run.overrides,
+                    "argv": run.argv(),
+                },
+                indent=2,
+                default=str,
+            ),
+        )
     return jobs
 
 
@@ -164,16 +182,24 @@ def build_runs(args) -> list[RunSpec]:
         if "seed" in overrides:
             raise ValueError("seed=... in the overrides would give every run the same seed: use --seeds")
         name = args.name or args.preset
-        runs = [RunSpec(name, args.algorithm, args.preset, overrides, seed,
-                        str(Path(args.runs_root) / name / f"seed{seed}")) for seed in seeds or [0]]
+        runs = [
+            RunSpec(
+                name, args.algorithm, args.preset, overrides, seed, str(Path(args.runs_root) / name / f"seed{seed}")
+            )
+            for seed in seeds or [0]
+        ]
     validate_runs(runs, args.runs_root)
     return runs
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algorithm", default="sac_glam", choices=sorted(SCRIPTS),
-                        help="the training script (torchrl_glam/training/scripts/<algorithm>.py)")
+    parser.add_argument(
+        "--algorithm",
+        default="sac_glam",
+        choices=sorted(SCRIPTS),
+        help="the training script (torchrl_glam/training/scripts/<algorithm>.py)",
+    )
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--seeds", default=None, help="e.g. 0-3 or 0,2,5 (default: the sweep's, or 0)")
     parser.add_argument("--sweep", default=None, help="a sweep file (slurm/sweeps/*.yaml)")
@@ -183,9 +209,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local", action="store_true", help="run with submitit's local executor")
     parser.add_argument("--dry-run", action="store_true", help="print the runs, submit nothing")
     parser.add_argument("--wait", action="store_true", help="wait for the jobs and report")
-    for flag, kind in [("partition", str), ("account", str), ("qos", str), ("time", int), ("gpus_per_node", int),
-                       ("cpus_per_task", int), ("mem_gb", float), ("nodes", int), ("tasks_per_node", int),
-                       ("array_parallelism", int)]:
+    for flag, kind in [
+        ("partition", str),
+        ("account", str),
+        ("qos", str),
+        ("time", int),
+        ("gpus_per_node", int),
+        ("cpus_per_task", int),
+        ("mem_gb", float),
+        ("nodes", int),
+        ("tasks_per_node", int),
+        ("array_parallelism", int),
+    ]:
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, default=None)
     parser.add_argument("--sbatch", action="append", default=[], help="extra sbatch option KEY=VALUE")
     parser.add_argument("overrides", nargs="*", help="config field=value for every run")

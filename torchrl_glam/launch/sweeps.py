@@ -21,6 +21,7 @@ Sizes are checked before anything grows: a sweep file is at most :data:`MAX_SWEE
 most ``max_runs`` runs (:data:`MAX_RUNS`, Slurm's default ``MaxArraySize`` of 1001 tasks, unless the
 cluster says otherwise: ``launcher.max_array_size``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -51,8 +52,16 @@ class RunSpec:
     def argv(self) -> list[str]:
         """The script's command line (``--resume`` always: a requeued task continues)."""
         pairs = [f"{k}={_text(v)}" for k, v in sorted(self.overrides.items())]
-        return ["--preset", self.preset, "--run-dir", self.run_dir, "--resume", "--no-progress",
-                f"seed={self.seed}", *pairs]
+        return [
+            "--preset",
+            self.preset,
+            "--run-dir",
+            self.run_dir,
+            "--resume",
+            "--no-progress",
+            f"seed={self.seed}",
+            *pairs,
+        ]
 
 
 def _text(value: Any) -> str:
@@ -66,7 +75,7 @@ def _text(value: Any) -> str:
 
 
 def parse_seeds(text: str | int | list, max_runs: int = MAX_RUNS) -> list[int]:
-    """"0-3" -> [0, 1, 2, 3]; "0,2,5" -> [0, 2, 5]; 4 -> [4]. A seed given twice ("0,00") or more
+    """ "0-3" -> [0, 1, 2, 3]; "0,2,5" -> [0, 2, 5]; 4 -> [4]. A seed given twice ("0,00") or more
     than ``max_runs`` seeds are refused."""
     if isinstance(text, list):
         parts = text
@@ -78,15 +87,18 @@ def parse_seeds(text: str | int | list, max_runs: int = MAX_RUNS) -> list[int]:
     for part in parts:
         low, high = _seed_range(part, text)
         if len(seeds) + high - low + 1 > max_runs:
-            raise ValueError(f"seeds {text!r} give more than {max_runs} runs (one Slurm array job's "
-                             "limit): split them over several launches")
+            raise ValueError(
+                f"seeds {text!r} give more than {max_runs} runs (one Slurm array job's "
+                "limit): split them over several launches"
+            )
         seeds.extend(range(low, high + 1))
     if not seeds:
         raise ValueError(f"no seeds in {text!r}: write e.g. 0-3 or 0,1,5")
     repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
     if repeated:
-        raise ValueError(f"seeds {text!r} give seed(s) {repeated} more than once (two runs in one run "
-                         "dir): list each seed once")
+        raise ValueError(
+            f"seeds {text!r} give seed(s) {repeated} more than once (two runs in one run dir): list each seed once"
+        )
     return seeds
 
 
@@ -110,8 +122,9 @@ def _variant_name(values: dict[str, Any]) -> str:
     return "__".join(f"{k}-{_text(v)}" for k, v in values.items()) or "default"
 
 
-def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] | None = None,
-                 max_runs: int = MAX_RUNS) -> list[RunSpec]:
+def expand_sweep(
+    sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] | None = None, max_runs: int = MAX_RUNS
+) -> list[RunSpec]:
     """The runs of a sweep (a parsed sweep file): variants x grid x seeds, refused beyond
     ``max_runs`` before any is built."""
     unknown = set(sweep) - SWEEP_KEYS
@@ -125,19 +138,29 @@ def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] 
         if not isinstance(values, list) or not values:
             raise ValueError(f"sweep grid entry {key!r} must be a non-empty list of values")
     variants = sweep.get("variants") or {"": {}}
-    for where, keys in [("overrides", common), ("grid", grid),
-                        *((f"variant {v!r}", settings or {}) for v, settings in variants.items())]:
+    for where, keys in [
+        ("overrides", common),
+        ("grid", grid),
+        *((f"variant {v!r}", settings or {}) for v, settings in variants.items()),
+    ]:
         for key in ("seed", "run_dir"):
             if key in keys:
                 raise ValueError(
                     f"sweep {name!r} sets {key!r} in its {where}: the launcher sets it per run "
-                    + ("from the sweep's `seeds:` list or --seeds (one value here would give every seed the "
-                       "same run)" if key == "seed" else "under --runs-root") + "; remove it")
+                    + (
+                        "from the sweep's `seeds:` list or --seeds (one value here would give every seed the same run)"
+                        if key == "seed"
+                        else "under --runs-root"
+                    )
+                    + "; remove it"
+                )
     seeds = seeds if seeds is not None else parse_seeds(sweep.get("seeds", [0]), max_runs)
     count = len(variants) * math.prod(len(values) for values in grid.values()) * len(seeds)
     if count > max_runs:
-        raise ValueError(f"sweep {name!r} has {count} runs (variants x grid x seeds), more than {max_runs} "
-                         "(one Slurm array job's limit): make the grid smaller or split the sweep")
+        raise ValueError(
+            f"sweep {name!r} has {count} runs (variants x grid x seeds), more than {max_runs} "
+            "(one Slurm array job's limit): make the grid smaller or split the sweep"
+        )
     runs = []
     for variant, settings in variants.items():
         settings = dict(settings or {})
@@ -153,8 +176,9 @@ def expand_sweep(sweep: dict[str, Any], runs_root: str | Path, seeds: list[int] 
     return runs
 
 
-def load_sweep(path: str | Path, runs_root: str | Path, seeds: list[int] | None = None,
-               max_runs: int = MAX_RUNS) -> list[RunSpec]:
+def load_sweep(
+    path: str | Path, runs_root: str | Path, seeds: list[int] | None = None, max_runs: int = MAX_RUNS
+) -> list[RunSpec]:
     if Path(path).stat().st_size > MAX_SWEEP_BYTES:
         raise ValueError(f"sweep file {path} is over {MAX_SWEEP_BYTES} bytes: a sweep is a short YAML file")
     with open(path) as f:
@@ -162,8 +186,10 @@ def load_sweep(path: str | Path, runs_root: str | Path, seeds: list[int] | None 
     if not isinstance(sweep, dict):
         raise ValueError(f"sweep file {path} must hold a mapping (name, grid, seeds, ...)")
     if _count_values(sweep, MAX_SWEEP_NODES) > MAX_SWEEP_NODES:
-        raise ValueError(f"sweep file {path} expands to more than {MAX_SWEEP_NODES} values (YAML aliases "
-                         "count each time they are used): write the values out, without nested aliases")
+        raise ValueError(
+            f"sweep file {path} expands to more than {MAX_SWEEP_NODES} values (YAML aliases "
+            "count each time they are used): write the values out, without nested aliases"
+        )
     sweep.setdefault("name", Path(path).stem)
     return expand_sweep(sweep, runs_root, seeds, max_runs)
 

@@ -28,12 +28,13 @@ loss; with ``critic_backprop=True`` its ``-min Q`` term would also push gradient
 through them. To keep the policy gradient to the scores only, compute ``loss.actor_loss`` on a
 copy of the batch whose hidden-state keys are detached.
 """
+
 from torchrl_glam.modules.actor import MASKED_LOGIT, make_actor
 from torchrl_glam.modules.agent import GLAMAgent
 from torchrl_glam.modules.critic import ACTION_VALUE_KEY, CriticHead, DuelingCriticHead, make_critic_heads
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, ModelNotFoundError, load_llm
-from torchrl_glam.modules.policy import LOG_PROB_KEY, make_policy
 from torchrl_glam.modules.offline import build_tiny_model, default_tiny_model_path
+from torchrl_glam.modules.policy import LOG_PROB_KEY, make_policy
 from torchrl_glam.modules.scoring import (
     ACTION_HIDDEN_KEY,
     ACTION_MASK_KEY,
@@ -46,9 +47,27 @@ from torchrl_glam.modules.scoring import (
 )
 
 __all__ = [
-    "ACTION_HIDDEN_KEY", "ACTION_MASK_KEY", "ACTION_VALUE_KEY", "ACTIONS_KEY", "LOG_PROB_KEY", "MASKED_LOGIT",
-    "PROMPT_HIDDEN_KEY", "PROMPT_KEY", "SCORES_KEY", "CriticHead", "DuelingCriticHead", "GLAMAgent", "LLMConfig",
+    "ACTION_HIDDEN_KEY",
+    "ACTION_MASK_KEY",
+    "ACTION_VALUE_KEY",
+    "ACTIONS_KEY",
+    "LOG_PROB_KEY",
+    "MASKED_LOGIT",
+    "PROMPT_HIDDEN_KEY",
+    "PROMPT_KEY",
+    "SCORES_KEY",
+    "CriticHead",
+    "DuelingCriticHead",
+    "GLAMAgent",
+    "LLMConfig",
     "LLMScorer",
-    "LoadedLLM", "ModelNotFoundError", "build_tiny_model", "default_tiny_model_path", "load_llm",
-    "make_actor", "make_critic_heads", "make_policy", "make_scorer",
+    "LoadedLLM",
+    "ModelNotFoundError",
+    "build_tiny_model",
+    "default_tiny_model_path",
+    "load_llm",
+    "make_actor",
+    "make_critic_heads",
+    "make_policy",
+    "make_scorer",
 ]

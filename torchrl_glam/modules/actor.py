@@ -5,6 +5,7 @@ The actor has no parameters of its own: the policy's parameters are the LLM's, a
 reads were computed (with their autograd graph) by the scorer before the actor runs, so the actor
 loss reaches the LLM (or its LoRA weights) through them.
 """
+
 from __future__ import annotations
 
 from torch import nn
@@ -16,9 +17,16 @@ from torchrl_glam.modules.scoring import ACTION_MASK_KEY, SCORES_KEY
 MASKED_LOGIT = -1e9
 
 
-def make_actor(scores_key: str = SCORES_KEY, mask_key: str = ACTION_MASK_KEY, action_key: str = "action",
-               one_hot: bool = False, return_log_prob: bool = False, spec=None,
-               neg_inf: float = MASKED_LOGIT, log_prob_key: str | None = None):
+def make_actor(
+    scores_key: str = SCORES_KEY,
+    mask_key: str = ACTION_MASK_KEY,
+    action_key: str = "action",
+    one_hot: bool = False,
+    return_log_prob: bool = False,
+    spec=None,
+    neg_inf: float = MASKED_LOGIT,
+    log_prob_key: str | None = None,
+):
     """A ``ProbabilisticActor`` sampling ``"action"`` from ``MaskedCategorical(logits=scores, mask=mask)``.
 
     Reads ``"action_scores"`` [*B, A] and ``"action_mask"`` [*B, A]; writes ``"action"`` (an index,

@@ -9,6 +9,7 @@ of what a SmolLM2 layer saves for backward. :func:`adapters_in_model_dtype` runs
 an adapter's matrix product then casts its float32 weight to the model's dtype, as mixed-precision
 training does, and saves the shared half-precision input. Gradients still reach the float32 weights.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -14,6 +14,7 @@ build one around it (``loss.glam_agent``)::
     agent.act(td)                    # writes td["action"]: a sample of the policy
     agent.act(td, greedy=True)       # the policy's mode
 """
+
 from __future__ import annotations
 
 import torch
@@ -25,8 +26,14 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from torchrl_glam.envs.protocol import ACTION_MASK_KEY, TextEnvironment, get_environment
 from torchrl_glam.modules.actor import make_actor
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY, LOG_PROB_KEY, make_policy
-from torchrl_glam.modules.scoring import (ACTION_HIDDEN_KEY, ACTIONS_KEY, PROMPT_HIDDEN_KEY, PROMPT_KEY, SCORES_KEY,
-                                          LLMScorer)
+from torchrl_glam.modules.scoring import (
+    ACTION_HIDDEN_KEY,
+    ACTIONS_KEY,
+    PROMPT_HIDDEN_KEY,
+    PROMPT_KEY,
+    SCORES_KEY,
+    LLMScorer,
+)
 
 
 class GLAMAgent(nn.Module):
@@ -35,12 +42,16 @@ class GLAMAgent(nn.Module):
     (:func:`~torchrl_glam.modules.make_actor`) and ``environment`` (a ``TextEnvironment`` or its
     registered name; default Playground-Text)."""
 
-    def __init__(self, scorer: LLMScorer | TensorDictModuleBase,
-                 environment: TextEnvironment | str | None = None) -> None:
+    def __init__(
+        self, scorer: LLMScorer | TensorDictModuleBase, environment: TextEnvironment | str | None = None
+    ) -> None:
         super().__init__()
         if not isinstance(scorer, TensorDictModuleBase):
-            scorer = TensorDictModule(scorer, in_keys=[PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY],
-                                      out_keys=[SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY])
+            scorer = TensorDictModule(
+                scorer,
+                in_keys=[PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY],
+                out_keys=[SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY],
+            )
         self.scorer = scorer
         self.actor = make_actor()
         self.environment = get_environment(environment)
@@ -64,8 +75,9 @@ class GLAMAgent(nn.Module):
         """``make_policy(scorer, render=environment.render_transform())``: the compact state and
         "action_mask" -> "action" (and "sample_log_prob", "action_scores" with ``return_log_prob``)."""
         if return_log_prob not in self._policies:
-            self._policies[return_log_prob] = make_policy(self.scorer, render=self.environment.render_transform(),
-                                                          return_log_prob=return_log_prob)
+            self._policies[return_log_prob] = make_policy(
+                self.scorer, render=self.environment.render_transform(), return_log_prob=return_log_prob
+            )
         return self._policies[return_log_prob]
 
     @torch.no_grad()

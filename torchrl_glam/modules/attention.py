@@ -2,7 +2,8 @@
 
 Scoring A candidate actions of B prompts runs the decoder on their tokens. The scorer runs each
 distinct prefix of a prompt's candidates once, as one token of a single decoder sequence per prompt:
-[start, the tree's nodes level by level] (``Seq2SeqScoring.tree``, ``modules/seq2seq_scoring.py``). A 4D decoder mask, which
+[start, the tree's nodes level by level] (``Seq2SeqScoring.tree``, ``modules/seq2seq_scoring.py``). A 4D
+decoder mask, which
 transformers takes as given, lets each node attend to its ancestors only. What the mask cannot
 express is T5's self-attention position bias: transformers computes it from the tokens' places in
 the sequence, while a node must see its ancestors at the relative positions they have in its own
@@ -20,6 +21,7 @@ registers an attention function, through transformers' public ``AttentionInterfa
 
 The mask function registered with it is transformers' eager (additive float) mask.
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,9 +38,16 @@ SOFTMAX_MIN_VECTOR_ROW = 16
 
 
 def tree_attention(
-    module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
-    scaling: float | None = None, dropout: float = 0.0, position_bias: Tensor | None = None,
-    glam_tree_position_bias: Tensor | None = None, **kwargs,
+    module: nn.Module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attention_mask: Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    position_bias: Tensor | None = None,
+    glam_tree_position_bias: Tensor | None = None,
+    **kwargs,
 ) -> tuple[Tensor, None]:
     """transformers' attention-function signature: query [b, h, Lq, d], key/value [b, h, Lk, d];
     returns the output [b, Lq, h, d] (and no weights)."""
@@ -50,8 +59,16 @@ def tree_attention(
     return _attend(module, query, key, value, bias, attention_mask, scaling, dropout).transpose(1, 2).contiguous(), None
 
 
-def _attend(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None,
-            mask: Tensor | None, scaling: float, dropout: float) -> Tensor:
+def _attend(
+    module: nn.Module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    bias: Tensor | None,
+    mask: Tensor | None,
+    scaling: float,
+    dropout: float,
+) -> Tensor:
     """softmax(scaling * q k^T + bias + mask) v over [b, h, Lq, d] x [b, h, Lk, d]."""
     scores = torch.matmul(query, key.transpose(2, 3))
     if scaling != 1.0:

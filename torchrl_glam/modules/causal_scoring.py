@@ -19,6 +19,7 @@
   cache (position ids count real tokens only), the cache is repeated over the candidates, and the
   candidates run in one batch, with the whole vocabulary's logits.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,9 +52,17 @@ GQA_SDPA_ATTENTION = "glam_gqa_sdpa"
 MASKED_ATTENTION = ("eager", "sdpa", GQA_SDPA_ATTENTION)
 
 
-def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
-                       dropout: float = 0.0, scaling: float | None = None, is_causal: bool | None = None,
-                       **kwargs) -> tuple[Tensor, None]:
+def gqa_sdpa_attention(
+    module: nn.Module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attention_mask: Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs,
+) -> tuple[Tensor, None]:
     """transformers' SDPA attention, with grouped key/value heads kept grouped on the CPU.
 
     Given a mask, transformers repeats the key/value heads to the query heads' number before SDPA
@@ -64,28 +73,55 @@ def gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Ten
     :func:`rows_read_from` only the queries from its column on are computed (the others are 0)."""
     start = getattr(module, ROWS_FROM, 0)
     if start and attention_mask is not None:
-        out, _ = _gqa_sdpa_attention(module, query[:, :, start:], key, value, attention_mask[:, :, start:],
-                                     dropout, scaling, is_causal, **kwargs)
+        out, _ = _gqa_sdpa_attention(
+            module, query[:, :, start:], key, value, attention_mask[:, :, start:], dropout, scaling, is_causal, **kwargs
+        )
         return nn.functional.pad(out, (0, 0, 0, 0, start, 0)), None
     return _gqa_sdpa_attention(module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs)
 
 
-def _gqa_sdpa_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
-                        dropout: float, scaling: float | None, is_causal: bool | None, **kwargs) -> tuple[Tensor, None]:
+def _gqa_sdpa_attention(
+    module: nn.Module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attention_mask: Tensor | None,
+    dropout: float,
+    scaling: float | None,
+    is_causal: bool | None,
+    **kwargs,
+) -> tuple[Tensor, None]:
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     groups = getattr(module, "num_key_value_groups", 1)
-    if (query.device.type != "cpu" or groups == 1 or kwargs.get("output_attentions")
-            or kwargs.get("softcap") is not None):
-        return ALL_ATTENTION_FUNCTIONS["sdpa"](module, query, key, value, attention_mask, dropout=dropout,
-                                               scaling=scaling, is_causal=is_causal, **kwargs)
-    if (not torch.is_grad_enabled() and dropout == 0.0 and attention_mask is not None
-            and attention_mask.is_floating_point() and attention_mask.shape[1] == 1):  # the prefix tree's mask
+    if (
+        query.device.type != "cpu"
+        or groups == 1
+        or kwargs.get("output_attentions")
+        or kwargs.get("softcap") is not None
+    ):
+        return ALL_ATTENTION_FUNCTIONS["sdpa"](
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+        )
+    if (
+        not torch.is_grad_enabled()
+        and dropout == 0.0
+        and attention_mask is not None
+        and attention_mask.is_floating_point()
+        and attention_mask.shape[1] == 1
+    ):  # the prefix tree's mask
         return _grouped_attention(query, key, value, attention_mask, scaling), None
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     out = nn.functional.scaled_dot_product_attention(
-        query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True,
-        is_causal=bool(query.shape[2] > 1 and attention_mask is None and causal))
+        query,
+        key,
+        value,
+        attn_mask=attention_mask,
+        dropout_p=dropout,
+        scale=scaling,
+        enable_gqa=True,
+        is_causal=bool(query.shape[2] > 1 and attention_mask is None and causal),
+    )
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -100,7 +136,7 @@ def _grouped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor, 
     # query head h uses key/value head h // groups (transformers' repeat_kv): fold each group's
     # queries into one [groups * Lq] block per key/value head
     scores = torch.matmul(query.reshape(batch, kv_heads, groups * length, dim), key.transpose(2, 3))
-    scores = scores.mul_(dim ** -0.5 if scaling is None else scaling).view(batch, kv_heads, groups, length, key_length)
+    scores = scores.mul_(dim**-0.5 if scaling is None else scaling).view(batch, kv_heads, groups, length, key_length)
     scores.add_(mask[:, :, None, :, :key_length])  # [b, 1, Lq, Lk] over every head
     # in float32 whatever the model's dtype, as transformers' eager attention
     weights = scores.view(batch, kv_heads, groups * length, key_length).softmax(-1, dtype=torch.float32)
@@ -112,8 +148,9 @@ def rows_read_from(layer: nn.Module, start: int):
     """Within the block, ``layer`` (a decoder layer) computes its attention's queries and its MLP's
     rows from column ``start`` on only, where its attention is :func:`gqa_sdpa_attention` and its MLP
     :class:`SwiGLU`; the earlier rows' outputs are 0, for a caller that reads none of them."""
-    modules = [module for module in (getattr(layer, "self_attn", None), getattr(layer, "mlp", None))
-               if module is not None]
+    modules = [
+        module for module in (getattr(layer, "self_attn", None), getattr(layer, "mlp", None)) if module is not None
+    ]
     for module in modules:
         setattr(module, ROWS_FROM, start)
     try:
@@ -146,9 +183,12 @@ def supports_prefix_tree(model: nn.Module) -> bool:
     config = model.config
     # a sliding window would be dropped with the given mask (e.g. Mistral v0.1's 4,096 tokens)
     window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) else None
-    return (config.model_type in LEAN_CAUSAL_MODEL_TYPES and window is None
-            and getattr(config, "_attn_implementation", None) in MASKED_ATTENTION
-            and getattr(config, "final_logit_softcapping", None) is None)
+    return (
+        config.model_type in LEAN_CAUSAL_MODEL_TYPES
+        and window is None
+        and getattr(config, "_attn_implementation", None) in MASKED_ATTENTION
+        and getattr(config, "final_logit_softcapping", None) is None
+    )
 
 
 class CausalScoring:
@@ -172,8 +212,9 @@ class CausalScoring:
         slots = layout.input_ids.shape[1]
         input_ids = torch.cat([batch.prompt_ids, layout.input_ids[:, 1:]], 1)
         prompt_lengths = batch.prompt_mask.sum(-1, keepdim=True)
-        positions = torch.cat([(batch.prompt_mask.cumsum(-1) - 1).clamp(min=0),
-                               prompt_lengths - 1 + layout.depth[1:]], 1)
+        positions = torch.cat(
+            [(batch.prompt_mask.cumsum(-1) - 1).clamp(min=0), prompt_lengths - 1 + layout.depth[1:]], 1
+        )
         # The last layer's rows before the prompt's last token would only be discarded. Not under
         # activation checkpointing: its recomputation, after this block, must compute the same rows.
         recomputed = self.model.training and activation_checkpointing(self.model)
@@ -198,7 +239,7 @@ class CausalScoring:
         causal = torch.ones(prompt_width, prompt_width, dtype=torch.bool, device=device).tril()
         allowed[:, :prompt_width, :prompt_width] = causal & real[:, None, :]
         allowed[:, prompt_width:, :prompt_width] = real[:, None, :]
-        allowed[:, prompt_width - 1:, prompt_width - 1:] |= ancestors
+        allowed[:, prompt_width - 1 :, prompt_width - 1 :] |= ancestors
         allowed |= torch.eye(width, dtype=torch.bool, device=device)
         dtype = self.model.get_input_embeddings().weight.dtype  # that of the hidden states
         # 0 where allowed, the dtype's minimum elsewhere; on the CPU ~5x faster than masked_fill on zeros
@@ -207,8 +248,9 @@ class CausalScoring:
     def _decoder(self, input_ids: Tensor, attention_mask: Tensor, position_ids: Tensor | None = None) -> Tensor:
         """The decoder's last hidden state [N, T, H], without logits or other layers' states."""
         with adapters_in_model_dtype(self.model, self.adapter_dtype):
-            return self.model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
-                                            position_ids=position_ids, use_cache=False).last_hidden_state
+            return self.model.get_decoder()(
+                input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+            ).last_hidden_state
 
     def pairs(self, batch: Tokenised) -> PerToken:
         """Every pair as one right-padded sequence: prompt tokens then action tokens."""
@@ -225,16 +267,18 @@ class CausalScoring:
         attention_mask = (columns < prompt_lengths + action_lengths).long()
         # The state at position prompt_length - 1 + t predicts action token t.
         predicting = (prompt_lengths - 1 + torch.arange(action_width, device=columns.device)).clamp(
-            max=input_ids.shape[1] - 1)
+            max=input_ids.shape[1] - 1
+        )
         if self.lean:
             hidden = self._decoder(input_ids, attention_mask)
             valid = valid_tokens(batch.action_lengths, action_width)
-            rows = (torch.arange(len(input_ids), device=columns.device)[:, None] * input_ids.shape[1] + predicting)
+            rows = torch.arange(len(input_ids), device=columns.device)[:, None] * input_ids.shape[1] + predicting
             values = log_probs_at(hidden.flatten(0, 1), self.head, rows[valid], batch.action_ids[valid])
             logp = scatter_valid(values, valid)
         else:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
-                             output_hidden_states=True)
+            out = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, use_cache=False, output_hidden_states=True
+            )
             hidden = out.hidden_states[-1]
             logits = out.logits.gather(1, predicting[..., None].expand(-1, -1, out.logits.shape[-1]))
             logp = token_logp(logits, batch.action_ids)
@@ -251,9 +295,15 @@ class CausalScoring:
         # Left padding puts every prompt's last token in the last column; positions count only the
         # real tokens so that they equal those of the unpadded sequence.
         prompt_positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
-        first = model(input_ids=batch.prompt_ids, attention_mask=prompt_mask, position_ids=prompt_positions,
-                      use_cache=True, output_hidden_states=True, logits_to_keep=1,
-                      **{cache_argument(): DynamicCache(config=model.config)})
+        first = model(
+            input_ids=batch.prompt_ids,
+            attention_mask=prompt_mask,
+            position_ids=prompt_positions,
+            use_cache=True,
+            output_hidden_states=True,
+            logits_to_keep=1,
+            **{cache_argument(): DynamicCache(config=model.config)},
+        )
         cache = getattr(first, cache_argument())
         cache.batch_repeat_interleave(num_candidates)
         action_ids = batch.action_ids
@@ -261,9 +311,18 @@ class CausalScoring:
         action_token_mask = (steps < batch.action_lengths[:, None]).to(prompt_mask.dtype)
         attention_mask = torch.cat([prompt_mask.repeat_interleave(num_candidates, 0), action_token_mask], 1)
         prompt_lengths = prompt_mask.sum(-1).repeat_interleave(num_candidates, 0)
-        rest = model(input_ids=action_ids, attention_mask=attention_mask,
-                     position_ids=prompt_lengths[:, None] + steps, use_cache=True,
-                     output_hidden_states=True, **{cache_argument(): cache})
+        rest = model(
+            input_ids=action_ids,
+            attention_mask=attention_mask,
+            position_ids=prompt_lengths[:, None] + steps,
+            use_cache=True,
+            output_hidden_states=True,
+            **{cache_argument(): cache},
+        )
         return from_prefix_and_continuation(
-            first.logits[:, -1], first.hidden_states[-1][:, -1], rest.logits, rest.hidden_states[-1], batch,
+            first.logits[:, -1],
+            first.hidden_states[-1][:, -1],
+            rest.logits,
+            rest.hidden_states[-1],
+            batch,
         )

@@ -22,6 +22,7 @@ The head is deliberately only the MLP: TorchRL's ``DiscreteSACLoss`` makes ``num
 copies of the parameters of the network it is given (re-initialising them) plus target copies, so
 the LLM must stay outside it (the scorer runs before the loss and writes the hidden states).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -47,9 +48,17 @@ class CriticHead(nn.Module):
             configs' field of the same name; ``backprop_into_llm``, its old name, still works).
     """
 
-    def __init__(self, hidden_size: int, critic_input: CriticInput = "observation_action",
-                 num_actions: int | None = None, width: int = 1024, depth: int = 2,
-                 critic_backprop: bool = True, *, backprop_into_llm: bool | None = None):
+    def __init__(
+        self,
+        hidden_size: int,
+        critic_input: CriticInput = "observation_action",
+        num_actions: int | None = None,
+        width: int = 1024,
+        depth: int = 2,
+        critic_backprop: bool = True,
+        *,
+        backprop_into_llm: bool | None = None,
+    ):
         super().__init__()
         critic_backprop = _renamed_argument(critic_backprop, backprop_into_llm)
         from torchrl.modules import MLP
@@ -61,8 +70,9 @@ class CriticHead(nn.Module):
         self.critic_input = critic_input
         self.critic_backprop = critic_backprop
         out_features = 1 if critic_input == "observation_action" else num_actions
-        self.mlp = MLP(in_features=hidden_size, out_features=out_features, num_cells=[width] * depth,
-                       activation_class=nn.ReLU)
+        self.mlp = MLP(
+            in_features=hidden_size, out_features=out_features, num_cells=[width] * depth, activation_class=nn.ReLU
+        )
 
     def forward(self, hidden: Tensor) -> Tensor:
         if not self.critic_backprop:
@@ -90,8 +100,9 @@ class DuelingCriticHead(nn.Module):
 
         self.critic_backprop = critic_backprop
         self.value = MLP(in_features=hidden_size, out_features=1, num_cells=[width] * depth, activation_class=nn.ReLU)
-        self.advantage = MLP(in_features=hidden_size, out_features=1, num_cells=[width] * depth,
-                             activation_class=nn.ReLU)
+        self.advantage = MLP(
+            in_features=hidden_size, out_features=1, num_cells=[width] * depth, activation_class=nn.ReLU
+        )
 
     def forward(self, action_hidden: Tensor, prompt_hidden: Tensor, action_mask: Tensor) -> Tensor:
         if not self.critic_backprop:
@@ -102,11 +113,19 @@ class DuelingCriticHead(nn.Module):
         return self.value(prompt_hidden) + advantage - mean
 
 
-def make_critic_heads(hidden_size: int, critic_input: CriticInput = "observation_action",
-                      num_actions: int | None = None, width: int = 1024, depth: int = 2,
-                      critic_backprop: bool = True, in_key: str | None = None,
-                      out_key: str = ACTION_VALUE_KEY, *, dueling: bool = False,
-                      backprop_into_llm: bool | None = None):
+def make_critic_heads(
+    hidden_size: int,
+    critic_input: CriticInput = "observation_action",
+    num_actions: int | None = None,
+    width: int = 1024,
+    depth: int = 2,
+    critic_backprop: bool = True,
+    in_key: str | None = None,
+    out_key: str = ACTION_VALUE_KEY,
+    *,
+    dueling: bool = False,
+    backprop_into_llm: bool | None = None,
+):
     """The Q-value head as a ``TensorDictModule``, ready for ``DiscreteSACLoss``.
 
     Reads ``"action_hidden"`` (observation-action) or ``"prompt_hidden"`` (observation) and writes
@@ -120,11 +139,15 @@ def make_critic_heads(hidden_size: int, critic_input: CriticInput = "observation
     critic_backprop = _renamed_argument(critic_backprop, backprop_into_llm)
     if dueling:
         if critic_input != "observation_action":
-            raise ValueError("a dueling critic splits the observation-action head: use "
-                             f"critic_input='observation_action', got {critic_input!r}")
-        return TensorDictModule(DuelingCriticHead(hidden_size, width, depth, critic_backprop),
-                                in_keys=[in_key or ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, ACTION_MASK_KEY],
-                                out_keys=[out_key])
+            raise ValueError(
+                "a dueling critic splits the observation-action head: use "
+                f"critic_input='observation_action', got {critic_input!r}"
+            )
+        return TensorDictModule(
+            DuelingCriticHead(hidden_size, width, depth, critic_backprop),
+            in_keys=[in_key or ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, ACTION_MASK_KEY],
+            out_keys=[out_key],
+        )
     head = CriticHead(hidden_size, critic_input, num_actions, width, depth, critic_backprop)
     if in_key is None:
         in_key = ACTION_HIDDEN_KEY if critic_input == "observation_action" else PROMPT_HIDDEN_KEY
@@ -135,6 +158,9 @@ def _renamed_argument(critic_backprop: bool, backprop_into_llm: bool | None) -> 
     """``backprop_into_llm`` is ``critic_backprop``'s old name (one name in configs and modules)."""
     if backprop_into_llm is None:
         return critic_backprop
-    warnings.warn("backprop_into_llm is now named critic_backprop (as in the configs); the old name is "
-                  "deprecated", FutureWarning, stacklevel=3)
+    warnings.warn(
+        "backprop_into_llm is now named critic_backprop (as in the configs); the old name is deprecated",
+        FutureWarning,
+        stacklevel=3,
+    )
     return backprop_into_llm

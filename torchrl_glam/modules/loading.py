@@ -26,13 +26,15 @@ quantised LLM go to eval mode; dropout is switched off once at load time instead
 (``LLMConfig.disable_dropout``), which is all ``eval()`` was needed for. Acting under
 ``torch.no_grad()`` in train mode is safe (no repack).
 """
+
 from __future__ import annotations
 
 import os
 import struct
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 import torch
 from torch import nn
@@ -48,10 +50,12 @@ class ModelFilesError(ValueError):
 
 def _damaged(name: str, gguf_file: str | None, error: Exception) -> ModelFilesError:
     what = f"the GGUF file {gguf_file} in {name}" if gguf_file else f"the model files in {name} (config.json, weights)"
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
     return ModelFilesError(
-        f"cannot read {what}: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}. "
+        f"cannot read {what}: {type(error).__name__}: {first_line}. "
         "They are damaged (e.g. a truncated download) or not a transformers model's: download or "
-        "reinstall the model, or compare its config.json with the original's.")
+        "reinstall the model, or compare its config.json with the original's."
+    )
 
 
 @dataclass
@@ -138,8 +142,16 @@ OFFLINE_PREFIX = "offline:"
 #: goals (``-hindsight``), or on BabyAI-Text's (``-pretrained-babyai``; see
 #: :mod:`torchrl_glam.modules.pretraining`). The T5 ones ship with the package
 #: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache on first use.
-OFFLINE_MODELS = ("tiny-t5", "tiny-llama", "tiny-t5-pretrained", "tiny-llama-pretrained", "tiny-t5-hindsight",
-                  "tiny-llama-hindsight", "tiny-t5-pretrained-babyai", "tiny-llama-pretrained-babyai")
+OFFLINE_MODELS = (
+    "tiny-t5",
+    "tiny-llama",
+    "tiny-t5-pretrained",
+    "tiny-llama-pretrained",
+    "tiny-t5-hindsight",
+    "tiny-llama-hindsight",
+    "tiny-t5-pretrained-babyai",
+    "tiny-llama-pretrained-babyai",
+)
 
 
 def offline_model_path(name: str, environment=None):
@@ -148,15 +160,15 @@ def offline_model_path(name: str, environment=None):
     name says: Playground-Text, or the suffix's, e.g. ``-babyai``)."""
     key = name.removeprefix(OFFLINE_PREFIX)
     if key not in OFFLINE_MODELS:
-        raise ValueError(f"unknown offline model {name!r}; choose one of "
-                         f"{[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}")
+        raise ValueError(
+            f"unknown offline model {name!r}; choose one of {[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}"
+        )
     _, kind, *trained = key.split("-")  # "tiny", "t5", then e.g. "pretrained", "babyai"
     if trained:
         from torchrl_glam.modules.pretraining import default_pretrained_model_path
 
         environment = trained[1] if len(trained) > 1 else environment
-        return default_pretrained_model_path(kind, "hindsight" if trained[0] == "hindsight" else "random",
-                                             environment)
+        return default_pretrained_model_path(kind, "hindsight" if trained[0] == "hindsight" else "random", environment)
     from torchrl_glam.modules.offline import default_tiny_model_path
 
     return default_tiny_model_path(kind, environment=environment)
@@ -189,12 +201,15 @@ def packaged_gguf_path(name: str):
             path = entry.locate()
             if os.path.isfile(path):
                 return path
-    raise ModelNotFoundError(f"the installed package {distribution!r} has no file {file_name}; "
-                             f"reinstall it: `{install.replace('install', 'install --force-reinstall')}`")
+    raise ModelNotFoundError(
+        f"the installed package {distribution!r} has no file {file_name}; "
+        f"reinstall it: `{install.replace('install', 'install --force-reinstall')}`"
+    )
 
 
-def resolve_model_source(name_or_path: str | os.PathLike | None,
-                         gguf_file: str | None = None) -> tuple[str, str | None]:
+def resolve_model_source(
+    name_or_path: str | os.PathLike | None, gguf_file: str | None = None
+) -> tuple[str, str | None]:
     """(local directory or hub name, GGUF file name inside it or ``None``) to load."""
     if name_or_path is None:
         name_or_path = "offline:tiny-t5"
@@ -245,9 +260,9 @@ def _use_fused_gelu(model_config) -> bool:
     preset the feed-forward blocks' forward and backward took ~15% less time). Returns whether the
     config was changed."""
     changed = False
-    for field in ("dense_act_fn", "hidden_act"):
-        if getattr(model_config, field, None) == "gelu_new":
-            setattr(model_config, field, "gelu_pytorch_tanh")
+    for name in ("dense_act_fn", "hidden_act"):
+        if getattr(model_config, name, None) == "gelu_new":
+            setattr(model_config, name, "gelu_pytorch_tanh")
             changed = True
     return changed
 
@@ -267,7 +282,8 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
                 f"quantization={config.quantization!r} cannot be used with a GGUF file ({gguf_file}): "
                 "transformers refuses a quantization_config with gguf_file (and will not save the "
                 "dequantised model either). Load it with quantization=None (LoRA still applies), or "
-                "quantise the same model from a safetensors folder or hub name.")
+                "quantise the same model from a safetensors folder or hub name."
+            )
         _require_gguf()
         hub_kwargs["gguf_file"] = gguf_file
     try:
@@ -289,8 +305,11 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
     kwargs = dict(dtype=dtype, **hub_kwargs, **config.extra_kwargs)
     if config.quantization is not None:
         kwargs["quantization_config"] = _bitsandbytes_config(config.quantization, dtype)
-        kwargs["device_map"] = {"": torch.device(config.device).index or 0} if torch.device(
-            config.device).type == "cuda" else {"": str(config.device)}
+        kwargs["device_map"] = (
+            {"": torch.device(config.device).index or 0}
+            if torch.device(config.device).type == "cuda"
+            else {"": str(config.device)}
+        )
     if _use_fused_gelu(model_config):
         kwargs["config"] = model_config
     try:
@@ -307,7 +326,8 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
 
         # Freezes the base weights, casts norms to float32 and (optionally) sets up checkpointing.
         model = prepare_model_for_kbit_training(
-            model, use_gradient_checkpointing=config.gradient_checkpointing,
+            model,
+            use_gradient_checkpointing=config.gradient_checkpointing,
             gradient_checkpointing_kwargs={"use_reentrant": False},
         )
     elif config.gradient_checkpointing:
@@ -321,10 +341,14 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
         from peft import LoraConfig, TaskType, get_peft_model
 
         lora = LoraConfig(
-            r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-            target_modules=(list(config.lora_target_modules)
-                            if isinstance(config.lora_target_modules, (list, tuple))
-                            else config.lora_target_modules),
+            r=config.lora_rank,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=(
+                list(config.lora_target_modules)
+                if isinstance(config.lora_target_modules, (list, tuple))
+                else config.lora_target_modules
+            ),
             task_type=TaskType.SEQ_2_SEQ_LM if is_encoder_decoder else TaskType.CAUSAL_LM,
         )
         with warnings.catch_warnings():  # peft reads a deprecated transformers attribute
@@ -341,8 +365,9 @@ def _require_gguf() -> None:
     try:
         import gguf  # noqa: F401
     except ImportError as error:
-        raise ImportError("loading a GGUF model needs the gguf package: pip install gguf "
-                          "(or pip install 'torchrl_glam[gguf]')") from error
+        raise ImportError(
+            "loading a GGUF model needs the gguf package: pip install gguf (or pip install 'torchrl_glam[gguf]')"
+        ) from error
 
 
 def is_quantized(model: nn.Module) -> bool:
@@ -361,7 +386,9 @@ def _bitsandbytes_config(quantization: str, compute_dtype: torch.dtype):
         ) from error
     if quantization == "4bit":
         return BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
             bnb_4bit_compute_dtype=compute_dtype,
         )
     if quantization == "8bit":

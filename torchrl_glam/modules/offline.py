@@ -18,6 +18,7 @@ path. Concurrent callers (test workers, the ranks of a data-parallel run, Slurm 
 shared file system) build one at a time: the first takes a lock and builds, the others wait with a
 message and then load its build.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,18 +78,24 @@ def build_word_tokenizer(kind: ModelKind = "t5", environment=None):
     tokenizer.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
     if kind == "t5":
         tokenizer.post_processor = processors.TemplateProcessing(
-            single=f"$A {EOS_TOKEN}", pair=f"$A {EOS_TOKEN} $B {EOS_TOKEN}",
+            single=f"$A {EOS_TOKEN}",
+            pair=f"$A {EOS_TOKEN} $B {EOS_TOKEN}",
             special_tokens=[(EOS_TOKEN, vocab[EOS_TOKEN])],
         )
     else:
         tokenizer.post_processor = processors.TemplateProcessing(
-            single=f"{BOS_TOKEN} $A", pair=f"{BOS_TOKEN} $A $B",
+            single=f"{BOS_TOKEN} $A",
+            pair=f"{BOS_TOKEN} $A $B",
             special_tokens=[(BOS_TOKEN, vocab[BOS_TOKEN])],
         )
     extra = {"bos_token": BOS_TOKEN} if kind == "llama" else {}
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token=PAD_TOKEN, eos_token=EOS_TOKEN, unk_token=UNK_TOKEN,
-        padding_side="right", **extra,
+        tokenizer_object=tokenizer,
+        pad_token=PAD_TOKEN,
+        eos_token=EOS_TOKEN,
+        unk_token=UNK_TOKEN,
+        padding_side="right",
+        **extra,
     )
 
 
@@ -108,9 +115,19 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
     """The fields of :func:`tiny_model_config` as a plain dict (also the recipe's fingerprint)."""
     if kind == "t5":
         fields = dict(
-            vocab_size=vocab_size, d_model=64, d_kv=16, num_heads=4, d_ff=128, num_layers=2,
-            num_decoder_layers=2, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
-            dropout_rate=0.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+            vocab_size=vocab_size,
+            d_model=64,
+            d_kv=16,
+            num_heads=4,
+            d_ff=128,
+            num_layers=2,
+            num_decoder_layers=2,
+            feed_forward_proj="gated-gelu",
+            tie_word_embeddings=False,
+            dropout_rate=0.0,
+            pad_token_id=0,
+            eos_token_id=1,
+            decoder_start_token_id=0,
         )
         fields.update(overrides)
         if "num_layers" in overrides and "num_decoder_layers" not in overrides:
@@ -118,9 +135,17 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
         return fields
     if kind == "llama":
         fields = dict(
-            vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-            tie_word_embeddings=False, attention_dropout=0.0, pad_token_id=0, eos_token_id=1,
+            vocab_size=vocab_size,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            tie_word_embeddings=False,
+            attention_dropout=0.0,
+            pad_token_id=0,
+            eos_token_id=1,
             bos_token_id=3,
         )
         fields.update(overrides)
@@ -128,8 +153,9 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
     raise ValueError(f"unknown tiny model kind {kind!r}: expected 't5' or 'llama'")
 
 
-def build_tiny_model(out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, environment=None,
-                     **overrides) -> Path:
+def build_tiny_model(
+    out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, environment=None, **overrides
+) -> Path:
     """Build the tiny model and its tokenizer into ``out`` (created) and return ``out``.
 
     Deterministic: the same seed gives the same weights. ``environment``: the
@@ -234,8 +260,12 @@ def build_lock(final: Path):
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"waiting for another process to finish building {final} (it shows the progress; "
-                  f"this process loads the result)", file=sys.stderr, flush=True)
+            print(
+                f"waiting for another process to finish building {final} (it shows the progress; "
+                f"this process loads the result)",
+                file=sys.stderr,
+                flush=True,
+            )
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -281,8 +311,9 @@ def default_tiny_model_path(kind: ModelKind = "t5", environment=None) -> Path:
         if shipped is not None:
             return shipped
     final = cache_root() / f"tiny-{kind}-{version}"
-    return build_into_cache(final, lambda directory: build_tiny_model(directory, kind=kind, seed=0,
-                                                                      environment=environment))
+    return build_into_cache(
+        final, lambda directory: build_tiny_model(directory, kind=kind, seed=0, environment=environment)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -290,9 +321,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="directory to write the model and tokenizer to")
     parser.add_argument("--kind", choices=["t5", "llama"], default="t5")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--ship", action="store_true",
-                        help="write the seed-0 model into the package folder with its manifest entry "
-                             "(maintainers; commit torchrl_glam/modules/weights/ afterwards)")
+    parser.add_argument(
+        "--ship",
+        action="store_true",
+        help="write the seed-0 model into the package folder with its manifest entry "
+        "(maintainers; commit torchrl_glam/modules/weights/ afterwards)",
+    )
     args = parser.parse_args(argv)
     if args.ship:
         if args.seed != 0 or args.out is not None:
@@ -300,18 +334,23 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as directory:
             built = build_tiny_model(directory, kind=args.kind, seed=0)
             recipe = tiny_model_recipe(args.kind)
-            path = ship(f"tiny-{args.kind}", built, {
-                "recipe": recipe, "recipe_version": recipe_version(recipe), "seed": 0,
-                "command": f"python -m torchrl_glam.modules.offline --ship --kind {args.kind}",
-                "torch_threads": torch.get_num_threads(),
-            })
+            path = ship(
+                f"tiny-{args.kind}",
+                built,
+                {
+                    "recipe": recipe,
+                    "recipe_version": recipe_version(recipe),
+                    "seed": 0,
+                    "command": f"python -m torchrl_glam.modules.offline --ship --kind {args.kind}",
+                    "torch_threads": torch.get_num_threads(),
+                },
+            )
         print(f"shipped the tiny {args.kind} model in {path} (commit torchrl_glam/modules/weights/)")
         return
     if args.out is None:
         parser.error("--out DIR is required (or --ship)")
     path = build_tiny_model(args.out, kind=args.kind, seed=args.seed)
-    print(f"wrote a tiny {args.kind} model to {path}; load it with "
-          f"LLMConfig(name_or_path={str(path)!r})")
+    print(f"wrote a tiny {args.kind} model to {path}; load it with LLMConfig(name_or_path={str(path)!r})")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ Reads the compact state and "action_mask" (with ``render``; else "prompt", "acti
 ``return_log_prob``). The hidden states and text stay inside the call (``selected_out_keys``), so
 a collector stores integers only.
 """
+
 from __future__ import annotations
 
 from tensordict.nn import TensorDictModuleBase, TensorDictSequential
@@ -34,8 +35,12 @@ LOG_PROB_KEY = "sample_log_prob"
 BEHAVIOUR_SCORES_KEY = "behaviour_scores"
 
 
-def make_policy(scorer: TensorDictModuleBase, render: TensorDictModuleBase | None = None,
-                return_log_prob: bool = False, action_key: str = "action") -> TensorDictSequential:
+def make_policy(
+    scorer: TensorDictModuleBase,
+    render: TensorDictModuleBase | None = None,
+    return_log_prob: bool = False,
+    action_key: str = "action",
+) -> TensorDictSequential:
     """``scorer``: the TensorDict scorer (:func:`make_scorer`); ``render``: a module or transform
     writing its text keys from the state (e.g. ``torchrl_glam.envs.RenderText()``), or ``None``
     when the input already carries text."""

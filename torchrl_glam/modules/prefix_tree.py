@@ -6,6 +6,7 @@ prompt's sequence, attending to its ancestors only (``seq2seq_scoring`` for T5, 
 for decoder-only models). The root (level 0) is the token that predicts every candidate's first
 token: the decoder's start token, or the prompt's last token.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -97,8 +98,7 @@ def tree_layout(tree: PrefixTree, prompts: int, start_id: int) -> TreeLayout:
         parent.append(firsts[level - 1] + within)
         node.append((base + firsts[level] + torch.arange(width, device=device)).reshape(-1))
     parent_slot = torch.cat(parent, 1)
-    depth = torch.cat([torch.full((w,), d, dtype=torch.long, device=device)
-                       for d, w in enumerate([1, *widths])])
+    depth = torch.cat([torch.full((w,), d, dtype=torch.long, device=device) for d, w in enumerate([1, *widths])])
     ancestors = torch.eye(slots, dtype=torch.bool, device=device).expand(prompts, slots, slots).clone()
     current = torch.arange(slots, device=device).expand(prompts, slots)
     for _ in widths:

@@ -41,6 +41,7 @@ Without ``--out`` it rebuilds the default model into the cache and says where.
 :mod:`torchrl_glam.modules.shipped`: checked against its manifest, built by ``--ship``) and only
 builds into the cache when the package holds none for the current recipe.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -104,9 +105,15 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def pretraining_recipe(kind: ModelKind = "t5", steps: int = DEFAULT_STEPS, batch_size: int = DEFAULT_BATCH_SIZE,
-                       lr: float = DEFAULT_LR, seed: int = DEFAULT_SEED, data: str = "random",
-                       environment=None) -> dict:
+def pretraining_recipe(
+    kind: ModelKind = "t5",
+    steps: int = DEFAULT_STEPS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    lr: float = DEFAULT_LR,
+    seed: int = DEFAULT_SEED,
+    data: str = "random",
+    environment=None,
+) -> dict:
     """Everything the pretrained model's weights depend on, its starting point included; its hash
     is the version name of the cache directory and of the shipped weights. ``environment``: the
     :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the transcripts, whose
@@ -117,10 +124,17 @@ def pretraining_recipe(kind: ModelKind = "t5", steps: int = DEFAULT_STEPS, batch
     recipe = {
         "start_from": tiny_model_recipe(kind, seed=0, environment=env),
         "pretraining_version": PRETRAINING_VERSION,
-        "data": (f"random-play transcripts ({' + '.join(_transcript_goal_sets(env))}, 64 environments, "
-                 f"{env.pretraining_max_steps} steps)"),
-        "steps": steps, "batch_size": batch_size, "lr": lr, "seed": seed,
-        "warmup_steps": 100, "grad_clip": 1.0, "optimizer": "Adam",
+        "data": (
+            f"random-play transcripts ({' + '.join(_transcript_goal_sets(env))}, 64 environments, "
+            f"{env.pretraining_max_steps} steps)"
+        ),
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "seed": seed,
+        "warmup_steps": 100,
+        "grad_clip": 1.0,
+        "optimizer": "Adam",
     }
     if env is not get_environment():  # Playground-Text's recipe stays as it was, so its version name does too
         recipe["environment"] = env.name
@@ -135,7 +149,7 @@ def _transcript_goal_sets(environment) -> tuple[str, ...]:
     return environment.pretraining_goal_sets or environment.goal_sets[:1]
 
 
-def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED, environment=None) -> "RandomPlayTranscripts":
+def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED, environment=None) -> RandomPlayTranscripts:
     """The pretraining data of a name of :data:`DATA` (or of :func:`register_transcript_stream`)."""
     if data not in TRANSCRIPT_STREAMS and data in _STREAM_MODULES:
         importlib.import_module(_STREAM_MODULES[data])  # it registers the stream
@@ -160,8 +174,10 @@ class RandomPlayTranscripts:
         goal_sets = _transcript_goal_sets(self.environment)
         max_steps = max_steps or self.environment.pretraining_max_steps
         share = max(num_envs // len(goal_sets), 1)
-        self.envs = [self.environment.make_env(share, goals=goals, max_steps=max_steps, seed=seed + i)
-                     for i, goals in enumerate(goal_sets)]
+        self.envs = [
+            self.environment.make_env(share, goals=goals, max_steps=max_steps, seed=seed + i)
+            for i, goals in enumerate(goal_sets)
+        ]
         self.catalogue = self.envs[0].catalogue
         self.tds = [env.reset() for env in self.envs]
         self.generator = torch.Generator().manual_seed(seed)
@@ -204,8 +220,9 @@ def transcript_pairs(steps: TensorDictBase, environment=None) -> tuple[list[str]
     return prompts, environment.transcript_targets(steps, candidates)
 
 
-register_transcript_stream("random", lambda seed, environment: RandomPlayTranscripts(seed=seed,
-                                                                                  environment=environment))
+register_transcript_stream(
+    "random", lambda seed, environment: RandomPlayTranscripts(seed=seed, environment=environment)
+)
 
 
 def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_decoder: bool) -> dict:
@@ -226,7 +243,7 @@ def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_deco
     for r, (row, p) in enumerate(zip(rows, prompt_ids)):
         input_ids[r, : len(row)] = torch.tensor(row)
         attention[r, : len(row)] = 1
-        labels[r, len(p): len(row)] = torch.tensor(row[len(p):])
+        labels[r, len(p) : len(row)] = torch.tensor(row[len(p) :])
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
 
@@ -237,13 +254,16 @@ def _describe(stream: str | RandomPlayTranscripts) -> str:
     return stream.description if isinstance(stream, RandomPlayTranscripts) else "random-play transcripts"
 
 
-def _progress_message(what: str, steps: int, batch_size: int, out, why: str | None,
-                      transcripts: str = "random-play transcripts") -> str:
+def _progress_message(
+    what: str, steps: int, batch_size: int, out, why: str | None, transcripts: str = "random-play transcripts"
+) -> str:
     minutes = steps * batch_size / 128 * SECONDS_PER_STEP / 60
     usually = f"about {minutes:.0f} min" if minutes >= 1 else f"about {minutes * 60:.0f} s"
-    return (f"pretraining {what} on {transcripts} into {out}"
-            + (f" ({why})" if why else "")
-            + f": {steps} steps of {batch_size} transcripts, usually {usually} on one CPU core")
+    return (
+        f"pretraining {what} on {transcripts} into {out}"
+        + (f" ({why})" if why else "")
+        + f": {steps} steps of {batch_size} transcripts, usually {usually} on one CPU core"
+    )
 
 
 def pretrain(
@@ -272,8 +292,9 @@ def pretrain(
     return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data, environment)[0]
 
 
-def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random",
-              environment=None) -> tuple[Path, dict]:
+def _pretrain(
+    out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random", environment=None
+) -> tuple[Path, dict]:
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -287,8 +308,11 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
         print(_progress_message(what, steps, batch_size, out, why, _describe(data)), file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         # from scratch: the random-init model of the recipe, never a cached or shipped copy
-        source = (Path(start_from) if start_from is not None
-                  else build_tiny_model(Path(scratch) / "init", kind, seed=0, environment=environment))
+        source = (
+            Path(start_from)
+            if start_from is not None
+            else build_tiny_model(Path(scratch) / "init", kind, seed=0, environment=environment)
+        )
         tokenizer = AutoTokenizer.from_pretrained(source)
         with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams alone
             torch.manual_seed(seed)
@@ -303,8 +327,7 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
             schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 100))
             start, running = time.perf_counter(), None
             # tqdm's disable=None: off when stderr is not a terminal (log files get the lines below)
-            bar = tqdm(total=steps, desc="pretraining", unit="step", disable=None if main else True,
-                       dynamic_ncols=True)
+            bar = tqdm(total=steps, desc="pretraining", unit="step", disable=None if main else True, dynamic_ncols=True)
             log_lines = main and bar.disable
             with bar:
                 for step in range(1, steps + 1):
@@ -319,8 +342,12 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
                     bar.update()
                     if log_lines and (step % log_every == 0 or step == steps):
                         elapsed = time.perf_counter() - start
-                        print(f"pretraining step {step}/{steps}: loss {running:.3f} ({elapsed:.0f} s, "
-                              f"{elapsed / step * (steps - step):.0f} s left)", file=sys.stderr, flush=True)
+                        print(
+                            f"pretraining step {step}/{steps}: loss {running:.3f} ({elapsed:.0f} s, "
+                            f"{elapsed / step * (steps - step):.0f} s left)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
     seconds = time.perf_counter() - start
     out = save_model_and_tokenizer(model, tokenizer, out)
     origin = "the random-init tiny model (seed 0)" if start_from is None else str(start_from)
@@ -331,8 +358,9 @@ def _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why
     return out, {"running_loss": running, "seconds": seconds}
 
 
-def transcript_loss(path: str | os.PathLike, batches: int = 8, batch_size: int = 128,
-                    seed: int = TRANSCRIPT_LOSS_SEED, environment=None) -> float:
+def transcript_loss(
+    path: str | os.PathLike, batches: int = 8, batch_size: int = 128, seed: int = TRANSCRIPT_LOSS_SEED, environment=None
+) -> float:
     """Mean token negative log-likelihood of the model at ``path`` on fixed random-play transcripts
     that pretraining never sees (their own seed): the quality measure of a pretrained build."""
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -345,13 +373,16 @@ def transcript_loss(path: str | os.PathLike, batches: int = 8, batch_size: int =
     model.eval()  # no dropout (the tiny models have none; a loaded one might)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         data = RandomPlayTranscripts(seed=seed, environment=environment)
-        losses = [model(**_lm_batch(tokenizer, *data.batch(batch_size), bool(model.config.is_encoder_decoder))).loss.item()
-                  for _ in range(batches)]
+        losses = [
+            model(**_lm_batch(tokenizer, *data.batch(batch_size), bool(model.config.is_encoder_decoder))).loss.item()
+            for _ in range(batches)
+        ]
     return sum(losses) / len(losses)
 
 
-def transcripts_fingerprint(batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random",
-                            environment=None) -> str:
+def transcripts_fingerprint(
+    batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random", environment=None
+) -> str:
     """sha256 of the first batch of the pretraining stream: it changes when anything that makes the
     data changes (environment dynamics, rendering, the target format), which the recipe's values
     alone cannot see. The manifest records it; a test compares it with the code's."""
@@ -381,32 +412,47 @@ def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random", 
     shipped = shipped_model_path(name, version)
     if shipped is not None:
         return shipped
-    why = ("the package ships no weights for this recipe; once, then cached"
-           if shipped_enabled() else f"{SHIPPED_ENV}=0; once, then cached")
+    why = (
+        "the package ships no weights for this recipe; once, then cached"
+        if shipped_enabled()
+        else f"{SHIPPED_ENV}=0; once, then cached"
+    )
     final = cache_root() / f"{name}-{version}"
-    return build_into_cache(final, lambda directory: pretrain(
-        directory, kind=kind, why=f"offline:{name} {version}: {why}", data=data, environment=environment))
+    return build_into_cache(
+        final,
+        lambda directory: pretrain(
+            directory, kind=kind, why=f"offline:{name} {version}: {why}", data=data, environment=environment
+        ),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None,
-                        help="directory to write the pretrained model to (default: rebuild the cache's copy)")
+    parser.add_argument(
+        "--out", default=None, help="directory to write the pretrained model to (default: rebuild the cache's copy)"
+    )
     parser.add_argument("--start-from", default=None, help="model directory (default: the random-init tiny model)")
     parser.add_argument("--kind", choices=["t5", "llama"], default="t5")
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--lr", type=float, default=DEFAULT_LR)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--data", choices=DATA, default="random",
-                        help="the transcripts: random play, or half of it with hindsight goals "
-                             "(offline:tiny-<kind>-hindsight)")
-    parser.add_argument("--env", default=None,
-                        help="the environment whose transcripts (a registered name; default playground)")
+    parser.add_argument(
+        "--data",
+        choices=DATA,
+        default="random",
+        help="the transcripts: random play, or half of it with hindsight goals (offline:tiny-<kind>-hindsight)",
+    )
+    parser.add_argument(
+        "--env", default=None, help="the environment whose transcripts (a registered name; default playground)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--ship", action="store_true",
-                        help="build the default recipe into the package folder with its manifest entry "
-                             "(maintainers; commit torchrl_glam/modules/weights/ afterwards)")
+    parser.add_argument(
+        "--ship",
+        action="store_true",
+        help="build the default recipe into the package folder with its manifest entry "
+        "(maintainers; commit torchrl_glam/modules/weights/ afterwards)",
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -416,37 +462,80 @@ def main(argv: list[str] | None = None) -> None:
     name = offline_name(args.kind, args.data, env)
     if args.ship:
         if args.out or args.start_from or recipe != pretraining_recipe(args.kind, data=args.data, environment=env):
-            parser.error("--ship builds the default recipe into the package: no --out, --start-from, "
-                         "--steps, --batch-size, --lr or --seed")
+            parser.error(
+                "--ship builds the default recipe into the package: no --out, --start-from, "
+                "--steps, --batch-size, --lr or --seed"
+            )
         with tempfile.TemporaryDirectory() as directory:
-            built, stats = _pretrain(Path(directory) / "model", None, args.kind, args.steps, args.batch_size,
-                                     args.lr, args.seed, 50, "the copy shipped in the package", args.data, env)
-            path = ship(name, built, {
-                "recipe": recipe, "recipe_version": version, "seed": args.seed,
-                "command": " ".join(["python -m torchrl_glam.modules.pretraining --ship"]
-                                    + (["--kind", args.kind] if args.kind != "t5" else [])
-                                    + (["--data", args.data] if args.data != "random" else [])
-                                    + (["--env", env] if env is not None else [])),
-                "torch_threads": torch.get_num_threads(),
-                "build_seconds": round(stats["seconds"]),
-                "final_running_loss": round(stats["running_loss"], 4),
-                "transcript_loss": round(transcript_loss(built, environment=env), 4),
-                "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed, args.data, env),
-            })
+            built, stats = _pretrain(
+                Path(directory) / "model",
+                None,
+                args.kind,
+                args.steps,
+                args.batch_size,
+                args.lr,
+                args.seed,
+                50,
+                "the copy shipped in the package",
+                args.data,
+                env,
+            )
+            path = ship(
+                name,
+                built,
+                {
+                    "recipe": recipe,
+                    "recipe_version": version,
+                    "seed": args.seed,
+                    "command": " ".join(
+                        ["python -m torchrl_glam.modules.pretraining --ship"]
+                        + (["--kind", args.kind] if args.kind != "t5" else [])
+                        + (["--data", args.data] if args.data != "random" else [])
+                        + (["--env", env] if env is not None else [])
+                    ),
+                    "torch_threads": torch.get_num_threads(),
+                    "build_seconds": round(stats["seconds"]),
+                    "final_running_loss": round(stats["running_loss"], 4),
+                    "transcript_loss": round(transcript_loss(built, environment=env), 4),
+                    "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed, args.data, env),
+                },
+            )
         print(f"shipped the pretrained model in {path} (commit torchrl_glam/modules/weights/)")
         return
     if args.out is None:
         if args.start_from is not None:
             parser.error("--start-from needs --out")
         out = cache_root() / f"{name}-{version}"
-        path = build_into_cache(out, lambda directory: pretrain(
-            directory, kind=args.kind, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-            why="rebuilding the cache's copy", data=args.data, environment=env), rebuild=True)
+        path = build_into_cache(
+            out,
+            lambda directory: pretrain(
+                directory,
+                kind=args.kind,
+                steps=args.steps,
+                batch_size=args.batch_size,
+                lr=args.lr,
+                seed=args.seed,
+                why="rebuilding the cache's copy",
+                data=args.data,
+                environment=env,
+            ),
+            rebuild=True,
+        )
     else:
-        path = pretrain(args.out, args.start_from, args.kind, args.steps, args.batch_size, args.lr, args.seed,
-                        data=args.data, environment=env)
-    print(f"wrote the pretrained model to {path} (recipe {version}); load it with "
-          f"LLMConfig(name_or_path={str(path)!r})")
+        path = pretrain(
+            args.out,
+            args.start_from,
+            args.kind,
+            args.steps,
+            args.batch_size,
+            args.lr,
+            args.seed,
+            data=args.data,
+            environment=env,
+        )
+    print(
+        f"wrote the pretrained model to {path} (recipe {version}); load it with LLMConfig(name_or_path={str(path)!r})"
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ and, if the weight is trained, the normalised states. :class:`RecomputedRMSNorm`
 input alone and recomputes the rest in backward (torch's checkpoint over element-wise work: no matrix
 product is recomputed); outputs and gradients are the same operations' (tests compare).
 """
+
 from __future__ import annotations
 
 import torch

@@ -1,5 +1,6 @@
 """The scorer's text inputs (str, nested lists, tensordict's NonTensorStack) checked against the action
 mask's shape [*B, A] and flattened to lists."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -29,8 +30,10 @@ def _flatten(texts, shape: tuple[int, ...], name: str) -> list[str]:
         return [texts]
     if isinstance(texts, str) or len(texts) != shape[0]:
         got = "a single string" if isinstance(texts, str) else f"{len(texts)} entries"
-        raise ValueError(f"{name} has {got} where the action mask's shape asks for {shape[0]} "
-                         f"(expected {name} of shape {list(shape)} from action_mask)")
+        raise ValueError(
+            f"{name} has {got} where the action mask's shape asks for {shape[0]} "
+            f"(expected {name} of shape {list(shape)} from action_mask)"
+        )
     return [text for item in texts for text in _flatten(item, shape[1:], name)]
 
 
@@ -49,5 +52,5 @@ def flatten_inputs(prompt, actions, action_mask: Tensor):
         raise ValueError(f"prompt batch of size {prompt_count} but candidate batch of size {action_count}")
     flat_actions = _flatten(actions, (*batch_shape, num_candidates), "actions")
     flat_prompts = _flatten(prompt, batch_shape, "prompt")
-    candidates = [flat_actions[i:i + num_candidates] for i in range(0, len(flat_actions), num_candidates)]
+    candidates = [flat_actions[i : i + num_candidates] for i in range(0, len(flat_actions), num_candidates)]
     return flat_prompts, candidates, action_mask.reshape(-1, num_candidates).bool(), batch_shape

@@ -47,6 +47,7 @@ scorer falls back to caches-free paths: encoder once per prompt and the decoder 
 encoder states (encoder-decoder); the decoder-only tree needs no cache, other decoder-only models
 run the naive pairs.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -87,16 +88,21 @@ class LLMScorer(nn.Module):
     """
 
     def __init__(
-        self, model: nn.Module, tokenizer, is_encoder_decoder: bool,
-        normalization: Normalization = "sum", shared_prefix: bool = True,
+        self,
+        model: nn.Module,
+        tokenizer,
+        is_encoder_decoder: bool,
+        normalization: Normalization = "sum",
+        shared_prefix: bool = True,
         tokenization: Tokenization = "exact",
     ):
         super().__init__()
         if normalization not in ("sum", "mean"):
             raise ValueError(f"normalization must be 'sum' or 'mean', got {normalization!r}")
         if tokenization not in ("exact", "separate"):
-            raise ValueError(f"tokenization must be 'exact' (lm-evaluation-harness) or 'separate' "
-                             f"(Lamorel), got {tokenization!r}")
+            raise ValueError(
+                f"tokenization must be 'exact' (lm-evaluation-harness) or 'separate' (Lamorel), got {tokenization!r}"
+            )
         self.tokenization = tokenization
         self.model = model
         self.tokenizer = tokenizer
@@ -148,8 +154,11 @@ class LLMScorer(nn.Module):
     def _score(self, prompt, actions, action_mask: Tensor, naive: bool):
         prompts, candidates, mask, batch_shape = flatten_inputs(prompt, actions, action_mask)
         if self._quantized and not self.model.training:
-            warnings.warn("the quantised LLM was put in eval mode; switching it back to train mode "
-                          "(bitsandbytes would silently zero the LoRA gradients)", stacklevel=3)
+            warnings.warn(
+                "the quantised LLM was put in eval mode; switching it back to train mode "
+                "(bitsandbytes would silently zero the LoRA gradients)",
+                stacklevel=3,
+            )
             self.model.train(True)
         checkpointing = self.model.training and activation_checkpointing(self.model)
         device = next(self.model.parameters()).device
@@ -196,7 +205,12 @@ def make_scorer(
 
     if not isinstance(llm, LoadedLLM):
         llm = load_llm(llm if isinstance(llm, LLMConfig) else LLMConfig(name_or_path=llm))
-    scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder,
-                       normalization=normalization, shared_prefix=shared_prefix,
-                       tokenization=tokenization)
+    scorer = LLMScorer(
+        llm.model,
+        llm.tokenizer,
+        llm.is_encoder_decoder,
+        normalization=normalization,
+        shared_prefix=shared_prefix,
+        tokenization=tokenization,
+    )
     return TensorDictModule(scorer, in_keys=list(in_keys), out_keys=list(out_keys))

@@ -13,6 +13,7 @@ repeated over the prompt's A candidates and their tokens run in one batch. (Lamo
 library, repeats the encoder states A times instead, so every candidate recomputes the
 cross-attention projections of the whole prompt.)
 """
+
 from __future__ import annotations
 
 import torch
@@ -47,9 +48,13 @@ class Seq2SeqScoring:
         self.head = LMHead(model) if self.uses_tree else None
         # T5's self-attention position bias by relative position comes from the decoder's own bias
         # table: its first layer holds it and every layer shares it. Found once.
-        self.position_bias = next(
-            m for m in model.get_decoder().modules() if getattr(m, "has_relative_attention_bias", False)
-        ).compute_bias if self.uses_tree else None
+        self.position_bias = (
+            next(
+                m for m in model.get_decoder().modules() if getattr(m, "has_relative_attention_bias", False)
+            ).compute_bias
+            if self.uses_tree
+            else None
+        )
 
     def __call__(self, batch: Tokenised, naive: bool, reuse_cache: bool) -> PerToken:
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache
@@ -60,18 +65,28 @@ class Seq2SeqScoring:
         if naive:
             # Every pair is its own sequence: the encoder and the whole decoder run B*A times.
             decoder_ids = torch.cat([start.repeat_interleave(num_candidates, 0), batch.action_ids], 1)
-            out = model(input_ids=batch.prompt_ids.repeat_interleave(num_candidates, 0),
-                        attention_mask=pair_prompt_mask, decoder_input_ids=decoder_ids,
-                        use_cache=False, output_hidden_states=True)
+            out = model(
+                input_ids=batch.prompt_ids.repeat_interleave(num_candidates, 0),
+                attention_mask=pair_prompt_mask,
+                decoder_input_ids=decoder_ids,
+                use_cache=False,
+                output_hidden_states=True,
+            )
             return from_full_sequences(out.logits, out.decoder_hidden_states[-1], batch)
 
         encoder_states = model.get_encoder()(
-            input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask).last_hidden_state
+            input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask
+        ).last_hidden_state
         if not reuse_cache:  # gradient checkpointing: encoder shared, decoder over full pairs
             decoder_ids = torch.cat([start.repeat_interleave(num_candidates, 0), batch.action_ids], 1)
             pair_encoder_states = encoder_states.repeat_interleave(num_candidates, 0)
-            out = model(encoder_outputs=(pair_encoder_states,), attention_mask=pair_prompt_mask,
-                        decoder_input_ids=decoder_ids, use_cache=False, output_hidden_states=True)
+            out = model(
+                encoder_outputs=(pair_encoder_states,),
+                attention_mask=pair_prompt_mask,
+                decoder_input_ids=decoder_ids,
+                use_cache=False,
+                output_hidden_states=True,
+            )
             return from_full_sequences(out.logits, out.decoder_hidden_states[-1], batch)
 
         if self.uses_tree:
@@ -80,17 +95,30 @@ class Seq2SeqScoring:
         # of every layer. The decoder reads the encoder states only through its cross-attention
         # projections. The repeat is a copy of [B*A, Lp, H] activations; with the repeated cache,
         # no projection of it is ever computed (the cached keys/values are used).
-        first = model(encoder_outputs=(encoder_states,), attention_mask=batch.prompt_mask,
-                      decoder_input_ids=start, use_cache=True, output_hidden_states=True,
-                      **{cache_argument(): EncoderDecoderCache(DynamicCache(), DynamicCache())})
+        first = model(
+            encoder_outputs=(encoder_states,),
+            attention_mask=batch.prompt_mask,
+            decoder_input_ids=start,
+            use_cache=True,
+            output_hidden_states=True,
+            **{cache_argument(): EncoderDecoderCache(DynamicCache(), DynamicCache())},
+        )
         cache = getattr(first, cache_argument())
         cache.batch_repeat_interleave(num_candidates)
-        rest = model(encoder_outputs=(encoder_states.repeat_interleave(num_candidates, 0),),
-                     attention_mask=pair_prompt_mask, decoder_input_ids=batch.action_ids,
-                     use_cache=True, output_hidden_states=True, **{cache_argument(): cache})
+        rest = model(
+            encoder_outputs=(encoder_states.repeat_interleave(num_candidates, 0),),
+            attention_mask=pair_prompt_mask,
+            decoder_input_ids=batch.action_ids,
+            use_cache=True,
+            output_hidden_states=True,
+            **{cache_argument(): cache},
+        )
         return from_prefix_and_continuation(
-            first.logits[:, -1], first.decoder_hidden_states[-1][:, -1],
-            rest.logits, rest.decoder_hidden_states[-1], batch,
+            first.logits[:, -1],
+            first.decoder_hidden_states[-1][:, -1],
+            rest.logits,
+            rest.decoder_hidden_states[-1],
+            batch,
         )
 
     def tree(self, encoder_states: Tensor, batch: Tokenised) -> PerToken:
@@ -104,8 +132,12 @@ class Seq2SeqScoring:
         tree_mask = torch.zeros(layout.ancestors.shape, dtype=encoder_states.dtype, device=encoder_states.device)
         tree_mask = tree_mask.masked_fill(~layout.ancestors, blocked)[:, None]
         hidden = self.model.get_decoder()(
-            input_ids=layout.input_ids, attention_mask=tree_mask, encoder_hidden_states=encoder_states,
-            encoder_attention_mask=batch.prompt_mask, use_cache=False, **{TREE_POSITION_BIAS: position_bias},
+            input_ids=layout.input_ids,
+            attention_mask=tree_mask,
+            encoder_hidden_states=encoder_states,
+            encoder_attention_mask=batch.prompt_mask,
+            use_cache=False,
+            **{TREE_POSITION_BIAS: position_bias},
         ).last_hidden_state
         node_hidden = hidden.flatten(0, 1)[layout.node]  # in the tree's stacked order
         valid = valid_tokens(batch.action_lengths, batch.action_ids.shape[1])

@@ -23,6 +23,7 @@ cache, as before they were shipped). Nothing here writes to the package folder e
 :func:`ship`, which the build commands call with ``--ship`` to update it (maintainers, from a
 source checkout).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -76,9 +77,11 @@ def shipped_enabled() -> bool:
 
 
 def _fix(name: str) -> str:
-    return (f"Reinstall torchrl_glam, or rebuild the shipped files from a source checkout with "
-            f"`{SHIPPED_MODELS[name]}`, or set {SHIPPED_ENV}=0 to build offline:{name} into the cache "
-            "instead.")
+    return (
+        f"Reinstall torchrl_glam, or rebuild the shipped files from a source checkout with "
+        f"`{SHIPPED_MODELS[name]}`, or set {SHIPPED_ENV}=0 to build offline:{name} into the cache "
+        "instead."
+    )
 
 
 def read_manifest(weights_dir: Path | None = None) -> dict:
@@ -88,14 +91,16 @@ def read_manifest(weights_dir: Path | None = None) -> dict:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:
         raise ShippedWeightsError(
-            f"the shipped weights' manifest {path} is missing. " + _fix("tiny-t5-pretrained")) from None
+            f"the shipped weights' manifest {path} is missing. " + _fix("tiny-t5-pretrained")
+        ) from None
     except (OSError, ValueError) as error:
         raise ShippedWeightsError(
             f"the shipped weights' manifest {path} cannot be read ({error}). " + _fix("tiny-t5-pretrained")
         ) from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("models"), dict):
-        raise ShippedWeightsError(f"the shipped weights' manifest {path} has no 'models' table. "
-                                  + _fix("tiny-t5-pretrained"))
+        raise ShippedWeightsError(
+            f"the shipped weights' manifest {path} has no 'models' table. " + _fix("tiny-t5-pretrained")
+        )
     return manifest
 
 
@@ -114,8 +119,9 @@ def shipped_model_path(name: str, version: str, weights_dir: Path | None = None)
     weights_dir = weights_dir or WEIGHTS_DIR
     entry = read_manifest(weights_dir)["models"].get(name)
     if entry is None:
-        raise ShippedWeightsError(f"the manifest {weights_dir / MANIFEST_NAME} has no entry for offline:{name}. "
-                                  + _fix(name))
+        raise ShippedWeightsError(
+            f"the manifest {weights_dir / MANIFEST_NAME} has no entry for offline:{name}. " + _fix(name)
+        )
     if entry.get("recipe_version") != version:
         if (name, version) not in _warned:
             _warned.add((name, version))
@@ -123,7 +129,8 @@ def shipped_model_path(name: str, version: str, weights_dir: Path | None = None)
                 f"the shipped weights of offline:{name} were built with recipe {entry.get('recipe_version')}, "
                 f"this code's recipe is {version}: they are not used, the model is built into the cache "
                 f"instead. To ship the new recipe, run `{SHIPPED_MODELS[name]}` and commit "
-                f"torchrl_glam/modules/weights/.", stacklevel=3,
+                f"torchrl_glam/modules/weights/.",
+                stacklevel=3,
             )
         return None
     directory = weights_dir / name
@@ -135,10 +142,12 @@ def shipped_model_path(name: str, version: str, weights_dir: Path | None = None)
         if actual != expected:
             raise ShippedWeightsError(
                 f"the shipped file {path} of offline:{name} is corrupted: its sha256 is {actual}, the "
-                f"manifest says {expected}. " + _fix(name))
+                f"manifest says {expected}. " + _fix(name)
+            )
     if not entry.get("files"):
-        raise ShippedWeightsError(f"the manifest {weights_dir / MANIFEST_NAME} lists no files for offline:{name}. "
-                                  + _fix(name))
+        raise ShippedWeightsError(
+            f"the manifest {weights_dir / MANIFEST_NAME} lists no files for offline:{name}. " + _fix(name)
+        )
     return directory
 
 
@@ -172,8 +181,10 @@ def ship(name: str, built: Path, record: dict, weights_dir: Path | None = None) 
         manifest = read_manifest(weights_dir)
     except ShippedWeightsError:
         manifest = {"models": {}}
-    manifest["about"] = ("Offline models shipped with torchrl_glam (see torchrl_glam/modules/shipped.py); "
-                         "files are checked against these sha256 at every load.")
+    manifest["about"] = (
+        "Offline models shipped with torchrl_glam (see torchrl_glam/modules/shipped.py); "
+        "files are checked against these sha256 at every load."
+    )
     manifest["models"][name] = {
         **record,
         "python": sys.version.split()[0],

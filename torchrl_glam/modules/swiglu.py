@@ -6,6 +6,7 @@ a lean SmolLM2 update's memory. :class:`SwiGLU` saves the two projections only a
 SiLU in backward (an element-wise op: no matrix product is recomputed); outputs and gradients are
 the same operations' (tests compare). torch has no fused op for it, hence the autograd function.
 """
+
 from __future__ import annotations
 
 import torch
@@ -70,8 +71,12 @@ def use_swiglu(model: nn.Module) -> int:
 def replace_modules(model: nn.Module, class_names: tuple[str, ...], replacement) -> int:
     """Replaces every submodule of ``model`` whose class is named in ``class_names`` by
     ``replacement(submodule)``; returns how many."""
-    found = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-             if type(child).__name__ in class_names]
+    found = [
+        (parent, name, child)
+        for parent in model.modules()
+        for name, child in parent.named_children()
+        if type(child).__name__ in class_names
+    ]
     for parent, name, child in found:
         setattr(parent, name, replacement(child))
     return len(found)

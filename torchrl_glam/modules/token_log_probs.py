@@ -6,6 +6,7 @@ a candidate token, a chunk of rows at a time, and reads each row's log-softmax a
 exists at once (SmolLM2's vocabulary has 49,152 tokens). Under autograd each chunk is recomputed in
 the backward pass (activation checkpointing), so that its logits are not kept either.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 #: logits computed at once (rows x vocabulary): 16 MB in float32
-LOGIT_CHUNK_ELEMENTS = 2 ** 22
+LOGIT_CHUNK_ELEMENTS = 2**22
 #: decoder-only model types whose logits are ``get_output_embeddings()(last hidden state)``, unscaled
 #: and uncapped, and whose attention takes a 4D mask as given (``causal_scoring``)
 LEAN_CAUSAL_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
@@ -40,7 +41,7 @@ class LMHead:
         scale = getattr(config, "scale_decoder_outputs", None)
         if scale is None:  # transformers releases before the flag: T5 scaled where embeddings are tied
             scale = config.is_encoder_decoder and config.tie_word_embeddings
-        self.factor = config.d_model ** -0.5 if scale else None
+        self.factor = config.d_model**-0.5 if scale else None
 
     def __call__(self, hidden: Tensor) -> Tensor:
         return self.head(hidden if self.factor is None else hidden * self.factor)
@@ -59,7 +60,7 @@ def log_probs_at(hidden: Tensor, head: LMHead, rows: Tensor, targets: Tensor) ->
     for first in range(0, len(used), chunk):
         pairs = ((index >= first) & (index < first + chunk)).nonzero().squeeze(1)
         local, wanted = index[pairs] - first, targets[pairs]
-        states = hidden[used[first:first + chunk]]
+        states = hidden[used[first : first + chunk]]
         if checkpointed:
             pieces.append(checkpoint(_chunk_log_probs, states, head, local, wanted, use_reentrant=False))
         else:
@@ -102,8 +103,9 @@ def from_full_sequences(logits: Tensor, hidden: Tensor, batch) -> PerToken:
     return PerToken(logp, action_hidden, prompt_hidden)
 
 
-def from_prefix_and_continuation(first_logits: Tensor, prompt_hidden: Tensor, rest_logits: Tensor,
-                                 rest_hidden: Tensor, batch) -> PerToken:
+def from_prefix_and_continuation(
+    first_logits: Tensor, prompt_hidden: Tensor, rest_logits: Tensor, rest_hidden: Tensor, batch
+) -> PerToken:
     """``first_logits`` [B, V] predict action token 0; ``rest_logits[:, t]`` predict token t+1."""
     first_logp = first_logits.float().log_softmax(-1)  # [B, V]
     first_tokens = batch.action_ids[:, 0].reshape(-1, batch.num_candidates)  # [B, A]

@@ -1,5 +1,6 @@
 """Prompts and candidate actions to padded token ids, the way lm-evaluation-harness scores a
 continuation (``"exact"``) or the way Lamorel does (``"separate"``); see ``modules/scoring.py``."""
+
 from __future__ import annotations
 
 from array import array
@@ -36,8 +37,9 @@ class CandidateTokeniser:
             recently scored (prompt, candidates) pairs (0: none).
     """
 
-    def __init__(self, tokenizer, is_encoder_decoder: bool, tokenization: str,
-                 pair_cache_size: int = DEFAULT_PAIR_CACHE_SIZE):
+    def __init__(
+        self, tokenizer, is_encoder_decoder: bool, tokenization: str, pair_cache_size: int = DEFAULT_PAIR_CACHE_SIZE
+    ):
         self.tokenizer = tokenizer
         self.is_encoder_decoder = is_encoder_decoder
         self.tokenization = tokenization
@@ -55,20 +57,32 @@ class CandidateTokeniser:
         self._pairs: OrderedDict[tuple[str, tuple[str, ...]], tuple[array, tuple[tuple[int, ...], ...]]] = OrderedDict()
         self._rows: dict[tuple[int, ...], tuple[int, ...]] = {}  # candidate rows, shared by the pairs
 
-    def __call__(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
-                 left_pad_prompts: bool, device: torch.device) -> Tokenised:
+    def __call__(
+        self,
+        prompts: list[str],
+        candidates: list[list[str]],
+        mask: Tensor,
+        left_pad_prompts: bool,
+        device: torch.device,
+    ) -> Tokenised:
         if self.tokenization == "exact":
             return self._exact(prompts, candidates, mask, left_pad_prompts, device)
         prompt_rows = self.encode(prompts)
         action_rows = self.alone([text for row in candidates for text in row])
         return self._pack(prompt_rows, action_rows, mask, len(candidates[0]), left_pad_prompts, device)
 
-    def _exact(self, prompts: list[str], candidates: list[list[str]], mask: Tensor,
-               left_pad_prompts: bool, device: torch.device) -> Tokenised:
+    def _exact(
+        self,
+        prompts: list[str],
+        candidates: list[list[str]],
+        mask: Tensor,
+        left_pad_prompts: bool,
+        device: torch.device,
+    ) -> Tokenised:
         """lm-evaluation-harness's ``_encode_pair``, batched (see ``modules/scoring.py``)."""
         num_candidates = len(candidates[0])
         contexts = [prompt.rstrip() for prompt in prompts]
-        moved = [prompt[len(context):] for prompt, context in zip(prompts, contexts)]
+        moved = [prompt[len(context) :] for prompt, context in zip(prompts, contexts)]
         continuations = [tuple(space + text for text in row) for space, row in zip(moved, candidates)]
         if self.is_encoder_decoder:
             # The decoder starts a new sequence: the continuation is tokenised alone (the harness's
@@ -79,9 +93,14 @@ class CandidateTokeniser:
             keys = list(zip(contexts, continuations))
             missing = [i for i, key in enumerate(keys) if key not in self._pairs]
             if missing:
-                self._remember([keys[i] for i in missing],
-                               *self._encode_pairs([prompts[i] for i in missing], [contexts[i] for i in missing],
-                                                   [continuations[i] for i in missing]))
+                self._remember(
+                    [keys[i] for i in missing],
+                    *self._encode_pairs(
+                        [prompts[i] for i in missing],
+                        [contexts[i] for i in missing],
+                        [continuations[i] for i in missing],
+                    ),
+                )
             pairs = [self._pairs[key] for key in keys]
             for key in keys:
                 self._pairs.move_to_end(key)
@@ -94,12 +113,15 @@ class CandidateTokeniser:
         context_ids = self.encode(contexts)
         for prompt, ids in zip(prompts, context_ids):
             if not ids:
-                raise ValueError(f"the prompt {prompt!r} has no tokens once its trailing whitespace "
-                                 "moves to the candidates; give a prompt with some text")
+                raise ValueError(
+                    f"the prompt {prompt!r} has no tokens once its trailing whitespace "
+                    "moves to the candidates; give a prompt with some text"
+                )
         return context_ids
 
-    def _encode_pairs(self, prompts: list[str], contexts: list[str], continuations: list[tuple[str, ...]]
-                      ) -> tuple[list[list[int]], list[list[Sequence[int]]]]:
+    def _encode_pairs(
+        self, prompts: list[str], contexts: list[str], continuations: list[tuple[str, ...]]
+    ) -> tuple[list[list[int]], list[list[Sequence[int]]]]:
         """Decoder-only: the whole text once; the candidate's tokens are those after the context's
         own tokenisation. Where a merge crosses the boundary (the whole text's tokens do not start
         with the context's), the harness would drop the merged characters from the continuation;
@@ -112,8 +134,8 @@ class CandidateTokeniser:
         crossing = []
         for i, (whole, (b, _)) in enumerate(zip(wholes, flat)):
             context = context_ids[b]
-            if whole[:len(context)] == context:
-                action_rows[i] = whole[len(context):]
+            if whole[: len(context)] == context:
+                action_rows[i] = whole[len(context) :]
             else:
                 crossing.append(i)
         if crossing:
@@ -121,7 +143,7 @@ class CandidateTokeniser:
                 action_rows[i] = row
         rows_of, start = [], 0
         for row in continuations:
-            rows_of.append(action_rows[start:start + len(row)])
+            rows_of.append(action_rows[start : start + len(row)])
             start += len(row)
         return context_ids, rows_of
 
@@ -159,8 +181,15 @@ class CandidateTokeniser:
             return self.tokenizer(texts, add_special_tokens=add_special_tokens)["input_ids"]
         return [encoding.ids for encoding in encode(texts, add_special_tokens=add_special_tokens)]
 
-    def _pack(self, prompt_rows: list[list[int]], action_rows: list[Sequence[int]], mask: Tensor,
-              num_candidates: int, left_pad_prompts: bool, device: torch.device) -> Tokenised:
+    def _pack(
+        self,
+        prompt_rows: list[list[int]],
+        action_rows: list[Sequence[int]],
+        mask: Tensor,
+        num_candidates: int,
+        left_pad_prompts: bool,
+        device: torch.device,
+    ) -> Tokenised:
         """Pads token lists into a :class:`Tokenised` batch."""
         prompt_ids, prompt_mask = pad_rows(prompt_rows, self.pad_id, left=left_pad_prompts)
         # A batch's B*A candidates are a few distinct token rows (N+2 texts per prompt from a small
@@ -171,8 +200,10 @@ class CandidateTokeniser:
         index = torch.tensor([position[row] for row in rows])
         action_lengths = _checked_action_lengths(table_mask.sum(-1)[index], mask)
         return Tokenised(
-            prompt_ids=prompt_ids.to(device), prompt_mask=prompt_mask.to(device),
-            action_ids=table[index].to(device), action_lengths=action_lengths.to(device),
+            prompt_ids=prompt_ids.to(device),
+            prompt_mask=prompt_mask.to(device),
+            action_ids=table[index].to(device),
+            action_lengths=action_lengths.to(device),
             num_candidates=num_candidates,
         )
 
@@ -203,7 +234,9 @@ def _checked_action_lengths(action_lengths: Tensor, mask: Tensor) -> Tensor:
     empty = action_lengths == 0
     if empty.any():
         if (empty & mask.reshape(-1).cpu()).any():
-            raise ValueError("a legal (unmasked) candidate action has no tokens; empty action texts "
-                             "are only allowed for masked candidates")
+            raise ValueError(
+                "a legal (unmasked) candidate action has no tokens; empty action texts "
+                "are only allowed for masked candidates"
+            )
         action_lengths = action_lengths.clamp(min=1)
     return action_lengths

@@ -1,4 +1,5 @@
 """Names that differ between the transformers releases the scorer supports."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """Losses: SAC-GLAM (and PPO-GLAM) on TorchRL losses."""
+
 from torchrl_glam.objectives.ppo_glam import PPOGLAMLoss
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 

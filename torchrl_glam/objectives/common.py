@@ -4,6 +4,7 @@ The replay buffers and rollouts hold compact integer states (``torchrl_glam.data
 needs text. Both SAC-GLAM and PPO-GLAM go through :func:`score_states`, so the prompts an agent is
 trained on are exactly those it acted on.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -13,8 +14,15 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
-from torchrl_glam.modules import (ACTION_HIDDEN_KEY, ACTIONS_KEY, PROMPT_HIDDEN_KEY, PROMPT_KEY, SCORES_KEY, GLAMAgent,
-                                  LLMScorer)
+from torchrl_glam.modules import (
+    ACTION_HIDDEN_KEY,
+    ACTIONS_KEY,
+    PROMPT_HIDDEN_KEY,
+    PROMPT_KEY,
+    SCORES_KEY,
+    GLAMAgent,
+    LLMScorer,
+)
 
 
 def render_observations(state, *playground_state, environment: TextEnvironment | str | None = None):
@@ -25,16 +33,23 @@ def render_observations(state, *playground_state, environment: TextEnvironment |
     agent_on, held, grown)``."""
     environment = get_environment(environment)
     if not isinstance(state, Mapping):
-        warnings.warn("render_observations(goal_id, objects, agent_on, held, grown) is deprecated: pass a "
-                      "mapping of the environment's state keys", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "render_observations(goal_id, objects, agent_on, held, grown) is deprecated: pass a "
+            "mapping of the environment's state keys",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         state = dict(zip(environment.state_keys, (state, *playground_state)))
     prompts, actions = environment.render(state)
     return prompts, actions, environment.action_mask(state)
 
 
 def score_states(
-    scorer: LLMScorer, batch: TensorDictBase, next_obs: bool = False,
-    environment: TextEnvironment | str | None = None, catalogue=None,
+    scorer: LLMScorer,
+    batch: TensorDictBase,
+    next_obs: bool = False,
+    environment: TextEnvironment | str | None = None,
+    catalogue=None,
 ) -> dict[str, torch.Tensor]:
     """Scores and hidden states of the observations of a flat batch of compact transitions
     (``next_obs``: of the states under "next", with the same episode keys, e.g. goal and objects).

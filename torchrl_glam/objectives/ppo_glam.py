@@ -25,6 +25,7 @@ its ``in_keys`` / ``out_keys`` are declared, the names it reads can be changed w
 (e.g. ``loss.set_keys(reward="r")``: forwarded to the TorchRL PPO loss and its GAE), and its
 parameters come in named groups, ``loss.param_groups()`` -> {"llm", "heads"}.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -60,8 +61,11 @@ def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2) -> Tens
 
 
 def _renamed_argument(old: str, new: str, value):
-    warnings.warn(f"PPOGLAMLoss({old}=...) is deprecated: its name is now {new}=... (as in PPOGLAMConfig)",
-                  FutureWarning, stacklevel=3)
+    warnings.warn(
+        f"PPOGLAMLoss({old}=...) is deprecated: its name is now {new}=... (as in PPOGLAMConfig)",
+        FutureWarning,
+        stacklevel=3,
+    )
     return value
 
 
@@ -148,14 +152,16 @@ class PPOGLAMLoss(TrainableState, LossModule):
         self.score_chunk = score_chunk
         self.actor = make_actor(return_log_prob=True)
         self.value = make_value_head(scorer.hidden_size, value_width)
-        common = dict(entropy_coeff=entropy_coeff, critic_coeff=critic_coeff, loss_critic_type="l2",
-                      normalize_advantage=False)
+        common = dict(
+            entropy_coeff=entropy_coeff, critic_coeff=critic_coeff, loss_critic_type="l2", normalize_advantage=False
+        )
         if loss == "clip":
             self.ppo = ClipPPOLoss(self.actor, self.value, clip_epsilon=clip_epsilon, **common)
         else:
             adaptive = {} if kl_target is not None else {"increment": 1.0, "decrement": 1.0}
-            self.ppo = KLPENPPOLoss(self.actor, self.value, beta=kl_coeff, dtarg=kl_target or 0.01,
-                                    **adaptive, **common)
+            self.ppo = KLPENPPOLoss(
+                self.actor, self.value, beta=kl_coeff, dtarg=kl_target or 0.01, **adaptive, **common
+            )
         self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=gae_lambda)
         self.ppo.set_keys(value=VALUE_KEY, **{k: getattr(self.tensor_keys, k) for k in self._FORWARDED_KEYS})
 
@@ -169,13 +175,29 @@ class PPOGLAMLoss(TrainableState, LossModule):
         keys = self.tensor_keys
         extra = [keys.first_epoch_log_prob] if self.centred else []
         extra += [keys.behaviour_scores] if self.loss_kind == "kl" else []
-        return [*self.environment.state_keys, keys.action, keys.sample_log_prob, keys.advantage, keys.value_target, *extra]
+        return [
+            *self.environment.state_keys,
+            keys.action,
+            keys.sample_log_prob,
+            keys.advantage,
+            keys.value_target,
+            *extra,
+        ]
 
     @property
     def out_keys(self) -> list[str]:
         kind = ["clip_fraction"] if self.loss_kind == "clip" else ["kl", "kl_coeff"]
-        return ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "explained_variance", "ratio",
-                "log_ratio", *kind]
+        return [
+            "loss_objective",
+            "loss_critic",
+            "loss_entropy",
+            "entropy",
+            "kl_approx",
+            "explained_variance",
+            "ratio",
+            "log_ratio",
+            *kind,
+        ]
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         # the TorchRL PPO loss, which forwards them to its GAE, reads the rollout under our names
@@ -220,8 +242,11 @@ class PPOGLAMLoss(TrainableState, LossModule):
             dist = MaskedCategorical(logits=scores, mask=obs["action_mask"].to(scores.device), neg_inf=MASKED_LOGIT)
             log_prob.append(dist.log_prob(chunk[keys.action].to(scores.device)))
         data = rollout.clone(False).to(self._device())  # the caller's rollout stays as it was
-        for key, values in ((PROMPT_HIDDEN_KEY, hidden), (("next", PROMPT_HIDDEN_KEY), next_hidden),
-                            (keys.first_epoch_log_prob, log_prob)):
+        for key, values in (
+            (PROMPT_HIDDEN_KEY, hidden),
+            (("next", PROMPT_HIDDEN_KEY), next_hidden),
+            (keys.first_epoch_log_prob, log_prob),
+        ):
             values = torch.cat(values)
             if mask is None:
                 data[key] = values.reshape(*rollout.shape, *values.shape[1:])

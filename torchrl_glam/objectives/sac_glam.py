@@ -40,6 +40,7 @@ contrast (a grasp of the goal's object against a grasp of another) where the cri
 carry it only as the gap between 1 and bootstrapped values near 1 (experiments/cpu_full/critic).
 Without the head "loss_success" is 0, so summing every "loss_*" output stays the full loss.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -54,7 +55,14 @@ from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
 from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
-from torchrl_glam.modules import ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, GLAMAgent, LLMScorer, make_actor, make_critic_heads
+from torchrl_glam.modules import (
+    ACTION_HIDDEN_KEY,
+    PROMPT_HIDDEN_KEY,
+    GLAMAgent,
+    LLMScorer,
+    make_actor,
+    make_critic_heads,
+)
 from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
 
 SUCCESS_LOGIT_KEY = "success_logit"
@@ -128,7 +136,11 @@ class SACGLAMLoss(TrainableState, LossModule):
         self.actor = make_actor()
         # the heads detach nothing themselves: this module decides what reaches the LLM
         heads = make_critic_heads(
-            scorer.hidden_size, critic_input, num_actions, width=critic_width, critic_backprop=True,
+            scorer.hidden_size,
+            critic_input,
+            num_actions,
+            width=critic_width,
+            critic_backprop=True,
             dueling=critic_dueling,
         )
         self.hidden_key = heads.in_keys[0]
@@ -148,10 +160,18 @@ class SACGLAMLoss(TrainableState, LossModule):
         )
         self.sac.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
         self.success_loss_coef = success_loss_coef
-        self.success_head = make_critic_heads(
-            scorer.hidden_size, critic_input, num_actions, width=critic_width, critic_backprop=True,
-            out_key=SUCCESS_LOGIT_KEY,
-        ) if success_loss_coef > 0 else None
+        self.success_head = (
+            make_critic_heads(
+                scorer.hidden_size,
+                critic_input,
+                num_actions,
+                width=critic_width,
+                critic_backprop=True,
+                out_key=SUCCESS_LOGIT_KEY,
+            )
+            if success_loss_coef > 0
+            else None
+        )
         self.warmup = False  # the critic warm-up: only the heads learn (see the module docstring)
         # buffers, not parameters: in the state dict (checkpoints), never in an optimiser
         self.target_llm = TensorDictParams(self.llm_weights().data.clone(), no_convert=True) if target_llm else None
@@ -164,8 +184,14 @@ class SACGLAMLoss(TrainableState, LossModule):
     @property
     def in_keys(self) -> list[NestedKey]:
         keys = self.tensor_keys
-        return [*self.environment.state_keys, keys.action, *(("next", k) for k in self.environment.step_keys),
-                ("next", keys.reward), ("next", keys.done), ("next", keys.terminated)]
+        return [
+            *self.environment.state_keys,
+            keys.action,
+            *(("next", k) for k in self.environment.step_keys),
+            ("next", keys.reward),
+            ("next", keys.done),
+            ("next", keys.terminated),
+        ]
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         pass  # the TD(0) estimator lives in self.sac and reads the tensordict this loss builds
@@ -218,10 +244,15 @@ class SACGLAMLoss(TrainableState, LossModule):
     def llm_weights(self) -> TensorDict:
         """The LLM's trainable weights, by name, as a TensorDict (``to_module`` swaps them in)."""
         weights = TensorDict.from_module(self.scorer)
-        return weights.select(*(key for key, value in weights.items(True, True)
-                                if isinstance(value, nn.Parameter) and value.requires_grad))
+        return weights.select(
+            *(
+                key
+                for key, value in weights.items(True, True)
+                if isinstance(value, nn.Parameter) and value.requires_grad
+            )
+        )
 
-    def make_target_updater(self, tau: float) -> "TargetUpdate":
+    def make_target_updater(self, tau: float) -> TargetUpdate:
         """Soft update of the target heads, and of the target LLM when there is one."""
         return TargetUpdate(self, tau)
 

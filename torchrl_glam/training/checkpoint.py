@@ -15,6 +15,7 @@ shape, and every other value, in order) under :data:`DIGEST_KEY`; loading recomp
 changed after it was written (a flipped bit, a copy gone wrong) counts as unreadable instead of
 training on. A checkpoint from before the digest loads unverified.
 """
+
 from __future__ import annotations
 
 import copy
@@ -142,8 +143,11 @@ def save_checkpoint(state: dict, run_dir: str | os.PathLike) -> Path:
         if os.path.exists(tmp):
             os.remove(tmp)
         if _is_disk_full(err):
-            raise OSError(errno.ENOSPC, f"No space left on device while writing {path}: free space "
-                          "there (the previous checkpoint is intact), then continue with --resume") from None
+            raise OSError(
+                errno.ENOSPC,
+                f"No space left on device while writing {path}: free space "
+                "there (the previous checkpoint is intact), then continue with --resume",
+            ) from None
         raise
     return path
 
@@ -156,13 +160,17 @@ def _is_disk_full(err: BaseException) -> bool:
 def _verified(path: Path, plain) -> dict:
     """``plain`` without its digest; raises a :class:`CheckpointError` when the digest disagrees."""
     if not isinstance(plain, dict):
-        raise CheckpointError(f"{path} holds a {type(plain).__name__}, not a checkpoint's dict: "
-                              "it is corrupted or not a torchrl_glam checkpoint")
+        raise CheckpointError(
+            f"{path} holds a {type(plain).__name__}, not a checkpoint's dict: "
+            "it is corrupted or not a torchrl_glam checkpoint"
+        )
     plain = dict(plain)
     saved = plain.pop(DIGEST_KEY, None)
     if saved is not None and saved != content_digest(plain):
-        raise CheckpointError(f"{path} is corrupted: its content fails the integrity check (SHA-256 "
-                              "of what was written), so it changed after it was written (a damaged disk or copy)")
+        raise CheckpointError(
+            f"{path} is corrupted: its content fails the integrity check (SHA-256 "
+            "of what was written), so it changed after it was written (a damaged disk or copy)"
+        )
     return plain
 
 
@@ -221,8 +229,10 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
                 f"start again without --resume in a new --run-dir (or with --overwrite in {run_dir})."
             ) from None
         state = _read(previous)
-        warnings.warn(f"{err}; resuming from the previous checkpoint {previous} instead "
-                      "(the steps since then are replayed)", stacklevel=2)
+        warnings.warn(
+            f"{err}; resuming from the previous checkpoint {previous} instead (the steps since then are replayed)",
+            stacklevel=2,
+        )
         print(f"warning: {err}; resuming from the previous checkpoint {previous}")
         return state
 
@@ -240,8 +250,13 @@ def rng_state() -> dict:
     name, keys, position, has_gauss, cached = np.random.get_state()
     return {
         "python": random.getstate(),
-        "numpy": {"name": str(name), "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "numpy": {
+            "name": str(name),
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
         "torch": torch.get_rng_state(),
     }
 
@@ -249,6 +264,13 @@ def rng_state() -> dict:
 def set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
     numpy = state["numpy"]
-    np.random.set_state((numpy["name"], numpy["keys"].numpy().astype(np.uint32), numpy["position"],
-                         numpy["has_gauss"], numpy["cached_gaussian"]))
+    np.random.set_state(
+        (
+            numpy["name"],
+            numpy["keys"].numpy().astype(np.uint32),
+            numpy["position"],
+            numpy["has_gauss"],
+            numpy["cached_gaussian"],
+        )
+    )
     torch.set_rng_state(state["torch"])

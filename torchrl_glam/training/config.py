@@ -6,6 +6,7 @@ command-line overrides).
 Each algorithm's config and presets live beside it: SAC-GLAM's in ``sac_config.py``, PPO-GLAM's in
 ``ppo_config.py``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -106,8 +107,10 @@ class GLAMConfig:
         try:
             environment = get_environment(self.env)
         except ImportError as error:  # an optional dependency (BabyAI-Text: minigrid)
-            raise ConfigError(f"env={self.env!r} needs a package that is not installed ({error}); "
-                              "for env=babyai: pip install minigrid") from None
+            raise ConfigError(
+                f"env={self.env!r} needs a package that is not installed ({error}); "
+                "for env=babyai: pip install minigrid"
+            ) from None
         except ValueError as error:
             raise ConfigError(f"bad config value env={self.env!r}: {error}") from None
         return environment.with_options(**{name: getattr(self, name) for name in environment.state_options})
@@ -138,23 +141,31 @@ class GLAMConfig:
             "total_steps": 1 <= self.total_steps <= MAX_TOTAL_STEPS,
             "eval_every": self.eval_every >= 1,
             "eval_episodes": self.eval_episodes >= 1,
-            "eval_sets": (len(self.eval_sets) >= 1 and len(set(self.eval_sets)) == len(self.eval_sets)
-                          and set(self.eval_sets) <= set(EVAL_SETS)
-                          and (environment.held_out_goal_set is not None
-                               or all(EVAL_SETS[name].goals != "held_out" for name in self.eval_sets))),
+            "eval_sets": (
+                len(self.eval_sets) >= 1
+                and len(set(self.eval_sets)) == len(self.eval_sets)
+                and set(self.eval_sets) <= set(EVAL_SETS)
+                and (
+                    environment.held_out_goal_set is not None
+                    or all(EVAL_SETS[name].goals != "held_out" for name in self.eval_sets)
+                )
+            ),
             "log_every": self.log_every >= 1,
             "checkpoint_every": self.checkpoint_every >= 1,
             "num_threads": 1 <= self.num_threads <= MAX_THREADS,
             "lora_rank": self.lora_rank >= 0,
             "lora_alpha": self.lora_alpha >= 1,
-            "num_objects": self.num_objects is None or ("num_objects" in environment.config_options
-                                                        and 2 <= self.num_objects <= len(environment.object_names)),
-            "goal_types": self.goal_types is None or ("goal_types" in environment.config_options
-                                                      and len(self.goal_types) >= 1
-                                                      and len(set(self.goal_types)) == len(self.goal_types)
-                                                      and set(self.goal_types) <= set(environment.goal_types)),
-            "history": self.history == 0 or ("history" in environment.state_options
-                                             and 1 <= self.history <= environment.max_history),
+            "num_objects": self.num_objects is None
+            or ("num_objects" in environment.config_options and 2 <= self.num_objects <= len(environment.object_names)),
+            "goal_types": self.goal_types is None
+            or (
+                "goal_types" in environment.config_options
+                and len(self.goal_types) >= 1
+                and len(set(self.goal_types)) == len(self.goal_types)
+                and set(self.goal_types) <= set(environment.goal_types)
+            ),
+            "history": self.history == 0
+            or ("history" in environment.state_options and 1 <= self.history <= environment.max_history),
             "level_time_limits": not self.level_time_limits or "level_time_limits" in environment.config_options,
             # the hindsight transcripts are Playground-Text's only
             "model": not (self.env != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(self.model)),
@@ -169,8 +180,10 @@ class GLAMConfig:
     def _expected(self) -> dict[str, str]:
         """Field name -> what a good value is, for the error message (default: see the class)."""
         if self.env not in environment_names():
-            return {"env": f"a registered environment: one of {environment_names()} (register your own "
-                           "with torchrl_glam.envs.protocol.register_environment before main)"}
+            return {
+                "env": f"a registered environment: one of {environment_names()} (register your own "
+                "with torchrl_glam.envs.protocol.register_environment before main)"
+            }
         environment = self.environment
         return {
             "goals": f"a goal set of env={self.env!r}: one of {environment.goal_sets}",
@@ -178,29 +191,40 @@ class GLAMConfig:
             "max_steps": f"an episode length from 1 to {MAX_EPISODE_STEPS}",
             "total_steps": f"a number of environment steps from 1 to {MAX_TOTAL_STEPS:.0e}",
             "num_threads": f"from 1 to {MAX_THREADS} torch threads (about the cores of the node)",
-            "num_objects": (f"none, or from 2 to {len(environment.object_names)} objects per scene"
-                            if "num_objects" in environment.config_options else
-                            f"none: env={self.env!r} has no num_objects option"),
-            "goal_types": (f"none, or a non-empty list of distinct goal types among {environment.goal_types}"
-                           if "goal_types" in environment.config_options else
-                           f"none: env={self.env!r} has no goal_types option"),
-            "history": (f"from 0 to {environment.max_history} past observations in the prompt (GLAM: 2)"
-                        if "history" in environment.state_options else
-                        f"0: env={self.env!r} has no history option"),
+            "num_objects": (
+                f"none, or from 2 to {len(environment.object_names)} objects per scene"
+                if "num_objects" in environment.config_options
+                else f"none: env={self.env!r} has no num_objects option"
+            ),
+            "goal_types": (
+                f"none, or a non-empty list of distinct goal types among {environment.goal_types}"
+                if "goal_types" in environment.config_options
+                else f"none: env={self.env!r} has no goal_types option"
+            ),
+            "history": (
+                f"from 0 to {environment.max_history} past observations in the prompt (GLAM: 2)"
+                if "history" in environment.state_options
+                else f"0: env={self.env!r} has no history option"
+            ),
             "level_time_limits": f"false: env={self.env!r} has no level time limits (BabyAI-Text has)",
-            "model": (f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
-                      "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
-                      "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"),
+            "model": (
+                f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
+                "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
+                "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"
+            ),
             "goal_sampling": "'uniform' (over the task set) or 'by_type' (goal types equally often)",
             "normalization": "'sum' or 'mean'",
             "tokenization": "'exact' or 'separate'",
             "quantization": "none, '4bit' or '8bit'",
             "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
             "eval_sets": f"a non-empty list of distinct names among {sorted(EVAL_SETS)}"
-                         + ("" if environment.held_out_goal_set else
-                            f" but the held-out ones (env={self.env!r} has no held-out goals)"),
+            + (
+                ""
+                if environment.held_out_goal_set
+                else f" but the held-out ones (env={self.env!r} has no held-out goals)"
+            ),
             "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
-                                       "be trained; only LoRA adapters on them), or quantization=none",
+            "be trained; only LoRA adapters on them), or quantization=none",
             "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
             "dtype": "'float32', 'float16' or 'bfloat16'",
             "run_dir": "a directory path (pass --run-dir DIR; an empty one would mean the current folder)",
@@ -213,8 +237,10 @@ class GLAMConfig:
         for f in fields(self):
             value = getattr(self, f.name)
             if not _has_type(value, hints[f.name]):
-                raise ConfigError(f"bad config value {f.name}={value!r}: expected {_type_name(hints[f.name])}, "
-                                 f"got {type(value).__name__}")
+                raise ConfigError(
+                    f"bad config value {f.name}={value!r}: expected {_type_name(hints[f.name])}, "
+                    f"got {type(value).__name__}"
+                )
         for f in fields(self):  # inf and nan pass every comparison below the wrong way
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
@@ -225,10 +251,13 @@ class GLAMConfig:
                 hint = expected.get(name, f"see {type(self).__name__}")
                 # a value given under a field's old name is named as the user wrote it
                 given_as = getattr(self, "_given_as", {}).get(name)
-                shown = (f"quantization={self.quantization!r} with lora_rank={self.lora_rank}"
-                         if name == "quantization_needs_lora" else
-                         f"{given_as}={getattr(self, name)!r} (now named {name})" if given_as else
-                         f"{name}={getattr(self, name)!r}")
+                shown = (
+                    f"quantization={self.quantization!r} with lora_rank={self.lora_rank}"
+                    if name == "quantization_needs_lora"
+                    else f"{given_as}={getattr(self, name)!r} (now named {name})"
+                    if given_as
+                    else f"{name}={getattr(self, name)!r}"
+                )
                 raise ConfigError(f"bad config value {shown}: expected {hint}")
         return self
 
@@ -286,12 +315,16 @@ def _is_hindsight_tiny(model: str | None) -> bool:
 
 
 def _warn_renamed(old: str, new: str, stacklevel: int = 2) -> None:
-    warnings.warn(f"config field {old!r} is now named {new!r}; the old name is deprecated: "
-                  f"write {new}=... instead", FutureWarning, stacklevel=stacklevel + 1)
+    warnings.warn(
+        f"config field {old!r} is now named {new!r}; the old name is deprecated: write {new}=... instead",
+        FutureWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
-def upgrade_names(config_class: type[GLAMConfig], values: dict[str, Any],
-                  warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+def upgrade_names(
+    config_class: type[GLAMConfig], values: dict[str, Any], warn: bool = True
+) -> tuple[dict[str, Any], dict[str, str]]:
     """``values`` with every old field name of ``config_class`` (``RENAMED``) replaced by the new
     one, and {new name: old name} of those replaced. ``warn``: a ``FutureWarning`` per old name
     (off for a checkpoint's saved config: the user did not write it)."""
@@ -303,8 +336,9 @@ def upgrade_names(config_class: type[GLAMConfig], values: dict[str, Any],
         if new is None:
             continue
         if new in values:
-            raise ConfigError(f"config field {new!r} given twice: as {new!r} and under its old name {name!r}; "
-                             f"keep only {new}")
+            raise ConfigError(
+                f"config field {new!r} given twice: as {new!r} and under its old name {name!r}; keep only {new}"
+            )
         if warn:
             _warn_renamed(name, new, stacklevel=3)
         given_as[new] = name
@@ -351,8 +385,9 @@ def _is_device(name: str) -> bool:
     return True
 
 
-def config_from_preset(config_class: type[C], presets: dict[str, dict[str, Any]], preset: str,
-                       overrides: dict[str, Any] | None = None) -> C:
+def config_from_preset(
+    config_class: type[C], presets: dict[str, dict[str, Any]], preset: str, overrides: dict[str, Any] | None = None
+) -> C:
     """``config_class`` with a preset's values, then ``overrides``, validated."""
     if preset not in presets:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")

@@ -10,6 +10,7 @@ wrapped module whose single forward feeds the backward. A SAC-GLAM update runs t
 ``DiscreteSACLoss``'s functional, vmapped parameters, which DDP's hooks never see. Averaging the
 gradients of the trainable parameters after backward is the same arithmetic, explicitly.
 """
+
 from __future__ import annotations
 
 import os

@@ -9,6 +9,7 @@ room for the entropy bonus with alpha up to ~4 and for early noise, while the ru
 (``critic_lr=1e9``) reached ``abs(Q) ~ 1e10``. PPO's value loss is checked against the same bound
 (a value and its target both within it differ by at most twice the bound).
 """
+
 from __future__ import annotations
 
 import torch.distributed
@@ -40,16 +41,18 @@ def check_divergence(metrics: dict[str, float], cfg: GLAMConfig, steps: int | No
     if "q_value" in metrics and not abs(metrics["q_value"]) <= limit:
         problem = f"the critic's Q-value is {metrics['q_value']:.4g}, beyond {limit:g}"
     critic_coeff = getattr(cfg, "critic_coeff", 0.0)  # PPO's value-loss weight; SAC has none
-    if "loss_critic" in metrics and critic_coeff > 0 and not metrics["loss_critic"] <= critic_coeff * limit ** 2:
-        problem = f"the value loss is {metrics['loss_critic']:.4g}, beyond {critic_coeff * limit ** 2:g}"
+    if "loss_critic" in metrics and critic_coeff > 0 and not metrics["loss_critic"] <= critic_coeff * limit**2:
+        problem = f"the value loss is {metrics['loss_critic']:.4g}, beyond {critic_coeff * limit**2:g}"
     if not any_true(problem is not None):
         return
     problem = problem or "another rank's critic diverged"
     lrs = ", ".join(f"{name}={getattr(cfg, name)}" for name in ("critic_lr", "actor_lr", "lr") if hasattr(cfg, name))
-    message = (f"the critic diverged at {steps} environment steps: {problem} "
-               f"({DIVERGENCE_MARGIN:g} x the largest return, {value_bound(cfg):g}, with gamma="
-               f"{getattr(cfg, 'gamma', None)}). Lower the learning rate ({lrs}; --resume may change it) or "
-               "set max_grad_norm (in a new --run-dir)")
+    message = (
+        f"the critic diverged at {steps} environment steps: {problem} "
+        f"({DIVERGENCE_MARGIN:g} x the largest return, {value_bound(cfg):g}, with gamma="
+        f"{getattr(cfg, 'gamma', None)}). Lower the learning rate ({lrs}; --resume may change it) or "
+        "set max_grad_norm (in a new --run-dir)"
+    )
     if not is_distributed() or torch.distributed.get_rank() == 0:
         record_event(cfg.run_dir, "diverged", env_steps=steps, problem=problem)
     raise DivergenceError(message)

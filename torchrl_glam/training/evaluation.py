@@ -1,11 +1,11 @@
 """Evaluation on fixed scenes: success overall and per goal type, and the evaluation sets a run
 can log (:data:`EVAL_SETS`, chosen by the config's ``eval_sets``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
-
 from torchrl.envs import EnvBase
 
 from torchrl_glam.data.episodes import step_success

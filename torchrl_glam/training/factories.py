@@ -3,6 +3,7 @@ config, the policy module of an agent and acting with it (:func:`act`), the non-
 
 Each algorithm's own agent factory and updater live beside this module: ``sac.py`` (SAC-GLAM) and
 ``ppo.py`` (PPO-GLAM)."""
+
 from __future__ import annotations
 
 from tensordict import TensorDictBase
@@ -20,8 +21,14 @@ class NonFiniteLossError(RuntimeError):
     """A loss became NaN or infinite: the run stops, the last good checkpoint stays."""
 
 
-def make_env(cfg: GLAMConfig, num_envs: int | None = None, goals: str | None = None,
-             seed: int | None = None, goal_sampling: str | None = None, **kwargs) -> EnvBase:
+def make_env(
+    cfg: GLAMConfig,
+    num_envs: int | None = None,
+    goals: str | None = None,
+    seed: int | None = None,
+    goal_sampling: str | None = None,
+    **kwargs,
+) -> EnvBase:
     """The training environment of ``cfg.env`` (tensors only: prompts are rendered for the LLM
     from the state); the environment's ``config_options`` come from the config's fields."""
     environment = cfg.environment
@@ -44,10 +51,16 @@ def make_eval_envs(cfg: GLAMConfig) -> dict[str, EnvBase]:
     same episodes."""
     sets = {name: EVAL_SETS[name] for name in cfg.eval_sets}
     held_out = cfg.environment.held_out_goal_set  # the "held_out" set names the environment's own
-    return {name: make_env(cfg, num_envs=cfg.eval_episodes, goals=held_out if spec.goals == "held_out" else spec.goals,
-                           seed=spec.seed_offset + cfg.seed,
-                           goal_sampling=spec.goal_sampling)
-            for name, spec in sets.items()}
+    return {
+        name: make_env(
+            cfg,
+            num_envs=cfg.eval_episodes,
+            goals=held_out if spec.goals == "held_out" else spec.goals,
+            seed=spec.seed_offset + cfg.seed,
+            goal_sampling=spec.goal_sampling,
+        )
+        for name, spec in sets.items()
+    }
 
 
 def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
@@ -71,8 +84,13 @@ def make_glam_agent(cfg: GLAMConfig) -> GLAMAgent:
 
 
 #: The offline models that another environment than Playground-Text gets in its own vocabulary.
-_OWN_OFFLINE_MODELS = (None, "offline:tiny-t5", "offline:tiny-llama", "offline:tiny-t5-pretrained",
-                       "offline:tiny-llama-pretrained")
+_OWN_OFFLINE_MODELS = (
+    None,
+    "offline:tiny-t5",
+    "offline:tiny-llama",
+    "offline:tiny-t5-pretrained",
+    "offline:tiny-llama-pretrained",
+)
 
 
 def model_of(cfg: GLAMConfig) -> str | None:

@@ -17,6 +17,7 @@ flush), ``time/wall_seconds``, ``time/steps_per_second``, and
 * an autotelic agent: ``autotelic/...`` (goal memory growth, discovered share of the training
   goals, choice shares), and ``autotelic.jsonl`` (LP and choices per group of goals).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,8 +42,11 @@ def make_loggers(cfg: GLAMConfig) -> list[Logger]:
     wanted = [name for name in cfg.loggers if name != "csv"]
     missing = [name for name in wanted if importlib.util.find_spec(name) is None]
     if missing:
-        warnings.warn(f"no {' or '.join(missing)} logs: {' and '.join(missing)} not installed (pip install "
-                      f"{' '.join(missing)}; or loggers=csv to ask only for the CSV logs)", stacklevel=2)
+        warnings.warn(
+            f"no {' or '.join(missing)} logs: {' and '.join(missing)} not installed (pip install "
+            f"{' '.join(missing)}; or loggers=csv to ask only for the CSV logs)",
+            stacklevel=2,
+        )
     if "tensorboard" in wanted and "tensorboard" not in missing:
         from torchrl.record.loggers import TensorboardLogger
 
@@ -92,8 +96,13 @@ class RunLogger:
     def state_dict(self) -> dict:
         """What the next flush still needs (means since the last flush, its step and time): in the
         checkpoint, so that a resumed run writes the rows an uninterrupted one writes."""
-        return {"sums": dict(self._sums), "counts": dict(self._counts), "last_flush": self._last_flush,
-                "replay_share": self._replay_share, "goals_logged": self._goals_logged}
+        return {
+            "sums": dict(self._sums),
+            "counts": dict(self._counts),
+            "last_flush": self._last_flush,
+            "replay_share": self._replay_share,
+            "goals_logged": self._goals_logged,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self._sums = defaultdict(float, state["sums"])
@@ -139,8 +148,11 @@ class RunLogger:
             unchanged &= episodes["next", key] == episodes[key]
         self._add("train/no_op_share", (unchanged & steps).sum().item(), int(steps.sum()))
         num_objects = episodes["objects"].shape[-1]
-        kinds = {"go_to": episodes["action"] < num_objects, "grasp": episodes["action"] == num_objects,
-                 "release": episodes["action"] == num_objects + 1}
+        kinds = {
+            "go_to": episodes["action"] < num_objects,
+            "grasp": episodes["action"] == num_objects,
+            "release": episodes["action"] == num_objects + 1,
+        }
         for kind, chosen in kinds.items():
             self._add(f"train/action_share/{kind}", (chosen & steps).sum().item(), int(steps.sum()))
 
@@ -186,10 +198,14 @@ class RunLogger:
         self._goals_logged = known.clone()
         new_ids = torch.nonzero(new).squeeze(-1)
         new_ids = new_ids[torch.argsort(first_seen[new_ids], stable=True)].tolist()
-        line = {"env_steps": env_steps, "discovered": len(goals.memory),
-                "discovered_train_fraction": metrics["autotelic/discovered_train_fraction"],
-                "new": {goals.catalogue.goals[i]: int(first_seen[i]) for i in new_ids},
-                "groups_with_goals": len(table), "groups": {g: table[g] for g in sorted(shown)}}
+        line = {
+            "env_steps": env_steps,
+            "discovered": len(goals.memory),
+            "discovered_train_fraction": metrics["autotelic/discovered_train_fraction"],
+            "new": {goals.catalogue.goals[i]: int(first_seen[i]) for i in new_ids},
+            "groups_with_goals": len(table),
+            "groups": {g: table[g] for g in sorted(shown)},
+        }
         append_line(self.run_dir / "autotelic.jsonl", json.dumps(line) + "\n")
         goals.reset_choice_counts()
 
@@ -198,5 +214,7 @@ class RunLogger:
             self._log(f"eval/{name}/{key}", value, env_steps)
             self.last_evaluation[f"{name}/{key}"] = value
         self._log("time/wall_seconds", wall_seconds, env_steps)
-        append_line(self.run_dir / "evaluations.jsonl",
-                    json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n")
+        append_line(
+            self.run_dir / "evaluations.jsonl",
+            json.dumps({"env_steps": env_steps, "wall_seconds": wall_seconds, "set": name, **results}) + "\n",
+        )

@@ -6,6 +6,7 @@ Advantages are computed once per rollout, with the values of the policy that col
 GLAM and Stable-Baselines3 do; TorchRL's PPO example recomputes them every epoch, which here would
 cost one more LLM pass over the rollout per epoch).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,11 +16,10 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl_glam.data.her import relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter
-from torchrl_glam.envs.protocol import (ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment,
-                                        get_environment)
+from torchrl_glam.envs.protocol import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
+from torchrl_glam.modules import GLAMAgent
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
 from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share
-from torchrl_glam.modules import GLAMAgent
 from torchrl_glam.training.factories import NonFiniteLossError, make_glam_agent
 from torchrl_glam.training.ppo_config import PPOGLAMConfig
 
@@ -30,8 +30,15 @@ ROLLOUT_KEYS = ("action", "sample_log_prob", BEHAVIOUR_SCORES_KEY)
 ROLLOUT_NEXT_KEYS = ("reward", "done", "terminated", "truncated", ACHIEVED_GOAL_IDS_KEY, ACHIEVED_GOAL_COUNT_KEY)
 #: What a minibatch of the update holds besides the compact state (collected and relabeled
 #: transitions alike).
-UPDATE_KEYS = ("action", "sample_log_prob", BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, "advantage",
-               "value_target", "relabeled")
+UPDATE_KEYS = (
+    "action",
+    "sample_log_prob",
+    BEHAVIOUR_SCORES_KEY,
+    FIRST_EPOCH_LOG_PROB_KEY,
+    "advantage",
+    "value_target",
+    "relabeled",
+)
 
 
 def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
@@ -73,8 +80,11 @@ class Rollout:
         self.steps: list[TensorDict] = []
         environment = get_environment(environment)
         self.num_goals = len(environment.catalogue)
-        self.keys = (*environment.state_keys, *ROLLOUT_KEYS,
-                     *(("next", k) for k in (*environment.step_keys, *ROLLOUT_NEXT_KEYS)))
+        self.keys = (
+            *environment.state_keys,
+            *ROLLOUT_KEYS,
+            *(("next", k) for k in (*environment.step_keys, *ROLLOUT_NEXT_KEYS)),
+        )
         self.reported: torch.Tensor | None = None  # [num_envs, goals], up to the last step added
         self.reported_before: torch.Tensor | None = None  # the same when the rollout began
 
@@ -173,8 +183,10 @@ class PPOGLAMUpdater:
                 loss = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
                 if not all_true(torch.isfinite(loss).item()):  # every rank stops together
                     losses = ("loss_objective", "loss_critic", "loss_entropy")
-                    raise NonFiniteLossError(f"non-finite loss at gradient step {self.updates}: "
-                                             + ", ".join(f"{k}={out[k].item():.4g}" for k in losses))
+                    raise NonFiniteLossError(
+                        f"non-finite loss at gradient step {self.updates}: "
+                        + ", ".join(f"{k}={out[k].item():.4g}" for k in losses)
+                    )
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 average_gradients(self.parameters)  # data parallel: the same step on every rank

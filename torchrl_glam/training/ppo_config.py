@@ -20,6 +20,7 @@ Field names agree with SAC-GLAM's config and with TorchRL: ``critic_coeff`` (Tor
 was ``value_coeff``), ``gae_lambda`` (TorchRL's PPO example), ``ppo_loss`` (was ``her_loss``: it
 picks the loss with or without HER). The old names stay accepted, with a ``FutureWarning``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ class PPOGLAMConfig(GLAMConfig):
             "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
             "ppo_loss": self.ppo_loss in ("clip", "kl"),
             "her_filter": self.her_filter in ("none", "aligned")
-                          and (self.her_filter != "aligned" or self._has("subgoal_matrix")),
+            and (self.her_filter != "aligned" or self._has("subgoal_matrix")),
             "her_centred": not self.her_centred or self.ppo_loss == "clip",
             "her_ratio": 0.0 < self.her_ratio < 1.0,
             "kl_coeff": self.kl_coeff >= 0,
@@ -104,10 +105,30 @@ class PPOGLAMConfig(GLAMConfig):
 #: What the PPO ``cpu`` preset takes from SAC-GLAM's: the model, the environment, the discount, the run's length
 #: and schedule (the comparison runs then differ only by the algorithm). Not num_envs: with
 #: rollout_steps it makes Table 1's 2048 transitions per update.
-_FROM_SAC_CPU = ("env", "goals", "num_objects", "goal_types", "history", "level_time_limits", "max_steps", "gamma",
-                 "model", "lora_rank", "lora_alpha", "quantization", "dtype", "device", "normalization",
-                 "total_steps", "eval_every", "eval_episodes", "eval_sets", "log_every", "checkpoint_every",
-                 "loggers")
+_FROM_SAC_CPU = (
+    "env",
+    "goals",
+    "num_objects",
+    "goal_types",
+    "history",
+    "level_time_limits",
+    "max_steps",
+    "gamma",
+    "model",
+    "lora_rank",
+    "lora_alpha",
+    "quantization",
+    "dtype",
+    "device",
+    "normalization",
+    "total_steps",
+    "eval_every",
+    "eval_episodes",
+    "eval_sets",
+    "log_every",
+    "checkpoint_every",
+    "loggers",
+)
 
 
 def _from_sac_cpu(preset: str = "cpu") -> dict[str, Any]:
@@ -121,8 +142,16 @@ def _from_sac_cpu(preset: str = "cpu") -> dict[str, Any]:
 PPO_PRESETS: dict[str, dict[str, Any]] = {
     # Table 1 on the full task set with Flan-T5-base, LoRA and 4-bit (App. C), like sac_glam
     "ppo_glam": dict(
-        goals="train", model="google/flan-t5-base", lora_rank=16, quantization="4bit", device="cuda",
-        num_envs=32, rollout_steps=64, epochs=16, minibatch_size=256, her=False,
+        goals="train",
+        model="google/flan-t5-base",
+        lora_rank=16,
+        quantization="4bit",
+        device="cuda",
+        num_envs=32,
+        rollout_steps=64,
+        epochs=16,
+        minibatch_size=256,
+        her=False,
     ),
     # anywhere, no download: SAC-GLAM's cpu choices (see _FROM_SAC_CPU), Table 1's PPO
     "cpu": dict(_from_sac_cpu(), her=False),
@@ -130,18 +159,28 @@ PPO_PRESETS: dict[str, dict[str, Any]] = {
     "cpu_her": dict(_from_sac_cpu(), her=True, ppo_loss="clip", her_filter="aligned", her_centred=False),
     # the same two on the full task set, from SAC-GLAM's cpu_full (issue 15)
     "cpu_full": dict(_from_sac_cpu("cpu_full"), her=False),
-    "cpu_full_her": dict(_from_sac_cpu("cpu_full"), her=True, ppo_loss="clip", her_filter="aligned",
-                         her_centred=False),
+    "cpu_full_her": dict(_from_sac_cpu("cpu_full"), her=True, ppo_loss="clip", her_filter="aligned", her_centred=False),
     # BabyAI-Text's MixedTrainLocal, from SAC-GLAM's cpu_babyai, with GLAM's own PPO schedule on
     # BabyAI-Text (Carta et al. 2023: 40 steps x 32 environments, 4 epochs, minibatches of 64): 4
     # sample-updates per environment step, as many as cpu_babyai's SAC-GLAM (Table 1's 16 cost 4x).
-    "cpu_babyai": dict(_from_sac_cpu("cpu_babyai"), her=False, num_envs=32, rollout_steps=40, epochs=4,
-                       minibatch_size=64),
+    "cpu_babyai": dict(
+        _from_sac_cpu("cpu_babyai"), her=False, num_envs=32, rollout_steps=40, epochs=4, minibatch_size=64
+    ),
     # a first check of an install, and the end-to-end tests
     "smoke": dict(
-        goals="simplified", model=None, normalization="mean", num_envs=8, rollout_steps=16, epochs=2,
-        minibatch_size=64, value_width=32, total_steps=384, eval_every=192, eval_episodes=16,
-        log_every=64, checkpoint_every=192,
+        goals="simplified",
+        model=None,
+        normalization="mean",
+        num_envs=8,
+        rollout_steps=16,
+        epochs=2,
+        minibatch_size=64,
+        value_width=32,
+        total_steps=384,
+        eval_every=192,
+        eval_episodes=16,
+        log_every=64,
+        checkpoint_every=192,
     ),
 }
 

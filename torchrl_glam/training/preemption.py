@@ -9,11 +9,11 @@ installs :func:`stop_on_signals` so that Ctrl-C, SIGTERM and Slurm's USR1 / USR2
 --signal``) also end with a checkpoint. Under submitit, :func:`requeue_on_both_user_signals` makes
 USR1 do what submitit does on USR2 (checkpoint and requeue) instead of killing the job.
 """
+
 from __future__ import annotations
 
 import signal
 import threading
-
 
 #: Exit code of a training script that stopped early with its checkpoint written (resume with --resume).
 PREEMPTED = 3
@@ -73,8 +73,10 @@ def requeue_on_both_user_signals() -> None:
     installed = [signal.getsignal(sig) for sig in USER_SIGNALS]
     handler = next((h for h in installed if callable(h)), None)
     if handler is None:
+
         def handler(signum, frame):
             STOP.request()
+
     for sig, current in zip(USER_SIGNALS, installed):
         if not callable(current):
             signal.signal(sig, handler)

@@ -8,13 +8,15 @@ describes, so each field is decided here:
 * may change, and is really applied: the run's length and schedule (``total_steps``,
   ``eval_every``, ``log_every``, ``checkpoint_every``), the evaluation sets (``eval_sets``: each
   draws from its own random stream, so adding one leaves the training as it was), ``loggers``,
-  ``num_threads``, where the run lives (``run_dir``), and the learning rates (set on the optimisers' parameter groups after their
+  ``num_threads``, where the run lives (``run_dir``), and the learning rates (set on the optimisers'
+  parameter groups after their
   state is loaded: the way out of a diverging run);
 * anything else changed: the resume is refused with each field's saved and new values.
 
 What a resume changed goes to ``run_dir/events.jsonl``; ``config.json`` is rewritten with the
 config the run continues with (the saved one plus the allowed changes).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,8 +27,16 @@ from torchrl_glam.training.config import GLAMConfig, upgrade_names
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
 #: Fields a resume may change (see the module docstring).
-SCHEDULE_FIELDS = ("total_steps", "eval_every", "log_every", "checkpoint_every", "eval_sets", "loggers", "num_threads",
-                   "run_dir")
+SCHEDULE_FIELDS = (
+    "total_steps",
+    "eval_every",
+    "log_every",
+    "checkpoint_every",
+    "eval_sets",
+    "loggers",
+    "num_threads",
+    "run_dir",
+)
 LEARNING_RATE_FIELDS = ("actor_lr", "critic_lr", "alpha_lr", "lr")
 RESUMABLE_FIELDS = SCHEDULE_FIELDS + LEARNING_RATE_FIELDS
 
@@ -44,8 +54,11 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
     saved, _ = upgrade_names(type(cfg), saved, warn=False)  # a checkpoint written before a field's rename
     # a field missing from an older checkpoint's config had its default then
     default = type(cfg)().to_dict()
-    changes = {name: (saved.get(name, default[name]), value) for name, value in new.items()
-               if saved.get(name, default[name]) != value}
+    changes = {
+        name: (saved.get(name, default[name]), value)
+        for name, value in new.items()
+        if saved.get(name, default[name]) != value
+    }
     refused = {name: values for name, values in changes.items() if name not in RESUMABLE_FIELDS}
     if refused:
         listed = "; ".join(f"{name}: saved {old!r}, now {value!r}" for name, (old, value) in refused.items())
@@ -78,11 +91,17 @@ def _refuse_another_algorithm(saved: dict[str, Any], cfg: GLAMConfig) -> None:
                 f"has {', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}, which "
                 f"{type(cfg).__name__} lacks): resume it with the {name} script (python "
                 f"examples/{name}.py --resume, or the launcher's --algorithm {name}), or give this run "
-                "another --run-dir.")
+                "another --run-dir."
+            )
 
 
-def apply_resume(cfg: GLAMConfig, changes: dict[str, tuple[Any, Any]],
-                 optimizers: dict[str, torch.optim.Optimizer], env_steps: int, main_rank: bool = True) -> None:
+def apply_resume(
+    cfg: GLAMConfig,
+    changes: dict[str, tuple[Any, Any]],
+    optimizers: dict[str, torch.optim.Optimizer],
+    env_steps: int,
+    main_rank: bool = True,
+) -> None:
     """After the checkpoint's state is loaded: sets the learning rates of ``optimizers`` (config
     field -> the optimiser it drives) to ``cfg``'s, and on the main rank removes the log rows after
     ``env_steps`` and records the resume in ``events.jsonl``."""
@@ -92,8 +111,12 @@ def apply_resume(cfg: GLAMConfig, changes: dict[str, tuple[Any, Any]],
     if not main_rank:
         return
     removed = truncate_logs(cfg.run_dir, env_steps)
-    record_event(cfg.run_dir, "resume", env_steps=env_steps,
-                 changed={name: {"saved": old, "now": new} for name, (old, new) in changes.items()},
-                 log_rows_removed=removed)
+    record_event(
+        cfg.run_dir,
+        "resume",
+        env_steps=env_steps,
+        changed={name: {"saved": old, "now": new} for name, (old, new) in changes.items()},
+        log_rows_removed=removed,
+    )
     for name, (old, new) in changes.items():
         print(f"resume: {name} changed from {old!r} to {new!r}")

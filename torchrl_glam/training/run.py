@@ -35,6 +35,7 @@ and refuses or locks the run dir (``rundir.py``); :meth:`~TrainingRun.restore` r
 that would mix settings and applies the allowed changes (``resume.py``); :meth:`~TrainingRun.log_update`
 stops a diverging run (``divergence.py``); checkpoints load without running code (``checkpoint.py``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,8 +76,7 @@ from torchrl_glam.training.resume import ResumeError, apply_resume, resume_chang
 from torchrl_glam.training.rundir import RunDirError, prepare_run_dir, truncate_logs
 from torchrl_glam.training.runtime import apply_runtime
 
-__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "command_line", "parse_command_line",
-           "PREEMPTED"]
+__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "command_line", "parse_command_line", "PREEMPTED"]
 
 #: Refusals whose message says what to do: a script's command line prints them without a traceback.
 USER_ERRORS = (ConfigError, RunDirError, ResumeError, CheckpointError, ModelNotFoundError, ShippedWeightsError)
@@ -101,7 +101,9 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, 
     cfg = config_from_preset(config_class, presets, preset)
     lines = [f"fields (field=value; the values of --preset {preset}, which other presets change):"]
     lines += [f"  {name}={value}" for name, value in cfg.to_dict().items()]
-    lines.append(f"\nlogs and checkpoints go to run_dir ({cfg.run_dir!r} for this preset) unless --run-dir says otherwise")
+    lines.append(
+        f"\nlogs and checkpoints go to run_dir ({cfg.run_dir!r} for this preset) unless --run-dir says otherwise"
+    )
     return "\n".join(lines)
 
 
@@ -115,20 +117,27 @@ class RunOptions:
     progress: bool = True  # the progress bar (rank 0 only)
 
 
-def parse_command_line(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]],
-                       argv: list[str] | None = None, description: str | None = None,
-                       default_preset: str = "cpu") -> tuple[GLAMConfig, RunOptions]:
+def parse_command_line(
+    config_class: type[GLAMConfig],
+    presets: dict[str, dict[str, Any]],
+    argv: list[str] | None = None,
+    description: str | None = None,
+    default_preset: str = "cpu",
+) -> tuple[GLAMConfig, RunOptions]:
     """``[--preset P] [--run-dir D] [--resume | --overwrite] [--no-progress] [field=value ...]``
     -> (config, options).
 
     The overrides are typed by ``config_class``'s fields and may come before or after the flags.
     """
-    parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=_fields_epilog(config_class, presets, default_preset))
+    parser = argparse.ArgumentParser(
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_fields_epilog(config_class, presets, default_preset),
+    )
     parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
-    parser.add_argument("--run-dir", default=None,
-                        help="where logs and checkpoints go (run_dir=...; default: the preset's run_dir)")
+    parser.add_argument(
+        "--run-dir", default=None, help="where logs and checkpoints go (run_dir=...; default: the preset's run_dir)"
+    )
     parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
     parser.add_argument("--overwrite", action="store_true", help="discard what run_dir holds and start afresh")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -138,8 +147,9 @@ def parse_command_line(config_class: type[GLAMConfig], presets: dict[str, dict[s
     if args.run_dir:
         overrides["run_dir"] = args.run_dir
     cfg = config_from_preset(config_class, presets, args.preset, overrides)
-    return cfg, RunOptions(preset=args.preset, resume=args.resume, overwrite=args.overwrite,
-                           progress=not args.no_progress)
+    return cfg, RunOptions(
+        preset=args.preset, resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress
+    )
 
 
 class Stateful(Protocol):
@@ -164,8 +174,11 @@ class StateOf:
 
 #: The deprecated checkpoint layout's entries, accepted on load: entry -> (the piece that holds it
 #: now, its field in that piece's extra state). Runs written with it still resume.
-LEGACY_ENTRIES = {"her_generator": ("her", "generator"), "her_goal_memory": ("her", "goal_memory"),
-                  "noop_twins_generator": ("noop_twins", "generator")}
+LEGACY_ENTRIES = {
+    "her_generator": ("her", "generator"),
+    "her_goal_memory": ("her", "goal_memory"),
+    "noop_twins_generator": ("noop_twins", "generator"),
+}
 
 
 def upgrade_checkpoint(state: dict) -> dict:
@@ -185,15 +198,18 @@ class TrainingRun:
     refused unless they divide by the world.
     """
 
-    def __init__(self, cfg: GLAMConfig, options: RunOptions | None = None,
-                 per_rank: Iterable[str] = ("num_envs",)) -> None:
+    def __init__(
+        self, cfg: GLAMConfig, options: RunOptions | None = None, per_rank: Iterable[str] = ("num_envs",)
+    ) -> None:
         self.cfg, self.options = cfg.validate(), options or RunOptions()  # before the run dir is touched
         apply_runtime(cfg)  # cfg.num_threads torch threads; a missing GPU fails here, before any model loads
         self.rank, self.world = init_distributed(cfg.device)  # several processes: data parallel
         uneven = [name for name in per_rank if getattr(cfg, name) % self.world]
         if uneven:
-            raise ValueError(" and ".join(f"{name}={getattr(cfg, name)}" for name in per_rank)
-                             + f" must divide by the {self.world} ranks")
+            raise ValueError(
+                " and ".join(f"{name}={getattr(cfg, name)}" for name in per_rank)
+                + f" must divide by the {self.world} ranks"
+            )
         self.main_rank = self.rank == 0
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
         prepare_run_dir(cfg.run_dir, self.options.resume, self.options.overwrite, self.rank)
@@ -231,8 +247,13 @@ class TrainingRun:
     def wall_seconds(self) -> float:
         return time.perf_counter() - self._start
 
-    def start(self, pieces: dict[str, Stateful], greedy_policy: Callable | None = None,
-              optimizers: dict[str, Any] | None = None, env_transform=None) -> TensorDictBase:
+    def start(
+        self,
+        pieces: dict[str, Stateful],
+        greedy_policy: Callable | None = None,
+        optimizers: dict[str, Any] | None = None,
+        env_transform=None,
+    ) -> TensorDictBase:
         """Registers what the checkpoint holds (``pieces``, plus the environment and the assembler),
         builds the evaluation environments, seeds this rank, restores from the checkpoint under
         ``--resume`` (or resets the environment), and opens the logger and the progress bar.
@@ -260,8 +281,13 @@ class TrainingRun:
             self.evaluate()
         self.pending_evaluation = None
         stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
-        self.progress = tqdm(total=self.cfg.total_steps, initial=min(self.steps, self.cfg.total_steps), unit="step",
-                             disable=not self.options.progress or not self.main_rank, dynamic_ncols=True)
+        self.progress = tqdm(
+            total=self.cfg.total_steps,
+            initial=min(self.steps, self.cfg.total_steps),
+            unit="step",
+            disable=not self.options.progress or not self.main_rank,
+            dynamic_ncols=True,
+        )
         return td
 
     def restore(self) -> TensorDictBase | None:
@@ -281,7 +307,8 @@ class TrainingRun:
                 raise CheckpointError(
                     f"{self.checkpoint_dir / CHECKPOINT_NAME}: its {name!r} does not fit this run "
                     f"({type(err).__name__}: {str(err)[:300]}). It was written by another version or "
-                    "model: resume it with those, or start a new --run-dir.") from err
+                    "model: resume it with those, or start a new --run-dir."
+                ) from err
         set_rng_state(state["rng"])
         self._start = time.perf_counter() - state["wall_seconds"]
         self.pending_evaluation = state.get("pending_evaluation")
@@ -295,12 +322,17 @@ class TrainingRun:
         if missing:
             raise CheckpointError(
                 f"{self.checkpoint_dir / CHECKPOINT_NAME} lacks {', '.join(missing)}: it is not a checkpoint of "
-                "this training script. Resume it with the script that wrote it, or start a new --run-dir.")
+                "this training script. Resume it with the script that wrote it, or start a new --run-dir."
+            )
 
     def checkpoint(self) -> None:
         state = {name: piece.state_dict() for name, piece in self.pieces.items()}
-        state.update(rng=rng_state(), wall_seconds=self.wall_seconds, config=self.cfg.to_dict(),
-                     pending_evaluation=self.pending_evaluation)
+        state.update(
+            rng=rng_state(),
+            wall_seconds=self.wall_seconds,
+            config=self.cfg.to_dict(),
+            pending_evaluation=self.pending_evaluation,
+        )
         if self.logger is not None:
             state["logger"] = self.logger.state_dict()
         save_checkpoint(state, self.checkpoint_dir)
@@ -336,8 +368,9 @@ class TrainingRun:
         """Evaluates the greedy policy on every evaluation set, logs it at this step and prints it."""
         report = []
         for name, eval_env in self.eval_envs.items():
-            results = evaluate(self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy,
-                               goal_types=self.cfg.environment.goal_types)
+            results = evaluate(
+                self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy, goal_types=self.cfg.environment.goal_types
+            )
             self.logger.evaluation(name, results, self.steps, self.wall_seconds)
             report.append(f"{name} {results['success']:.2f}")
         self._print(f"evaluation at {self.steps} steps ({self.wall_seconds:.0f} s): success " + ", ".join(report))
@@ -391,16 +424,20 @@ class TrainingRun:
         if self.progress is not None:
             self.progress.close()
         if self.failure is not None:
-            print(f"stopped: {self.failure}. The last good checkpoint is kept in {self.cfg.run_dir}; resume "
-                  "from it with --resume after changing the settings (e.g. a lower learning rate).",
-                  file=sys.stderr)
+            print(
+                f"stopped: {self.failure}. The last good checkpoint is kept in {self.cfg.run_dir}; resume "
+                "from it with --resume after changing the settings (e.g. a lower learning rate).",
+                file=sys.stderr,
+            )
             return 1
         if self.stopped:
             return PREEMPTED
         if self.main_rank and self.logger is not None:
             # a resumed run that had already finished evaluated nothing now: its last evaluations
             final = self.logger.last_evaluation or last_evaluations(self.cfg.run_dir)
-            print(f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; greedy success "
-                  + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success")))
+            print(
+                f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; greedy success "
+                + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success"))
+            )
             print(f"logs and checkpoint in {Path(self.cfg.run_dir).resolve()}")
         return 0

@@ -16,6 +16,7 @@
 * On resume, log rows written after the checkpoint's step are removed (the resumed run writes them
   again), and what the resume changed is recorded in ``run_dir/events.jsonl``.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -30,8 +31,15 @@ LOCK_NAME = ".lock"
 EVENTS_NAME = "events.jsonl"
 MARKER_NAME = ".torchrl_glam_run.json"
 #: What makes a directory hold a run (the launcher's launch.json and the lock file do not).
-RUN_CONTENT = ("checkpoint.pt", "checkpoint.prev.pt", "config.json", "evaluations.jsonl", "logs",
-               "tensorboard", EVENTS_NAME)
+RUN_CONTENT = (
+    "checkpoint.pt",
+    "checkpoint.prev.pt",
+    "config.json",
+    "evaluations.jsonl",
+    "logs",
+    "tensorboard",
+    EVENTS_NAME,
+)
 #: Every name a run writes at the top of its run dir (rank<k>/ and temporaries: see is_artifact).
 ARTIFACTS = RUN_CONTENT + ("autotelic.jsonl", "wandb", LOCK_NAME, MARKER_NAME, "launch.json")
 
@@ -44,14 +52,21 @@ class RunDirError(RuntimeError):
 
 def existing_run_content(run_dir: str | os.PathLike) -> list[str]:
     run_dir = Path(run_dir)
-    return [name for name in RUN_CONTENT if (run_dir / name).exists()] + sorted(
-        p.name for p in run_dir.glob("rank*") if p.is_dir()) if run_dir.exists() else []
+    return (
+        [name for name in RUN_CONTENT if (run_dir / name).exists()]
+        + sorted(p.name for p in run_dir.glob("rank*") if p.is_dir())
+        if run_dir.exists()
+        else []
+    )
 
 
 def is_artifact(name: str) -> bool:
     """Whether a run writes an entry of this name at the top of its run dir."""
-    return (name in ARTIFACTS or (name.startswith("rank") and name[4:].isdigit())
-            or (name.startswith(".") and name.endswith(".tmp")))
+    return (
+        name in ARTIFACTS
+        or (name.startswith("rank") and name[4:].isdigit())
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )
 
 
 def refuse_links(run_dir: str | os.PathLike) -> None:
@@ -208,8 +223,10 @@ def prepare_run_dir(run_dir: str | os.PathLike, resume: bool, overwrite: bool = 
 def record_event(run_dir: str | os.PathLike, event: str, **fields) -> None:
     """Appends one line to ``run_dir/events.jsonl`` (resumes, overwrites, divergence)."""
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    append_line(Path(run_dir) / EVENTS_NAME, json.dumps(
-        {"event": event, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), **fields}, default=str) + "\n")
+    append_line(
+        Path(run_dir) / EVENTS_NAME,
+        json.dumps({"event": event, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), **fields}, default=str) + "\n",
+    )
 
 
 def truncate_logs(run_dir: str | os.PathLike, env_steps: int) -> int:

@@ -3,6 +3,7 @@ device.
 
 Split out of the examples so that a harness (or your own script) does it with one call.
 """
+
 from __future__ import annotations
 
 import ctypes

@@ -1,23 +1,23 @@
 """SAC-GLAM's side of training: the agent factory (LLM scorer + actor + twin heads + loss), the
 replay and episode processing it learns from, and the gradient update (:class:`SACGLAMUpdater`).
 PPO-GLAM's counterpart is ``ppo.py``; what both share is ``factories.py``."""
+
 from __future__ import annotations
 
 import torch
+from torchrl.envs import EnvBase
 
 from torchrl_glam.data.autotelic import AutotelicGoals
 from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.noop_twins import NoOpTwins
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
-from torchrl.envs import EnvBase
-
+from torchrl_glam.modules import GLAMAgent
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 from torchrl_glam.training.checkpoint import load_checkpoint
-from torchrl_glam.training.sac_config import SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, average_gradients, rank_share
-from torchrl_glam.modules import GLAMAgent
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_glam_agent
+from torchrl_glam.training.sac_config import SACGLAMConfig
 
 
 def make_agent(cfg: SACGLAMConfig, num_actions: int) -> SACGLAMLoss:
@@ -48,8 +48,10 @@ def load_trained_agent(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:
     environment steps the checkpoint was taken at: what an analysis of a trained run starts from."""
     state = load_checkpoint(run_dir)
     if state is None:
-        raise FileNotFoundError(f"no checkpoint in {run_dir}: pass the --run-dir of a SAC-GLAM run that has "
-                                "written one (every checkpoint_every steps, and at its end)")
+        raise FileNotFoundError(
+            f"no checkpoint in {run_dir}: pass the --run-dir of a SAC-GLAM run that has "
+            "written one (every checkpoint_every steps, and at its end)"
+        )
     cfg = SACGLAMConfig.from_dict(state["config"])
     agent = make_agent(cfg, num_actions=num_actions(cfg, make_env(cfg, num_envs=1)))
     agent.load_trainable_state_dict(state["agent"])
@@ -66,9 +68,17 @@ def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
     or ``None`` when ``autotelic="off"`` (the environment samples the task set's goals)."""
     if cfg.autotelic == "off":
         return None
-    return AutotelicGoals(env.num_envs, env.num_objects, strategy=cfg.autotelic, epsilon=cfg.lp_epsilon,
-                          window=cfg.lp_window, groups=cfg.lp_groups, seed=env.seed_value,
-                          task_set=env.goals, environment=cfg.environment)
+    return AutotelicGoals(
+        env.num_envs,
+        env.num_objects,
+        strategy=cfg.autotelic,
+        epsilon=cfg.lp_epsilon,
+        window=cfg.lp_window,
+        groups=cfg.lp_groups,
+        seed=env.seed_value,
+        task_set=env.goals,
+        environment=cfg.environment,
+    )
 
 
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
@@ -97,9 +107,15 @@ def make_episode_processing(cfg: SACGLAMConfig):
     for one switched off."""
     her = None
     if cfg.her:
-        her = HindsightRelabel(cfg.her_max_per_episode, seed=cfg.seed, negatives_per_episode=cfg.her_negatives,
-                               negatives_from=cfg.her_negatives_from, twins=cfg.her_twins,
-                               goal_ids=cfg.environment.catalogue.goal_set(cfg.goals), environment=cfg.environment)
+        her = HindsightRelabel(
+            cfg.her_max_per_episode,
+            seed=cfg.seed,
+            negatives_per_episode=cfg.her_negatives,
+            negatives_from=cfg.her_negatives_from,
+            twins=cfg.her_twins,
+            goal_ids=cfg.environment.catalogue.goal_set(cfg.goals),
+            environment=cfg.environment,
+        )
     twins = NoOpTwins(seed=cfg.seed, environment=cfg.environment) if cfg.noop_twins else None
     return her, twins, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit, environment=cfg.environment)
 
@@ -126,15 +142,19 @@ class SACGLAMUpdater:
         self.alpha_optimizer = torch.optim.Adam(groups["alpha"], lr=cfg.alpha_lr)
         # two Adams on one set of weights: each keeps its own moments, so each loss moves the LLM at
         # its own rate (one Adam normalises the summed gradient: a scale on a loss cannot do it)
-        self.critic_llm_optimizer = (torch.optim.Adam(groups["llm"], lr=cfg.critic_llm_lr)
-                                     if cfg.critic_llm_lr is not None else None)
+        self.critic_llm_optimizer = (
+            torch.optim.Adam(groups["llm"], lr=cfg.critic_llm_lr) if cfg.critic_llm_lr is not None else None
+        )
         self.llm_parameters = groups["llm"]
         self.target_updater = agent.make_target_updater(cfg.tau)
         self.parameters = groups["llm"] + groups["heads"] + groups["alpha"]  # gradients averaged across ranks
         self.clipped = groups["llm"] + groups["heads"]  # gradient-norm clipping: not alpha
         #: each optimizer under the config field of its learning rate (a resume may change them)
-        self.optimizers = {"actor_lr": self.llm_optimizer, "critic_lr": self.critic_optimizer,
-                           "alpha_lr": self.alpha_optimizer}
+        self.optimizers = {
+            "actor_lr": self.llm_optimizer,
+            "critic_lr": self.critic_optimizer,
+            "alpha_lr": self.alpha_optimizer,
+        }
         self.updates = 0
 
     def step(self, batch_size: int | None = None, env_steps: int | None = None) -> dict[str, float]:
@@ -150,9 +170,13 @@ class SACGLAMUpdater:
         if not all_true(torch.isfinite(loss).item()):  # every rank stops together
             raise NonFiniteLossError(
                 f"non-finite loss at update {self.updates}: "
-                + ", ".join(f"{k}={out[k].item():.4g}" for k in ("loss_qvalue", "loss_actor", "loss_alpha", "loss_success"))
+                + ", ".join(
+                    f"{k}={out[k].item():.4g}" for k in ("loss_qvalue", "loss_actor", "loss_alpha", "loss_success")
+                )
             )
-        optimizers = [self.critic_optimizer] if warmup else [self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer]
+        optimizers = (
+            [self.critic_optimizer] if warmup else [self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer]
+        )
         for optimizer in (self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer):
             optimizer.zero_grad(set_to_none=True)
         separate_critic_step = self.critic_llm_optimizer is not None and not warmup
@@ -189,8 +213,10 @@ class SACGLAMUpdater:
         """
         decay_at = self.cfg.actor_lr_decay_at
         scale = self.cfg.actor_lr_decay if decay_at is not None and env_steps >= decay_at else 1.0
-        for optimizer, rate in ((self.llm_optimizer, self.cfg.actor_lr),
-                                (self.critic_llm_optimizer, self.cfg.critic_llm_lr)):
+        for optimizer, rate in (
+            (self.llm_optimizer, self.cfg.actor_lr),
+            (self.critic_llm_optimizer, self.cfg.critic_llm_lr),
+        ):
             if optimizer is not None:
                 for group in optimizer.param_groups:
                     group["lr"] = rate * scale
@@ -206,8 +232,11 @@ class SACGLAMUpdater:
 
     def state_dict(self) -> dict:
         return {
-            **({"critic_llm_optimizer": self.critic_llm_optimizer.state_dict()}
-               if self.critic_llm_optimizer is not None else {}),
+            **(
+                {"critic_llm_optimizer": self.critic_llm_optimizer.state_dict()}
+                if self.critic_llm_optimizer is not None
+                else {}
+            ),
             "llm_optimizer": self.llm_optimizer.state_dict(),
             "critic_optimizer": self.critic_optimizer.state_dict(),
             "alpha_optimizer": self.alpha_optimizer.state_dict(),

@@ -25,6 +25,7 @@ With the chat template, the prompt (its trailing whitespace stripped) is the use
 the candidate is scored as the beginning of the assistant's reply (the template's generation
 prompt ends the prefix).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,15 +67,23 @@ class ZeroShotPolicy:
     generator, so a run is reproducible.
     """
 
-    def __init__(self, scorer: LLMScorer | None, mode: str = "greedy", chat_template: bool = False, seed: int = 0,
-                 environment: str | TextEnvironment | None = None):
+    def __init__(
+        self,
+        scorer: LLMScorer | None,
+        mode: str = "greedy",
+        chat_template: bool = False,
+        seed: int = 0,
+        environment: str | TextEnvironment | None = None,
+    ):
         if mode not in MODES + (RANDOM,):
             raise ValueError(f"mode must be one of {MODES + (RANDOM,)}, got {mode!r}")
         if scorer is None and mode != RANDOM:
             raise ValueError(f"mode={mode!r} needs a scorer; only mode='random' plays without one")
         if chat_template and getattr(scorer.tokenizer, "chat_template", None) is None:
-            raise ValueError("chat_template=True but the model's tokenizer has no chat template; "
-                             "use it with instruct models only (e.g. smollm2-135m)")
+            raise ValueError(
+                "chat_template=True but the model's tokenizer has no chat template; "
+                "use it with instruct models only (e.g. smollm2-135m)"
+            )
         self.scorer, self.mode, self.chat_template = scorer, mode, chat_template
         self.environment = get_environment(environment)
         self.generator = torch.Generator().manual_seed(seed)
@@ -82,19 +91,28 @@ class ZeroShotPolicy:
     def prompts(self, prompts: list[str]) -> list[str]:
         if not self.chat_template:
             return prompts
-        return [self.scorer.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt.rstrip()}], tokenize=False, add_generation_prompt=True)
-            for prompt in prompts]
+        return [
+            self.scorer.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt.rstrip()}], tokenize=False, add_generation_prompt=True
+            )
+            for prompt in prompts
+        ]
 
     @torch.no_grad()
     def __call__(self, td, greedy: bool = True):
         state = {key: td[key].cpu() for key in self.environment.state_keys}
         if self.mode == RANDOM:  # uniform over the legal candidates, no model
             mask = self.environment.action_mask(state)
-            td["action"] = torch.multinomial(mask.float(), 1, generator=self.generator).squeeze(-1).to(td["goal_id"].device)
+            td["action"] = (
+                torch.multinomial(mask.float(), 1, generator=self.generator).squeeze(-1).to(td["goal_id"].device)
+            )
             return td
         prompts, actions, mask = render_observations(state, environment=self.environment)
-        scores = self.scorer(self.prompts(prompts), actions, mask.to(next(self.scorer.model.parameters()).device))[0].float().cpu()
+        scores = (
+            self.scorer(self.prompts(prompts), actions, mask.to(next(self.scorer.model.parameters()).device))[0]
+            .float()
+            .cpu()
+        )
         logits = scores.masked_fill(~mask, MASKED_LOGIT)
         if self.mode == "greedy":
             action = logits.argmax(-1)
@@ -104,8 +122,14 @@ class ZeroShotPolicy:
         return td
 
 
-def make_zero_shot_env(goals: str, episodes: int, seed: int, environment: str | TextEnvironment | None = None,
-                       max_steps: int | None = None, goal_types: Sequence[str] | None = None):
+def make_zero_shot_env(
+    goals: str,
+    episodes: int,
+    seed: int,
+    environment: str | TextEnvironment | None = None,
+    max_steps: int | None = None,
+    goal_types: Sequence[str] | None = None,
+):
     """One episode per sub-environment; ``train`` goals by type, as the training evaluations draw them;
     ``goal_types``: only those (an environment with the ``goal_types`` option, as the config's)."""
     sampling = "by_type" if goals == "train" else "uniform"
@@ -115,24 +139,48 @@ def make_zero_shot_env(goals: str, episodes: int, seed: int, environment: str | 
         if "goal_types" not in environment.config_options:
             raise ValueError(f"environment {environment.name!r} has no goal_types option; leave --goal-types out")
         options["goal_types"] = tuple(goal_types)
-    return environment.make_env(episodes, seed=seed, goals=goals, max_steps=max_steps, goal_sampling=sampling,
-                                **options)
+    return environment.make_env(
+        episodes, seed=seed, goals=goals, max_steps=max_steps, goal_sampling=sampling, **options
+    )
 
 
 def _done_settings(path: str) -> set[tuple]:
     if not os.path.exists(path):
         return set()
     with open(path, newline="") as handle:
-        return {(row["model"], row["chat_template"], row["goals"], row["normalization"], row["mode"],
-                 row["tokenization"], row["episodes"], row["seed"]) for row in csv.DictReader(handle)}
+        return {
+            (
+                row["model"],
+                row["chat_template"],
+                row["goals"],
+                row["normalization"],
+                row["mode"],
+                row["tokenization"],
+                row["episodes"],
+                row["seed"],
+            )
+            for row in csv.DictReader(handle)
+        }
 
 
-def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: Sequence[str] | None = None,
-                  normalizations: Sequence[str] = NORMALIZATIONS, modes: Sequence[str] = MODES,
-                  chat_template: str = "auto", episodes: int = 32, seed: int = 0,
-                  tokenization: str = "exact", dtype: str = "float32", device: str = "cpu",
-                  log=print, environment: str | TextEnvironment | None = None,
-                  max_steps: int | None = None, goal_types: Sequence[str] | None = None) -> list[dict]:
+def run_zero_shot(
+    model: str | None,
+    out: str,
+    label: str | None = None,
+    goals: Sequence[str] | None = None,
+    normalizations: Sequence[str] = NORMALIZATIONS,
+    modes: Sequence[str] = MODES,
+    chat_template: str = "auto",
+    episodes: int = 32,
+    seed: int = 0,
+    tokenization: str = "exact",
+    dtype: str = "float32",
+    device: str = "cpu",
+    log=print,
+    environment: str | TextEnvironment | None = None,
+    max_steps: int | None = None,
+    goal_types: Sequence[str] | None = None,
+) -> list[dict]:
     """Evaluates every setting and appends one CSV row per setting to ``out``; returns the new rows.
     ``goals``: goal sets of ``environment`` (default: Playground-Text's simplified, train and
     held_out; another environment's every goal set); ``model="random"``: the random policy;
@@ -144,8 +192,11 @@ def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: 
     row_columns = columns(environment.goal_types)
     if model == RANDOM:
         normalizations, modes, chat_template, tokenization = ("",), (RANDOM,), "off", ""
-    for name, values, allowed in (("goals", goals, goal_sets), ("normalization", normalizations, NORMALIZATIONS),
-                                  ("mode", modes, MODES)):
+    for name, values, allowed in (
+        ("goals", goals, goal_sets),
+        ("normalization", normalizations, NORMALIZATIONS),
+        ("mode", modes, MODES),
+    ):
         if model == RANDOM and name != "goals":
             continue
         bad = [value for value in values if value not in allowed]
@@ -163,8 +214,12 @@ def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: 
         has_template = getattr(llm.tokenizer, "chat_template", None) is not None
     if chat_template == "on" and not has_template:
         raise ValueError(f"the tokenizer of {label!r} has no chat template; use --chat-template off")
-    templates = {"off": [False], "on": [True], "both": [False, True],
-                 "auto": [False, True] if has_template else [False]}[chat_template]
+    templates = {
+        "off": [False],
+        "on": [True],
+        "both": [False, True],
+        "auto": [False, True] if has_template else [False],
+    }[chat_template]
     if chat_template == "both" and not has_template:
         templates = [False]
     done = _done_settings(out)
@@ -172,21 +227,35 @@ def run_zero_shot(model: str | None, out: str, label: str | None = None, goals: 
     new_rows = []
     for goal_set in goals:
         for normalization in normalizations:
-            scorer = None if llm is None else LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder,
-                                                        normalization=normalization, tokenization=tokenization)
+            scorer = (
+                None
+                if llm is None
+                else LLMScorer(
+                    llm.model,
+                    llm.tokenizer,
+                    llm.is_encoder_decoder,
+                    normalization=normalization,
+                    tokenization=tokenization,
+                )
+            )
             for template in templates:
                 for mode in modes:
                     key = (label, str(template), goal_set, normalization, mode, tokenization, str(episodes), str(seed))
                     if key in done:
                         continue
                     start = time.perf_counter()
-                    policy = ZeroShotPolicy(scorer, mode=mode, chat_template=template, seed=seed,
-                                            environment=environment)
+                    policy = ZeroShotPolicy(
+                        scorer, mode=mode, chat_template=template, seed=seed, environment=environment
+                    )
                     env = make_zero_shot_env(goal_set, episodes, seed, environment, max_steps, goal_types)
                     results = evaluate(policy, env, goal_types=environment.goal_types)
                     row = dict(zip(_KEY_COLUMNS, key))
-                    row.update({column: round(results[column], 4) if column in results else ""
-                                for column in row_columns[len(_KEY_COLUMNS):-1]})
+                    row.update(
+                        {
+                            column: round(results[column], 4) if column in results else ""
+                            for column in row_columns[len(_KEY_COLUMNS) : -1]
+                        }
+                    )
                     row["seconds"] = round(time.perf_counter() - start, 1)
                     _append(out, row, row_columns)
                     new_rows.append(row)
@@ -204,25 +273,42 @@ def _append(path: str, row: dict, fieldnames: Sequence[str] = COLUMNS) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True,
-                        help="name or path as in LLMConfig; 'none' for the random-init offline tiny T5; "
-                             "'random' for the uniformly random policy")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="name or path as in LLMConfig; 'none' for the random-init offline tiny T5; "
+        "'random' for the uniformly random policy",
+    )
     parser.add_argument("--label", help="the model's name in the CSV (default: --model)")
     parser.add_argument("--out", required=True, help="CSV file; rows are appended, settings already there skipped")
     parser.add_argument("--env", default=None, help="a registered environment (default playground)")
-    parser.add_argument("--goals", nargs="+", default=None,
-                        help=f"goal sets (default: Playground-Text's {' '.join(GOAL_SETS)}; another environment's all)")
+    parser.add_argument(
+        "--goals",
+        nargs="+",
+        default=None,
+        help=f"goal sets (default: Playground-Text's {' '.join(GOAL_SETS)}; another environment's all)",
+    )
     parser.add_argument("--max-steps", type=int, default=None, help="the time limit (default: the environment's)")
-    parser.add_argument("--goal-types", nargs="+", default=None,
-                        help="only these goal types (BabyAI-Text: e.g. goto pickup), as the config's goal_types")
-    parser.add_argument("--history", type=int, default=0,
-                        help="past observations in the prompt (BabyAI-Text; as the config's history)")
+    parser.add_argument(
+        "--goal-types",
+        nargs="+",
+        default=None,
+        help="only these goal types (BabyAI-Text: e.g. goto pickup), as the config's goal_types",
+    )
+    parser.add_argument(
+        "--history", type=int, default=0, help="past observations in the prompt (BabyAI-Text; as the config's history)"
+    )
     parser.add_argument("--normalization", nargs="+", default=list(NORMALIZATIONS), choices=NORMALIZATIONS)
     parser.add_argument("--mode", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--chat-template", default="auto", choices=("auto", "off", "on", "both"),
-                        help="auto: with and without it where the tokenizer has one, else without")
+    parser.add_argument(
+        "--chat-template",
+        default="auto",
+        choices=("auto", "off", "on", "both"),
+        help="auto: with and without it where the tokenizer has one, else without",
+    )
     parser.add_argument("--episodes", type=int, default=32, help="episodes (sub-environments) per setting")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tokenization", default="exact", choices=("exact", "separate"))
@@ -235,10 +321,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         if "history" not in environment.state_options:
             parser.error(f"environment {environment.name!r} has no history option; leave --history out")
         environment = environment.with_options(history=args.history)
-    run_zero_shot(model, args.out, label=args.label, goals=args.goals, normalizations=args.normalization,
-                  modes=args.mode, chat_template=args.chat_template, episodes=args.episodes, seed=args.seed,
-                  tokenization=args.tokenization, dtype=args.dtype, device=args.device, environment=environment,
-                  max_steps=args.max_steps, goal_types=args.goal_types)
+    run_zero_shot(
+        model,
+        args.out,
+        label=args.label,
+        goals=args.goals,
+        normalizations=args.normalization,
+        modes=args.mode,
+        chat_template=args.chat_template,
+        episodes=args.episodes,
+        seed=args.seed,
+        tokenization=args.tokenization,
+        dtype=args.dtype,
+        device=args.device,
+        environment=environment,
+        max_steps=args.max_steps,
+        goal_types=args.goal_types,
+    )
 
 
 if __name__ == "__main__":

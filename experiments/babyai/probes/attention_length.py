@@ -7,6 +7,7 @@ that needs a gradient sends SDPA on the CPU to its math path.
 
     OMP_NUM_THREADS=1 python experiments/babyai/probes/attention_length.py
 """
+
 import time
 
 import torch
@@ -31,7 +32,7 @@ def best_seconds(attention, length: int, bias_grad: bool, repeats: int = 5) -> f
     query, key, value = (torch.randn(BATCH, HEADS, length, HEAD_DIM, requires_grad=True) for _ in range(3))
     bias = torch.randn(1, HEADS, length, length, requires_grad=bias_grad)
     mask = torch.zeros(BATCH, 1, length, length)
-    mask[..., length - 10:] = -1e9  # ten padding tokens
+    mask[..., length - 10 :] = -1e9  # ten padding tokens
     times = []
     for _ in range(repeats + 1):
         start = time.perf_counter()

@@ -22,6 +22,7 @@ starts from (``model=DIR``).
 
 The command of every committed CSV is in experiments/babyai/README.md (session 35).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,8 +74,10 @@ def distinct_inputs(states, environment) -> tuple[int, int, int]:
     """Distinct prompts, distinct (view, carried, goal) and distinct pairs of both among the bot's
     steps: three equal counts mean the text tells apart exactly the steps the view does."""
     prompts, _ = environment.render(states)
-    views = [(states["image"][i].numpy().tobytes(), tuple(states["carrying"][i].tolist()), int(states["goal_id"][i]))
-             for i in range(len(prompts))]
+    views = [
+        (states["image"][i].numpy().tobytes(), tuple(states["carrying"][i].tolist()), int(states["goal_id"][i]))
+        for i in range(len(prompts))
+    ]
     return len(set(prompts)), len(set(views)), len(set(zip(prompts, views)))
 
 
@@ -86,13 +89,28 @@ class ViewPolicy(nn.Module):
         super().__init__()
         self.goal = nn.Embedding(num_goals, 64)
         self.reads_goal = goal
-        self.net = nn.Sequential(nn.Linear(7 * 7 * 20 + 12 + 7 + 64, width), nn.ReLU(),
-                                 nn.Linear(width, width), nn.ReLU(), nn.Linear(width, len(ACTIONS)))
+        self.net = nn.Sequential(
+            nn.Linear(7 * 7 * 20 + 12 + 7 + 64, width),
+            nn.ReLU(),
+            nn.Linear(width, width),
+            nn.ReLU(),
+            nn.Linear(width, len(ACTIONS)),
+        )
 
     def forward(self, state) -> torch.Tensor:
         image = state["image"].long()
-        cells = torch.cat([nn.functional.one_hot(image[..., 0], 11), nn.functional.one_hot(image[..., 1], 6),
-                           nn.functional.one_hot(image[..., 2], 3)], -1).flatten(1).float()
+        cells = (
+            torch.cat(
+                [
+                    nn.functional.one_hot(image[..., 0], 11),
+                    nn.functional.one_hot(image[..., 1], 6),
+                    nn.functional.one_hot(image[..., 2], 3),
+                ],
+                -1,
+            )
+            .flatten(1)
+            .float()
+        )
         carrying = state["carrying"] + 1  # -1: nothing
         carried = torch.cat([nn.functional.one_hot(carrying[:, 0], 12), nn.functional.one_hot(carrying[:, 1], 7)], -1)
         goal = self.goal(state["goal_id"]) * self.reads_goal
@@ -109,10 +127,15 @@ class ViewPolicy(nn.Module):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("llm", "mlp", "mlp_goalless"), default="llm",
-                        help="the cpu_babyai agent's LLM, or a small network over the compact state")
-    parser.add_argument("--width", type=int, default=None,
-                        help="a random-init tiny T5 of this d_model in place of the preset's model")
+    parser.add_argument(
+        "--model",
+        choices=("llm", "mlp", "mlp_goalless"),
+        default="llm",
+        help="the cpu_babyai agent's LLM, or a small network over the compact state",
+    )
+    parser.add_argument(
+        "--width", type=int, default=None, help="a random-init tiny T5 of this d_model in place of the preset's model"
+    )
     parser.add_argument("--layers", type=int, default=2, help="with --width: the tiny T5's layers")
     parser.add_argument("--goal-types", nargs="+", default=None, help="task kinds (default: all five)")
     parser.add_argument("--episodes", type=int, default=2000, help="bot episodes to clone")
@@ -124,18 +147,35 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=0, help="past views in the prompt (GLAM: 2)")
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="the preset's fields to override")
     parser.add_argument("--out", default=None, help="CSV of the evaluations")
-    parser.add_argument("--save", default=None, metavar="DIR",
-                        help="with --model llm: save the cloned model and its tokenizer there (a training run's model=DIR)")
+    parser.add_argument(
+        "--save",
+        default=None,
+        metavar="DIR",
+        help="with --model llm: save the cloned model and its tokenizer there (a training run's model=DIR)",
+    )
     args = parser.parse_args()
     if args.save and args.model != "llm":
         parser.error("--save saves the LLM: use it with --model llm")
 
-    overrides = {"seed": args.seed, "eval_sets": ["train", "held_out"], "goal_types": args.goal_types,
-                 "history": args.history, **parse_overrides(args.set)}
+    overrides = {
+        "seed": args.seed,
+        "eval_sets": ["train", "held_out"],
+        "goal_types": args.goal_types,
+        "history": args.history,
+        **parse_overrides(args.set),
+    }
     workdir = tempfile.TemporaryDirectory()  # the --width model's files, removed at exit
     if args.width:
-        wide = build_tiny_model(workdir.name, "t5", seed=args.seed, environment="babyai",
-                                d_model=args.width, d_kv=args.width // 4, d_ff=2 * args.width, num_layers=args.layers)
+        wide = build_tiny_model(
+            workdir.name,
+            "t5",
+            seed=args.seed,
+            environment="babyai",
+            d_model=args.width,
+            d_kv=args.width // 4,
+            d_ff=2 * args.width,
+            num_layers=args.layers,
+        )
         overrides["model"] = str(wide)
     cfg = make_config("cpu_babyai", overrides)
     torch.manual_seed(args.seed)
@@ -143,8 +183,11 @@ def main() -> None:
     environment = cfg.environment
     states, actions, bot_success = bot_steps(cfg, args.episodes)
     shares = Counter(actions.tolist())
-    print(f"{len(actions)} bot steps from {args.episodes} episodes; bot success {bot_success:.3f}; actions: "
-          + ", ".join(f"{ACTIONS[a]} {shares[a] / len(actions):.2f}" for a in sorted(shares)), flush=True)
+    print(
+        f"{len(actions)} bot steps from {args.episodes} episodes; bot success {bot_success:.3f}; actions: "
+        + ", ".join(f"{ACTIONS[a]} {shares[a] / len(actions):.2f}" for a in sorted(shares)),
+        flush=True,
+    )
 
     if args.model == "llm":
         policy, act = agent.llm, agent.act
@@ -158,15 +201,21 @@ def main() -> None:
         policy = logits_of = ViewPolicy(len(environment.catalogue), goal=args.model == "mlp")
         act = policy.act
 
-    print("distinct prompts, views, (prompt, view) pairs: %d, %d, %d" % distinct_inputs(states, environment), flush=True)
+    print(
+        "distinct prompts, views, (prompt, view) pairs: %d, %d, %d" % distinct_inputs(states, environment), flush=True
+    )
     eval_envs = make_eval_envs(cfg)
     optimiser = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=args.lr)
     rows, accuracy, loss_sum, seen, start = [], 0.0, 0.0, 0, time.time()
 
     def log(update: int) -> None:
         policy.eval()
-        row = {"updates": update, "seconds": round(time.time() - start, 1),
-               "train_loss": round(loss_sum / max(seen, 1), 4), "train_accuracy": round(accuracy / max(seen, 1), 4)}
+        row = {
+            "updates": update,
+            "seconds": round(time.time() - start, 1),
+            "train_loss": round(loss_sum / max(seen, 1), 4),
+            "train_accuracy": round(accuracy / max(seen, 1), 4),
+        }
         for name, env in eval_envs.items():
             result = evaluate(act, env, greedy=True, goal_types=environment.goal_types)
             row[name] = round(result["success"], 4)

@@ -9,6 +9,7 @@ common action. Runs of ``sac_glam_noops_masked.py`` load too (its environment is
 
     python experiments/babyai/probes/critic_on_bot_steps.py RUN_DIR [RUN_DIR ...]
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,18 +38,23 @@ def main(run_dirs: list[str], episodes: int = 2000, chunk: int = 256) -> None:
         states, actions, _ = bot_steps(cfg, episodes)
         best_q, best_actor = [], []
         for start in range(0, len(actions), chunk):
-            batch = states[start:start + chunk]
+            batch = states[start : start + chunk]
             mask = batch[ACTION_MASK_KEY]
             best_q.append(loss.min_q_values(batch).masked_fill(~mask, float("-inf")).argmax(-1))
             best_actor.append(loss.score(batch)[SCORES_KEY].masked_fill(~mask, float("-inf")).argmax(-1))
         best_q, best_actor = torch.cat(best_q), torch.cat(best_actor)
         common = Counter(actions.tolist()).most_common(1)[0]
-        print(f"{run_dir} at {steps} steps, {len(actions)} bot steps: the bot's action is the critic's best on "
-              f"{(best_q == actions).float().mean():.3f}, the actor's best on {(best_actor == actions).float().mean():.3f}; "
-              f"always '{ACTIONS[common[0]]}' matches {common[1] / len(actions):.3f}")
+        print(
+            f"{run_dir} at {steps} steps, {len(actions)} bot steps: the bot's action is the critic's best on "
+            f"{(best_q == actions).float().mean():.3f}, the actor's best on {(best_actor == actions).float().mean():.3f}; "
+            f"always '{ACTIONS[common[0]]}' matches {common[1] / len(actions):.3f}"
+        )
         for name, best in (("critic", best_q), ("actor", best_actor)):
             shares = Counter(best.tolist())
-            print(f"  {name}'s best actions: " + ", ".join(f"{ACTIONS[a]} {n / len(best):.2f}" for a, n in shares.most_common()))
+            print(
+                f"  {name}'s best actions: "
+                + ", ".join(f"{ACTIONS[a]} {n / len(best):.2f}" for a, n in shares.most_common())
+            )
 
 
 if __name__ == "__main__":

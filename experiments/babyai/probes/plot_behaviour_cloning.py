@@ -3,6 +3,7 @@ from the CSVs ``behaviour_cloning.py`` wrote beside this file, with the random p
 
     python experiments/babyai/probes/plot_behaviour_cloning.py
 """
+
 import csv
 from pathlib import Path
 

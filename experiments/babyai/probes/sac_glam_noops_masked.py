@@ -12,6 +12,7 @@ its own):
 actions left unmasked) on the ``cpu_babyai`` evaluation sets of those goal types; ``--zero-shot
 ARGS`` runs ``python -m torchrl_glam.training.zero_shot ARGS`` with the environment registered.
 """
+
 import sys
 
 from torchrl_glam.envs.babyai_environment import BabyAIText
@@ -30,8 +31,14 @@ def register() -> None:
 
 
 def random_level(goal_types: list[str]) -> None:
-    cfg = make_config("cpu_babyai", {"env": "babyai_noops_masked", "goal_types": goal_types,
-                                     "model": "torchrl_glam/modules/weights/tiny-t5-pretrained-babyai"})
+    cfg = make_config(
+        "cpu_babyai",
+        {
+            "env": "babyai_noops_masked",
+            "goal_types": goal_types,
+            "model": "torchrl_glam/modules/weights/tiny-t5-pretrained-babyai",
+        },
+    )
     # uniform over the actions left unmasked (the environment's action mask honours mask_noops); one
     # generator for all sets, so the sampled sets' repeats draw other actions
     policy = ZeroShotPolicy(None, mode=RANDOM, environment="babyai_noops_masked")

@@ -15,6 +15,7 @@ window's end is named and left out.
 
     python experiments/cpu_full/critic/attribution.py [--window START END]
 """
+
 import argparse
 import csv
 import statistics
@@ -26,8 +27,12 @@ sys.path.insert(0, str(HERE.parent))
 from tables import SETS, TYPES, load  # noqa: E402  (the committed runs' evaluations, as the README's tables read them)
 
 PREFIX = "sac_glam_her_actorlr3e-5_criticllm3e-4_"
-VARIANTS = {"neither": "targetllm", "types_uniform": "targetllm_typesuniform", "twins": "targetllm_twins",
-            "twins_and_types_uniform": "targetllm_twins_typesuniform"}
+VARIANTS = {
+    "neither": "targetllm",
+    "types_uniform": "targetllm_typesuniform",
+    "twins": "targetllm_twins",
+    "twins_and_types_uniform": "targetllm_twins_typesuniform",
+}
 
 
 def rows(start: int, end: int):
@@ -37,8 +42,9 @@ def rows(start: int, end: int):
             if max(e["env_steps"] for e in by_set["train"]) < end:
                 print(f"left out: {run} (stopped before {end:,} steps)")
                 continue
-            window = {name: [e for e in evaluations if start <= e["env_steps"] <= end]
-                      for name, evaluations in by_set.items()}
+            window = {
+                name: [e for e in evaluations if start <= e["env_steps"] <= end] for name, evaluations in by_set.items()
+            }
             row = {"options": options, "run": run, "evaluations": len(window["train"])}
             for name in SETS:
                 row[name] = statistics.mean(e["success"] for e in window[name])
@@ -59,8 +65,10 @@ def main() -> None:
         for row in table:
             writer.writerow({k: f"{v:.3f}" if isinstance(v, float) else v for k, v in row.items()})
     for row in table:
-        print(f"{row['options']:<24} {row['run'].split('/')[-1]}  " + "  ".join(
-            f"{k} {v:.2f}" for k, v in row.items() if isinstance(v, float)))
+        print(
+            f"{row['options']:<24} {row['run'].split('/')[-1]}  "
+            + "  ".join(f"{k} {v:.2f}" for k, v in row.items() if isinstance(v, float))
+        )
 
 
 if __name__ == "__main__":

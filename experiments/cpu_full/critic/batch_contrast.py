@@ -11,6 +11,7 @@ SAC-GLAM batch holds: from a checkpoint's own replay, 100 batches drawn as its u
 
     python experiments/cpu_full/critic/batch_contrast.py RUN_DIR_OR_CHECKPOINT [...]
 """
+
 import sys
 from pathlib import Path
 
@@ -30,8 +31,13 @@ BATCHES = 100
 
 torch.set_num_threads(1)
 goal_type = torch.as_tensor(GoalCatalogue.default().goal_type)
-columns = ["grasps", "grasp_goal_grasps", "grasp_goal_grasps_success", "grasp_goal_grasps_failure",
-           "immediate_successes"]
+columns = [
+    "grasps",
+    "grasp_goal_grasps",
+    "grasp_goal_grasps_success",
+    "grasp_goal_grasps_failure",
+    "immediate_successes",
+]
 print("run,env_steps,batch_strategy,her_negatives,batch_size," + ",".join(columns))
 for run in sys.argv[1:]:
     with as_run_dir(run) as run_dir:
@@ -49,8 +55,19 @@ for run in sys.argv[1:]:
         grasp = (batch["action"] == num_objects) & (batch["agent_on"] >= 0) & (batch["held"] < 0)
         immediate = batch["next", "terminated"].reshape(-1) & (batch["steps_to_next_obs"].reshape(-1) == 1)
         under_grasp_goal = grasp & (goal_type[batch["goal_id"]] == GOAL_TYPES.index("grasp"))
-        totals += torch.tensor([grasp.sum(), under_grasp_goal.sum(), (under_grasp_goal & immediate).sum(),
-                                (under_grasp_goal & ~immediate).sum(), immediate.sum()], dtype=torch.float)
+        totals += torch.tensor(
+            [
+                grasp.sum(),
+                under_grasp_goal.sum(),
+                (under_grasp_goal & immediate).sum(),
+                (under_grasp_goal & ~immediate).sum(),
+                immediate.sum(),
+            ],
+            dtype=torch.float,
+        )
     per_batch = totals / BATCHES
-    print(f"{run},{state['assembler']['env_steps']},{cfg.batch_strategy},{cfg.her_negatives},{cfg.batch_size},"
-          + ",".join(f"{x:.2f}" for x in per_batch), flush=True)
+    print(
+        f"{run},{state['assembler']['env_steps']},{cfg.batch_strategy},{cfg.her_negatives},{cfg.batch_size},"
+        + ",".join(f"{x:.2f}" for x in per_batch),
+        flush=True,
+    )

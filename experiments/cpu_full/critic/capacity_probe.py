@@ -18,6 +18,7 @@ instead: the same fact, with the object named in the action's text rather than i
 
     python experiments/cpu_full/critic/capacity_probe.py [--steps 600] [--llm-lr 3e-5] [--frozen-llm] [--action go_to]
 """
+
 import argparse
 import random
 import sys
@@ -40,11 +41,19 @@ parser.add_argument("--batch-size", type=int, default=128)
 parser.add_argument("--llm-lr", type=float, default=3e-5, help="the preset's actor_lr variant (session 7)")
 parser.add_argument("--frozen-llm", action="store_true", help="train the heads alone")
 parser.add_argument("--model", default=None, help="another starting model than the preset's")
-parser.add_argument("--negative-label", type=float, default=0.0,
-                    help="the label where the object does not match: 0.73 (gamma^3) is its value at gamma 0.9 "
-                         "for an agent that then releases it, goes to the right object and grasps it")
-parser.add_argument("--action", default="grasp", choices=("grasp", "go_to"),
-                    help='go_to: the agent on nothing, the label on Q(s, "Go to" the object) instead')
+parser.add_argument(
+    "--negative-label",
+    type=float,
+    default=0.0,
+    help="the label where the object does not match: 0.73 (gamma^3) is its value at gamma 0.9 "
+    "for an agent that then releases it, goes to the right object and grasps it",
+)
+parser.add_argument(
+    "--action",
+    default="grasp",
+    choices=("grasp", "go_to"),
+    help='go_to: the agent on nothing, the label on Q(s, "Go to" the object) instead',
+)
 args = parser.parse_args()
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -87,13 +96,24 @@ def batch_loss(step):
 train_on_labels(optimizers, batch_loss, args.steps)
 
 with torch.no_grad():
-    q = torch.cat([q_labelled(test[i:i + 256]).min(0).values for i in range(0, len(test), 256)])
+    q = torch.cat([q_labelled(test[i : i + 256]).min(0).values for i in range(0, len(test), 256)])
 match, supply = test_labels.bool(), test_supply
-cells = {"match": match, "match_supply": match & supply, "nonmatch": ~match,
-         "nonmatch_supply": ~match & supply, "nonmatch_other": ~match & ~supply}
+cells = {
+    "match": match,
+    "match_supply": match & supply,
+    "nonmatch": ~match,
+    "nonmatch_supply": ~match & supply,
+    "nonmatch_other": ~match & ~supply,
+}
 print("probe,steps,llm_lr," + ",".join(f"q_{k}" for k in cells) + ",accuracy")
 threshold = (1 + args.negative_label) / 2
-label = f"critic_{args.action}" + ("_frozen_llm" if args.frozen_llm else "") + (
-    f"_negative{args.negative_label}" if args.negative_label else "")
-print(f"{label},{args.steps},{0 if args.frozen_llm else args.llm_lr},"
-      + ",".join(f"{q[m].mean():.3f}" for m in cells.values()) + f",{((q > threshold) == match).float().mean():.3f}")
+label = (
+    f"critic_{args.action}"
+    + ("_frozen_llm" if args.frozen_llm else "")
+    + (f"_negative{args.negative_label}" if args.negative_label else "")
+)
+print(
+    f"{label},{args.steps},{0 if args.frozen_llm else args.llm_lr},"
+    + ",".join(f"{q[m].mean():.3f}" for m in cells.values())
+    + f",{((q > threshold) == match).float().mean():.3f}"
+)

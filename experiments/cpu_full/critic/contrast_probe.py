@@ -18,6 +18,7 @@ the same way (its label is this contrast, from the replay's own reward: 1 and 0)
 
     python experiments/cpu_full/critic/contrast_probe.py RUN [--steps 600] [--llm-lr 3e-4] [--no-op-label 0.9]
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -96,7 +97,7 @@ def p_success(agent, td):
 def readout(agent, values=lambda agent, td: agent.min_q_values(td)) -> str:
     """Mean value of the winners and of the no-ops, and the share of test states whose best winner
     is above their best no-op (by default the smaller Q-head's)."""
-    q = torch.cat([values(agent, test[i:i + 256]) for i in range(0, len(test), 256)])
+    q = torch.cat([values(agent, test[i : i + 256]) for i in range(0, len(test), 256)])
     best_win = q.masked_fill(~test_wins, float("-inf")).max(-1).values
     best_no_op = q.masked_fill(~test_no_ops, float("-inf")).max(-1).values
     return f"{q[test_wins].mean():.3f},{q[test_no_ops].mean():.3f},{(best_win > best_no_op).float().mean():.3f}"

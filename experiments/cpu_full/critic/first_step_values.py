@@ -23,6 +23,7 @@ targets here are 3-step, but the soft value at s' is where the entropy bonus ent
 A checkpoint file (e.g. a copy kept while the run went on) is read as its run directory's
 ``checkpoint.pt`` would be.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -73,8 +74,15 @@ def first_step_values(agent, env) -> dict[str, list[tuple[float, ...]]]:
             scene = s0["objects"][i].tolist()
             useful = useful_actions(env.catalogue, int(s0["goal_id"][i]), scene, -1)
             kind = "goal_object" if k in useful else "supply" if is_supply(scene[k]) else "other"
-            rows[kind].append((float(q0[i, k]), float(expected_q[i]), alpha * float(entropy[i]),
-                               float(pi[i, grasp_action]), float(q1[i, grasp_action])))
+            rows[kind].append(
+                (
+                    float(q0[i, k]),
+                    float(expected_q[i]),
+                    alpha * float(entropy[i]),
+                    float(pi[i, grasp_action]),
+                    float(q1[i, grasp_action]),
+                )
+            )
     return rows
 
 
@@ -88,5 +96,7 @@ if __name__ == "__main__":
         env = make_eval_envs(cfg.replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
         for kind, values in first_step_values(agent, env).items():
             means = np.mean(values, axis=0) if values else [float("nan")] * 5
-            print(f"{run},{steps},{float(agent.alpha()):.4f},{kind},{len(values)},"
-                  + ",".join(f"{x:.3f}" for x in means), flush=True)
+            print(
+                f"{run},{steps},{float(agent.alpha()):.4f},{kind},{len(values)}," + ",".join(f"{x:.3f}" for x in means),
+                flush=True,
+            )

@@ -23,14 +23,15 @@ the action alone.
 
     python experiments/cpu_full/critic/grasp_targets.py RUN_DIR_OR_CHECKPOINT [...] [--her-negatives N]
 """
+
 import argparse
 import sys
 from pathlib import Path
 
 import torch
 
-from torchrl_glam.training.sac import make_episode_processing
 from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
+from torchrl_glam.training.sac import make_episode_processing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import is_supply, load_run_or_checkpoint, sampled_training_episodes  # noqa: E402
@@ -58,8 +59,14 @@ def grasp_steps(steps, num_objects: int, grasp_goals_only: bool = False):
 def shares(grasp, success, supply, total):
     g = max(int(grasp.sum()), 1)
     s, o = max(int((grasp & supply).sum()), 1), max(int((grasp & ~supply).sum()), 1)
-    return (int(grasp.sum()), grasp.sum() / total, (grasp & success).sum() / g, (grasp & supply).sum() / g,
-            (grasp & supply & success).sum() / s, (grasp & ~supply & success).sum() / o)
+    return (
+        int(grasp.sum()),
+        grasp.sum() / total,
+        (grasp & success).sum() / g,
+        (grasp & supply).sum() / g,
+        (grasp & supply & success).sum() / s,
+        (grasp & ~supply & success).sum() / o,
+    )
 
 
 if __name__ == "__main__":
@@ -77,13 +84,18 @@ if __name__ == "__main__":
             cfg = cfg.replace(her_negatives_from=args.her_negatives_from)
         episodes, env = sampled_training_episodes(agent, cfg)
         her, _, _ = make_episode_processing(cfg)
-        relabeled = her(episodes)[len(episodes):]
-        parts = {"original": grasp_steps(episodes, env.num_objects),
-                 "relabeled": grasp_steps(relabeled, env.num_objects)}
+        relabeled = her(episodes)[len(episodes) :]
+        parts = {
+            "original": grasp_steps(episodes, env.num_objects),
+            "relabeled": grasp_steps(relabeled, env.num_objects),
+        }
         rows = {name: shares(*part) for name, part in parts.items()}
         for name, part in (("original", episodes), ("relabeled", relabeled)):
             row = shares(*grasp_steps(part, env.num_objects, grasp_goals_only=True))
-            print(f"{run_dir},{steps},{name}_grasp_goals,{row[0]}," + ",".join(f"{float(x):.3f}" for x in row[1:]), flush=True)
+            print(
+                f"{run_dir},{steps},{name}_grasp_goals,{row[0]}," + ",".join(f"{float(x):.3f}" for x in row[1:]),
+                flush=True,
+            )
         for name, row in rows.items():
             print(f"{run_dir},{steps},{name},{row[0]}," + ",".join(f"{float(x):.3f}" for x in row[1:]), flush=True)
         # a batch: her_ratio of it relabeled steps, the rest original steps, each drawn uniformly

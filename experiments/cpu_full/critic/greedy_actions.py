@@ -5,11 +5,13 @@ on its own "train" evaluation episodes (goal types uniform) and prints, at each 
 
     python experiments/cpu_full/critic/greedy_actions.py RUN_DIR_OR_CHECKPOINT [...] [--steps 4]
 """
+
 import argparse
 import sys
 from pathlib import Path
 
 import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import greedy_choice, load_run_or_checkpoint, train_evaluation_episodes  # noqa: E402
 
@@ -29,8 +31,11 @@ for run in args.runs:
         action, probs = greedy_choice(agent, td)
         chosen = probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)[live]
         a = action[live]
-        print(f"{run},{steps},{t},{int(live.sum())},{int((a < grasp).sum())},{int((a == grasp).sum())},"
-              f"{int((a > grasp).sum())},{chosen.mean():.3f}", flush=True)
+        print(
+            f"{run},{steps},{t},{int(live.sum())},{int((a < grasp).sum())},{int((a == grasp).sum())},"
+            f"{int((a > grasp).sum())},{chosen.mean():.3f}",
+            flush=True,
+        )
         td.set("action", action)
         nxt = env.step(td)["next"]
         live &= ~nxt["done"].reshape(-1)

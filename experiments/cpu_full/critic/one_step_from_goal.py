@@ -20,6 +20,7 @@ and how many of those had reached a state one step from the goal.
 
     python experiments/cpu_full/critic/one_step_from_goal.py RUN_DIR_OR_CHECKPOINT [...]
 """
+
 import sys
 from pathlib import Path
 
@@ -33,8 +34,17 @@ from object_choice import greedy_choice, load_run_or_checkpoint, one_step_outcom
 torch.set_num_threads(1)
 
 
-COLUMNS = ["states", "greedy_wins", "critic_wins", "p_win", "q_win", "q_greedy_else", "greedy_no_op",
-           "failed_episodes", "failed_after_one_step"]
+COLUMNS = [
+    "states",
+    "greedy_wins",
+    "critic_wins",
+    "p_win",
+    "q_win",
+    "q_greedy_else",
+    "greedy_no_op",
+    "failed_episodes",
+    "failed_after_one_step",
+]
 print("run,env_steps,goal_type," + ",".join(COLUMNS))
 for run in sys.argv[1:]:
     cfg, agent, steps = load_run_or_checkpoint(run)
@@ -51,11 +61,17 @@ for run in sys.argv[1:]:
                 continue
             reached[i] = True
             g = int(greedy[i])
-            rows.append(dict(type=int(goal_type[i]), greedy_wins=bool(wins[i, g]),
-                             critic_wins=bool(wins[i, int(q[i].argmax())]), p_win=float(probs[i][wins[i]].sum()),
-                             q_win=float(q[i][wins[i]].max()),
-                             q_greedy_else=None if wins[i, g] else float(q[i, g]),
-                             greedy_no_op=None if wins[i, g] else bool(no_op[i, g])))
+            rows.append(
+                dict(
+                    type=int(goal_type[i]),
+                    greedy_wins=bool(wins[i, g]),
+                    critic_wins=bool(wins[i, int(q[i].argmax())]),
+                    p_win=float(probs[i][wins[i]].sum()),
+                    q_win=float(q[i][wins[i]].max()),
+                    q_greedy_else=None if wins[i, g] else float(q[i, g]),
+                    greedy_no_op=None if wins[i, g] else bool(no_op[i, g]),
+                )
+            )
         td.set("action", greedy)
         nxt = env.step(td)["next"]
         success |= ~ended & nxt["terminated"].reshape(-1)
@@ -70,6 +86,9 @@ for run in sys.argv[1:]:
             return sum(values) / len(values) if values else float("nan")
 
         failed = episodes & ~success
-        print(f"{run},{steps},{name},{len(chosen)},{mean('greedy_wins'):.3f},{mean('critic_wins'):.3f},"
-              f"{mean('p_win'):.3f},{mean('q_win'):.3f},{mean('q_greedy_else'):.3f},{mean('greedy_no_op'):.3f},"
-              f"{int(failed.sum())},{int((failed & reached).sum())}", flush=True)
+        print(
+            f"{run},{steps},{name},{len(chosen)},{mean('greedy_wins'):.3f},{mean('critic_wins'):.3f},"
+            f"{mean('p_win'):.3f},{mean('q_win'):.3f},{mean('q_greedy_else'):.3f},{mean('greedy_no_op'):.3f},"
+            f"{int(failed.sum())},{int((failed & reached).sum())}",
+            flush=True,
+        )

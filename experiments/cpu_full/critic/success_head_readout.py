@@ -11,6 +11,7 @@ gamma^3 = 0.73, P = 1 and 0.
 
     python experiments/cpu_full/critic/success_head_readout.py RUN_DIR_OR_CHECKPOINT [...]
 """
+
 import argparse
 import random
 import sys
@@ -50,8 +51,10 @@ for run in args.runs:
     readings = {"q_grasp": [], "p_success_grasp": []}
     with torch.no_grad():
         for i in range(0, args.states, 256):
-            scored = TensorDict(score_states(agent.scorer, states[i:i + 256], catalogue=catalogue),
-                                batch_size=[min(256, args.states - i)])
+            scored = TensorDict(
+                score_states(agent.scorer, states[i : i + 256], catalogue=catalogue),
+                batch_size=[min(256, args.states - i)],
+            )
             readings["q_grasp"].append(agent.q_values(scored).min(0).values[:, grasp])
             if agent.success_head is not None:
                 logits = agent.success_head(scored.select(agent.hidden_key))[SUCCESS_LOGIT_KEY]
@@ -61,5 +64,8 @@ for run in args.runs:
         if not parts:
             continue
         values = torch.cat(parts)
-        print(f"{run},{steps},{name},{values[match].mean():.3f},{values[~match & supply].mean():.3f},"
-              f"{values[~match & ~supply].mean():.3f},{auc(values, match):.3f}", flush=True)
+        print(
+            f"{run},{steps},{name},{values[match].mean():.3f},{values[~match & supply].mean():.3f},"
+            f"{values[~match & ~supply].mean():.3f},{auc(values, match):.3f}",
+            flush=True,
+        )

@@ -6,6 +6,7 @@ evaluation episodes. If the model learns it, its size is not what keeps the agen
 
     python experiments/cpu_full/hindsight/capacity_probe.py [--start offline:tiny-t5-pretrained] [--steps 300] [--out DIR]
 """
+
 import argparse
 import random
 import subprocess
@@ -45,8 +46,9 @@ def batch(size):
         for objects in td["objects"].tolist():
             goal, positions = training_grasp_goal(catalogue, objects, rng)
             matching = [OBJECT_NAMES[objects[i]] for i in positions]
-            prompt = render_batch([catalogue.id_of(goal)], [objects], [-1], [-1], [[False] * len(objects)],
-                                  catalogue)[0][0]
+            prompt = render_batch([catalogue.id_of(goal)], [objects], [-1], [-1], [[False] * len(objects)], catalogue)[
+                0
+            ][0]
             prompts.append(prompt)
             targets.append(f"Go to {rng.choice(matching)}")
     return prompts[:size], targets[:size]
@@ -65,8 +67,19 @@ for step in range(1, args.steps + 1):
         print(f"step {step}: loss {loss.item():.3f}", file=sys.stderr, flush=True)
 with tempfile.TemporaryDirectory() as directory:
     out = save_model_and_tokenizer(model, tokenizer, args.out or Path(directory) / "model")
-    result = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "object_choice.py"), "--zero-shot",
-                             str(out), "--episodes", "1024"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).parents[1] / "object_choice.py"),
+            "--zero-shot",
+            str(out),
+            "--episodes",
+            "1024",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
 for line in result.stdout.splitlines():
     if line.startswith("zero_shot"):
         print(f"oracle-labels:{args.start}:{args.steps}," + line.split(",", 1)[1])

@@ -7,6 +7,7 @@ successes a critic learns a grasp goal's first step from.
 
     python experiments/cpu_full/hindsight/relabeled_first_steps.py RUN_DIR [RUN_DIR ...]
 """
+
 import sys
 
 import torch
@@ -36,5 +37,8 @@ for run_dir in sys.argv[1:]:
         else:
             counts[0] += 1
     total = max(sum(counts), 1)
-    print(f"{run_dir},{steps},{sum(counts)},{(counts[0] + counts[1]) / total:.3f},{counts[1] / total:.3f},"
-          f"{counts[2] / total:.3f}", flush=True)
+    print(
+        f"{run_dir},{steps},{sum(counts)},{(counts[0] + counts[1]) / total:.3f},{counts[1] / total:.3f},"
+        f"{counts[2] / total:.3f}",
+        flush=True,
+    )

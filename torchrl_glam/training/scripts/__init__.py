@@ -5,6 +5,7 @@
 install has no ``examples/`` folder). A new algorithm registers its module with
 :func:`register_script`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,8 +16,8 @@ from types import ModuleType
 from typing import Any
 
 from torchrl_glam.training.config import GLAMConfig
-from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
+from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,15 @@ SCRIPTS: dict[str, TrainingScript] = {
 }
 
 
-def register_script(name: str, module: str, config_class: type[GLAMConfig],
-                    presets: dict[str, dict[str, Any]]) -> None:
+def register_script(name: str, module: str, config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]]) -> None:
     """Makes ``module`` (an importable module with ``main(argv)``) the training script of ``name``."""
     SCRIPTS[name] = TrainingScript(module, config_class, presets)
 
 
 def get_script(name: str) -> TrainingScript:
     if name not in SCRIPTS:
-        raise ValueError(f"unknown algorithm {name!r}: known are {sorted(SCRIPTS)} "
-                         "(register another with torchrl_glam.training.scripts.register_script)")
+        raise ValueError(
+            f"unknown algorithm {name!r}: known are {sorted(SCRIPTS)} "
+            "(register another with torchrl_glam.training.scripts.register_script)"
+        )
     return SCRIPTS[name]

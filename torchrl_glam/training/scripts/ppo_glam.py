@@ -15,6 +15,7 @@ minibatches of 256 of the PPO loss, Adam and gradient clipping. Everything else 
 ranks and seeds, resume, checkpoints, logs, evaluation, stops) is the run harness,
 ``torchrl_glam/training/run.py``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,9 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     updater = PPOGLAMUpdater(loss, cfg, run.world)
     rollout = Rollout(cfg.rollout_steps, cfg.environment)  # the steps collected since the last update
     # "agent": the trainable weights (LLM adapters, value head), under the checkpoints' old name
-    td = run.start({"agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
-                    "updater": updater, "rollout": rollout},
-                   greedy_policy=lambda t, greedy: agent.act(t, greedy), optimizers=updater.optimizers)
+    td = run.start(
+        {
+            "agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
+            "updater": updater,
+            "rollout": rollout,
+        },
+        greedy_policy=lambda t, greedy: agent.act(t, greedy),
+        optimizers=updater.optimizers,
+    )
 
     with run:
         while run.running():

@@ -14,17 +14,23 @@ social partner reported) to prioritized replay; every ``update_frequency`` trans
 (command line, ranks and seeds, resume, checkpoints, logs, evaluation, stops) is the run harness,
 ``torchrl_glam/training/run.py``.
 """
+
 from __future__ import annotations
 
 import sys
 
-from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.distributed import all_true, broadcast_parameters
 from torchrl_glam.training.factories import make_glam_agent
-from torchrl_glam.training.sac import (
-    SACGLAMUpdater, make_episode_processing, make_goal_choice, make_replay, make_sac_loss, num_actions,
-)
 from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
+from torchrl_glam.training.sac import (
+    SACGLAMUpdater,
+    make_episode_processing,
+    make_goal_choice,
+    make_replay,
+    make_sac_loss,
+    num_actions,
+)
+from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     her, noop_twins, nstep = make_episode_processing(cfg)
     updater = SACGLAMUpdater(loss, replay, cfg, run.world)
     # "agent": the trainable weights (LLM adapters, heads, alpha), under the checkpoints' old name
-    pieces = {"agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
-              "updater": updater, "replay": replay}
+    pieces = {
+        "agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
+        "updater": updater,
+        "replay": replay,
+    }
     if her is not None:  # its draws' generator and the goals reported so far (the negatives' pool)
         pieces["her"] = her
     if noop_twins is not None:
@@ -49,8 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     goal_choice = make_goal_choice(cfg, run.env)  # autotelic: the agent picks goals it discovered
     if goal_choice is not None:
         pieces["autotelic"] = goal_choice
-    td = run.start(pieces, greedy_policy=lambda t, greedy: agent.act(t, greedy),
-                   optimizers=updater.optimizers, env_transform=goal_choice)
+    td = run.start(
+        pieces,
+        greedy_policy=lambda t, greedy: agent.act(t, greedy),
+        optimizers=updater.optimizers,
+        env_transform=goal_choice,
+    )
 
     with run:
         while run.running():
