@@ -47,15 +47,19 @@ def test_quantization_needs_lora():
     make_config("smoke", {"quantization": "4bit", "lora_rank": 4})  # fine
 
 
-def test_cuda_without_a_gpu_fails_before_the_model_loads(monkeypatch, sac_example):
+def test_cuda_without_a_gpu_is_refused_in_one_line_before_the_model_loads(monkeypatch, sac_example, tmp_path, capsys):
     import torchrl_glam.training.scripts.sac_glam as script
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     loaded = []
     monkeypatch.setattr(script, "make_glam_agent", lambda *a, **k: loaded.append(1))
-    with pytest.raises(RuntimeError, match="device='cuda' but torch sees no CUDA GPU.*device=cpu"):
-        sac_example.main(["--preset", "smoke", "--run-dir", "/nonexistent/never", "device=cuda", "--no-progress"])
-    assert not loaded
+    argv = ["--preset", "smoke", "--run-dir", str(tmp_path / "run"), "device=cuda", "--no-progress"]
+    with pytest.raises(ValueError, match="device='cuda' but torch sees no CUDA GPU.*device=cpu"):
+        sac_example.main(argv)
+    assert script.cli(argv) == 2  # a refusal: one line, no traceback, as for any bad value
+    err = capsys.readouterr().err
+    assert err.startswith("error: device='cuda'") and err.count("\n") == 1 and "Traceback" not in err
+    assert not loaded and not (tmp_path / "run").exists()
 
 
 def test_num_threads_is_applied(tmp_path, sac_example):

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from torchrl_glam.training.ppo_config import PPOGLAMConfig
 from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig, make_config, parse_overrides
 
 RESULTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -93,3 +94,26 @@ def test_level_time_limits_are_a_babyai_option():
 
     with pytest.raises(ConfigError, match="level_time_limits"):
         make_config("cpu", {"level_time_limits": True})
+
+
+@pytest.mark.parametrize("config_class", [SACGLAMConfig, PPOGLAMConfig])
+def test_every_refused_value_says_what_is_allowed(config_class):
+    # a refusal names the bad value and what the field takes, never only "see <the class>"
+    cfg = config_class()
+    expected = cfg._expected()
+    assert [name for name in cfg._checks() if name not in expected] == []
+
+
+@pytest.mark.parametrize(
+    "pairs, message",
+    [
+        (["batch_size=-3"], r"batch_size=-3: expected an integer >= 1"),
+        (["batch_size=abc"], r"batch_size='abc': expected an integer$"),
+        (["gamma=x"], r"gamma='x': expected a number$"),
+        (["nosuchfield=1"], r"unknown config field 'nosuchfield': not a field of SACGLAMConfig \(--help lists them\)$"),
+        (["bach_size=3"], r"unknown config field 'bach_size'; did you mean 'batch_size'\?$"),
+    ],
+)
+def test_refusals_explain_the_value_in_words(pairs, message):
+    with pytest.raises(ValueError, match=message):
+        make_config("cpu", parse_overrides(pairs))

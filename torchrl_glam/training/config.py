@@ -228,6 +228,11 @@ class GLAMConfig:
             "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
             "dtype": "'float32', 'float16' or 'bfloat16'",
             "run_dir": "a directory path (pass --run-dir DIR; an empty one would mean the current folder)",
+            **dict.fromkeys(
+                ["num_envs", "eval_every", "eval_episodes", "log_every", "checkpoint_every"], "an integer >= 1"
+            ),
+            "lora_rank": "an integer >= 0 (0: every weight of the LLM trains, no adapters)",
+            "lora_alpha": "an integer >= 1",
         }
 
     def validate(self: C) -> C:
@@ -268,7 +273,7 @@ class GLAMConfig:
 
         kind = torch.device(self.device).type
         if kind == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError(
+            raise ConfigError(
                 f"device={self.device!r} but torch sees no CUDA GPU here (torch {torch.__version__}, "
                 f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
                 "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
@@ -289,8 +294,7 @@ class GLAMConfig:
         names = [f.name for f in fields(self)]
         unknown = sorted(set(changes) - set(names))
         if unknown:
-            hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
-            raise ConfigError(f"unknown config field(s) {unknown}; did you mean {hints}?")
+            raise ConfigError("; ".join(_unknown_field(name, names, type(self).__name__) for name in unknown))
         new = dataclasses.replace(self, **changes)
         kept = {k: v for k, v in getattr(self, "_given_as", {}).items() if k not in changes}
         object.__setattr__(new, "_given_as", {**kept, **given_as})  # not a field: not in to_dict
@@ -366,6 +370,13 @@ def _has_type(value: Any, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
+def _unknown_field(name: str, names: list[str], class_name: str) -> str:
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        return f"unknown config field {name!r}; did you mean {close[0]!r}?"
+    return f"unknown config field {name!r}: not a field of {class_name} (--help lists them)"
+
+
 def _type_name(hint: Any) -> str:
     names = {int: "an integer", float: "a number", bool: "true or false", str: "text", type(None): "none"}
     if get_origin(hint) in (Union, types.UnionType):
@@ -412,7 +423,7 @@ def _coerce(name: str, text: str, annotation: Any) -> Any:
         if "float" in kind:
             return float(text)
     except ValueError:
-        raise ConfigError(f"bad config value {name}={text!r}: expected {kind}") from None
+        raise ConfigError(f"bad config value {name}={text!r}: expected {_type_name(annotation)}") from None
     return text
 
 

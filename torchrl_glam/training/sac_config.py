@@ -179,6 +179,16 @@ class SACGLAMConfig(GLAMConfig):
             "buffer_capacity": f"at least batch_size ({self.batch_size})",
             "max_grad_norm": "a positive number, or none for no clipping",
             "actor_lr_decay_at": "a number of environment steps >= 0, or none for constant rates",
+            **dict.fromkeys(
+                ["n_step", "update_frequency", "num_updates", "batch_size", "critic_width", "lp_window"],
+                "an integer >= 1",
+            ),
+            **dict.fromkeys(["warmup_updates", "learning_starts"], "an integer >= 0"),
+            **dict.fromkeys(["gamma", "her_ratio"], "a number in [0, 1]"),
+            **dict.fromkeys(["alpha_init", "actor_lr", "critic_lr"], "a positive number"),
+            **dict.fromkeys(["alpha_lr", "per_alpha", "per_beta"], "a number >= 0"),
+            "tau": "a number in (0, 1]",
+            "her_max_per_episode": "an integer >= 1, or none for every reported goal",
             "actor_lr_decay": "a factor in (0, 1]",
             "critic_llm_lr": "none (the LLM's one Adam at actor_lr takes both losses, the paper) or a "
             "positive number with critic_backprop=true (without it no critic "
