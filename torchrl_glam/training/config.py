@@ -97,8 +97,8 @@ class GLAMConfig:
     # run and a test suite) with OpenMP threads spinning against each other fell from ~60 to ~3
     # environment steps/s. Raise it on a node of your own (e.g. --cpus-per-task) with a big model.
     num_threads: int = 1
-    # CSV always; TensorBoard when installed; W&B only when asked for (it needs a login)
-    loggers: list[str] = field(default_factory=lambda: ["csv", "tensorboard"])
+    # "csv" (TorchRL's CSVLogger); "tensorboard" with the [tensorboard] extra; "wandb" with wandb
+    loggers: list[str] = field(default_factory=lambda: ["csv"])
 
     @property
     def environment(self) -> TextEnvironment:

@@ -30,9 +30,11 @@ class EvalSet:
 EVAL_SETS: dict[str, EvalSet] = {
     "train": EvalSet(None, "by_type", 10_000, "training goals, types uniform"),
     "train_distribution": EvalSet(None, "uniform", 30_000, "training goals as sampled in training"),
-    "held_out": EvalSet("held_out", "uniform", 20_000, "held-out goals"),
+    "held_out": EvalSet("held_out", "uniform", 20_000, "held-out goals (never trained on)"),
     "train_sampled": EvalSet(None, "by_type", 10_000, "training goals, types uniform, sampled policy", greedy=False),
-    "held_out_sampled": EvalSet("held_out", "uniform", 20_000, "held-out goals, sampled policy", greedy=False),
+    "held_out_sampled": EvalSet(
+        "held_out", "uniform", 20_000, "held-out goals (never trained on), sampled policy", greedy=False
+    ),
 }
 
 

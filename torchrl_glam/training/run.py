@@ -52,6 +52,7 @@ from tensordict import TensorDictBase
 from torchrl.envs import TransformedEnv
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
+from transformers.utils import logging as hf_logging
 
 from torchrl_glam.data.episodes import EpisodeAssembler, episode_success
 from torchrl_glam.modules.loading import ModelNotFoundError
@@ -72,6 +73,7 @@ from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
 from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
+from torchrl_glam.training.report import write_report
 from torchrl_glam.training.resume import ResumeError, apply_resume, resume_changes
 from torchrl_glam.training.rundir import RunDirError, prepare_run_dir, truncate_logs
 from torchrl_glam.training.runtime import apply_runtime
@@ -102,7 +104,8 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, 
     lines = [f"fields (field=value; the values of --preset {preset}, which other presets change):"]
     lines += [f"  {name}={value}" for name, value in cfg.to_dict().items()]
     lines.append(
-        f"\nlogs and checkpoints go to run_dir ({cfg.run_dir!r} for this preset) unless --run-dir says otherwise"
+        f"\nlogs, checkpoints and the report go to {default_run_dir(cfg, preset)} (<run_dir>/<preset>/seed<seed>) "
+        "unless --run-dir says otherwise"
     )
     return "\n".join(lines)
 
@@ -114,7 +117,12 @@ class RunOptions:
     preset: str = "cpu"
     resume: bool = False  # continue from run_dir's checkpoint (a fresh start when there is none)
     overwrite: bool = False  # discard what run_dir holds (without it, a used run_dir is refused)
-    progress: bool = True  # the progress bar (rank 0 only)
+    progress: bool | None = None  # the progress bar (rank 0 only); None: on a terminal only
+
+
+def default_run_dir(cfg: GLAMConfig, preset: str) -> str:
+    """Where a run goes without ``--run-dir``: ``<the config's run_dir>/<preset>/seed<k>``."""
+    return str(Path(cfg.run_dir) / preset / f"seed{cfg.seed}")
 
 
 def parse_command_line(
@@ -136,20 +144,37 @@ def parse_command_line(
     )
     parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
     parser.add_argument(
-        "--run-dir", default=None, help="where logs and checkpoints go (run_dir=...; default: the preset's run_dir)"
+        "--run-dir",
+        default=None,
+        help="where logs and checkpoints go (run_dir=...; default: <run_dir>/<preset>/seed<seed>)",
     )
     parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
     parser.add_argument("--overwrite", action="store_true", help="discard what run_dir holds and start afresh")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bar = parser.add_mutually_exclusive_group()
+    bar.add_argument("--progress", action="store_true", help="a progress bar even when the output is not a terminal")
+    bar.add_argument("--no-progress", action="store_true", help="no progress bar (default: one on a terminal only)")
     parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
     args = parser.parse_intermixed_args(argv)
     overrides = parse_overrides(args.overrides, config_class)
     if args.run_dir:
         overrides["run_dir"] = args.run_dir
     cfg = config_from_preset(config_class, presets, args.preset, overrides)
+    if "run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
+        cfg = cfg.replace(run_dir=default_run_dir(cfg, args.preset))
     return cfg, RunOptions(
-        preset=args.preset, resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress
+        preset=args.preset,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        progress=True if args.progress else False if args.no_progress else None,
     )
+
+
+def _final_success(key: str, value: float) -> str:
+    """``"held_out/success"`` -> ``"held_out 0.05 (held-out goals (never trained on), greedy)"``."""
+    name = key.split("/")[0]
+    eval_set = EVAL_SETS.get(name)
+    meaning = f" ({eval_set.title}{'' if 'sampled' in eval_set.title else ', greedy'})" if eval_set else ""
+    return f"{name} {value:.2f}{meaning}"
 
 
 class Stateful(Protocol):
@@ -203,6 +228,8 @@ class TrainingRun:
     ) -> None:
         self.cfg, self.options = cfg.validate(), options or RunOptions()  # before the run dir is touched
         apply_runtime(cfg)  # cfg.num_threads torch threads; a missing GPU fails here, before any model loads
+        hf_logging.disable_progress_bar()  # transformers' own "Loading weights" bar: the run says what it does
+        logging.getLogger("torchrl").setLevel(logging.WARNING)  # its INFO lines (storage sizes) are not for users
         self.rank, self.world = init_distributed(cfg.device)  # several processes: data parallel
         uneven = [name for name in per_rank if getattr(cfg, name) % self.world]
         if uneven:
@@ -285,7 +312,11 @@ class TrainingRun:
             total=self.cfg.total_steps,
             initial=min(self.steps, self.cfg.total_steps),
             unit="step",
-            disable=not self.options.progress or not self.main_rank,
+            # None (the default): tqdm shows the bar on a terminal only; piped logs get the
+            # evaluation lines alone
+            disable=True
+            if not self.main_rank
+            else (None if self.options.progress is None else not self.options.progress),
             dynamic_ncols=True,
         )
         return td
@@ -436,8 +467,11 @@ class TrainingRun:
             # a resumed run that had already finished evaluated nothing now: its last evaluations
             final = self.logger.last_evaluation or last_evaluations(self.cfg.run_dir)
             print(
-                f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; greedy success "
-                + ", ".join(f"{k} {v:.2f}" for k, v in final.items() if k.endswith("success"))
+                f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; success "
+                + ", ".join(_final_success(k, v) for k, v in final.items() if k.endswith("/success"))
             )
+            report = write_report(self.cfg.run_dir, self.cfg.to_dict())
             print(f"logs and checkpoint in {Path(self.cfg.run_dir).resolve()}")
+            if report:
+                print("report: " + ", ".join(str(path) for path in report))
         return 0

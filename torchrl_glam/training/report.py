@@ -1,0 +1,98 @@
+"""A run's report, written into its folder when it ends: ``report.png`` (greedy success against
+environment steps and against wall-clock seconds, one line per evaluation set) and ``report.md``
+(what ran, each set's last and best success, what each set measures).
+
+The picture needs matplotlib (``pip install "torchrl_glam[plots]"``); without it only the summary is
+written, and the run says so in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from torchrl_glam.training.evaluation import EVAL_SETS
+
+PICTURE_NAME = "report.png"
+SUMMARY_NAME = "report.md"
+
+
+def read_evaluations(run_dir: str | Path) -> dict[str, list[dict]]:
+    """``evaluations.jsonl`` of a run folder -> {evaluation set: its rows in step order}."""
+    path = Path(run_dir) / "evaluations.jsonl"
+    curves: dict[str, list[dict]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                curves.setdefault(row["set"], []).append(row)
+    return curves
+
+
+def write_report(run_dir: str | Path, config: dict) -> list[Path]:
+    """Writes the report of the run in ``run_dir`` (``config``: its config as a dict); returns the
+    files written (none when the run evaluated nothing)."""
+    run_dir = Path(run_dir)
+    curves = read_evaluations(run_dir)
+    if not curves:
+        return []
+    written = [_write_summary(run_dir / SUMMARY_NAME, curves, config)]
+    try:
+        import matplotlib
+    except ImportError:
+        print(f'no {PICTURE_NAME}: matplotlib is not installed (pip install "torchrl_glam[plots]")')
+        return written
+    matplotlib.use("Agg")  # files only: no display needed
+    written.append(_write_picture(run_dir / PICTURE_NAME, curves, config))
+    return written
+
+
+def _title(config: dict) -> str:
+    model = config.get("model") or "tiny T5 (random init)"
+    return f"{config.get('env')}, goals {config.get('goals')}, {model}, seed {config.get('seed')}"
+
+
+def _write_picture(path: Path, curves: dict[str, list[dict]], config: dict) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for name, rows in curves.items():
+        label = EVAL_SETS[name].title if name in EVAL_SETS else name
+        success = [r["success"] for r in rows]
+        axes[0].plot([r["env_steps"] for r in rows], success, marker=".", label=label)
+        axes[1].plot([r["wall_seconds"] / 60 for r in rows], success, marker=".", label=label)
+    axes[0].set_xlabel("environment steps")
+    axes[1].set_xlabel("wall-clock minutes")
+    axes[0].set_ylabel("success rate")
+    axes[0].set_ylim(-0.02, 1.02)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[1].legend(loc="lower right", fontsize="small")
+    fig.suptitle(_title(config), fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _write_summary(path: Path, curves: dict[str, list[dict]], config: dict) -> Path:
+    last_rows = [rows[-1] for rows in curves.values()]
+    steps = max(r["env_steps"] for r in last_rows)
+    minutes = max(r["wall_seconds"] for r in last_rows) / 60
+    lines = [
+        f"# Run report: {_title(config)}",
+        "",
+        f"{steps} environment steps in {minutes:.1f} min; the config is `config.json`, every evaluation "
+        "`evaluations.jsonl`, the curves `report.png`.",
+        "",
+        "| evaluation set | what it measures | last success | best success (at step) |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, rows in curves.items():
+        best = max(rows, key=lambda r: r["success"])
+        meaning = EVAL_SETS[name].title if name in EVAL_SETS else ""
+        lines.append(
+            f"| {name} | {meaning} | {rows[-1]['success']:.2f} | {best['success']:.2f} ({best['env_steps']}) |"
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
