@@ -18,7 +18,7 @@ Hindsight negatives (an option, not the paper's): an episode relabeled with a go
 partner never reported in it is, just as exactly, the episode the agent would have lived with that
 goal: reward 0 at every step, and no terminal. Relabeling gives the critic successes only; for a
 goal the environment seldom commands (single grasp goals are 1.6% of the full task set's episodes)
-it then sees almost no failure, and over-values it (experiments/cpu_full/README.md, item 5).
+it then sees almost no failure, and over-values it.
 :func:`relabel_negatives` adds such failures, with goals the social partner has reported before
 (in any episode), the "random" goals of HER (Andrychowicz et al. 2017, §4.5), or with goals that
 name only the episode's own objects (:func:`scene_goals`): the failures that tell apart the actions
@@ -245,8 +245,7 @@ def relabel_twins(
     episode has no candidate of its type has no twin (types: the ``environment``'s catalogue's).
 
     Why: HER relabels a grasp of X with "Grasp X" only, so the critic sees "Grasp" on X succeed
-    under every grasp goal it is shown and never learns which goal it serves
-    (experiments/cpu_full/README.md, sessions 10-11). The twin puts the same step under another
+    under every grasp goal it is shown and never learns which goal it serves. The twin puts the same step under another
     goal of the type, where it fails, in as many copies as the successes. It is as exact as HER's
     copies: the episode the agent would have lived with that goal, up to ``t``.
     """

@@ -1,8 +1,7 @@
 """No-op twins: beside each success, the same state with a step that changes nothing first.
 
-One step from its goal a trained SAC-GLAM critic values the winning action and an action that
-changes nothing within 0.01 of each other, and a fifth to a quarter of the greedy policy's failed
-episodes loop on such a step there (experiments/cpu_full/README.md, sessions 12-18). Its targets
+One step from its goal a trained SAC-GLAM critic can value the winning action and an action that
+changes nothing almost alike, and a greedy policy then loops on such a step. Its targets
 for the two come from the replay: the winner's is exactly 1, the no-op's bootstraps from the
 critic's own value of the same state, so nothing in them anchors the difference.
 

@@ -10,8 +10,7 @@ bootstrap from) and s_{t+k} is the state after the window's last step. At a trun
 limit) the window is shorter and the target still bootstraps, with gamma^k; or, with
 ``bootstrap_time_limit=False``, it ends there as at a terminal (as code with one "done" flag did
 before Gymnasium split it): the prompts do not show the time left, so this is not Markov, but it
-gives a failed episode's last steps a target of 0 (experiments/cpu_full, the critic's
-over-valuation).
+gives a failed episode's last steps a target of 0.
 
 Why not TorchRL's ``MultiStep`` transform: in torchrl 0.14.1 it does not shift done/terminated
 into the window (a step two before a terminal bootstraps from the terminal state) and it empties

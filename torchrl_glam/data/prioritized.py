@@ -3,11 +3,10 @@
 TorchRL keeps replay priorities in C++ segment trees (``torchrl._torchrl``). A torchrl wheel is
 built against one torch release; beside another (torchrl 0.14.1 with torch 2.13 here) the
 extension fails to load and ``PrioritizedSampler`` raises "SumSegmentTreeFp32 is not available".
-This module used to compile torchrl's shipped C++ sources at run time instead: that needs a
-compiler, takes about a minute, and ``torch.utils.cpp_extension`` holds a lock file in a folder
-shared by every job of a user while it builds, so one run killed mid-build wedged every later run
-(torch waits for that lock forever, silently). So nothing is compiled any more: the four trees
-below are written with vectorised numpy operations and offer exactly what ``PrioritizedSampler``
+Compiling torchrl's C++ sources at run time would need a compiler and a minute, and
+``torch.utils.cpp_extension``'s build lock, shared by every job of a user, wedges every later run
+when one is killed mid-build. So nothing is compiled: the four trees below
+are written with vectorised numpy operations and offer exactly what ``PrioritizedSampler``
 (and ``PrioritizedSliceSampler``) use of ``SumSegmentTreeFp32/Fp64`` and ``MinSegmentTreeFp32/Fp64``
 (``torchrl/csrc/segment_tree.h``): ``t[i]``, ``t[i] = v`` (int, numpy or tensor indices, scalar or
 per-index values), ``at``, ``update``, ``query(l, r)``, ``scan_lower_bound``, ``size``,

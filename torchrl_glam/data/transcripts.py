@@ -25,9 +25,7 @@ class HindsightTranscripts(RandomPlayTranscripts):
     applied to the random policy's episodes), so that the goal names what the random actions went on
     to do. The actions are still the random policy's, unchanged: what the model can learn is which
     actions come before a goal is reached ("Go to red cat" before "Grasp any animal"), the link
-    between a goal's words and the objects it names that random transcripts cannot teach. Measured,
-    it moves that link little: the tiny T5's first step on a grasp goal picks the goal's object 21%
-    of the time against 14% (experiments/cpu_full/README.md, "Session 9").
+    between a goal's words and the objects it names that random transcripts cannot teach.
 
     The other ``1 - hindsight_share`` of each batch is :class:`RandomPlayTranscripts`' stream,
     unchanged. Only goals of the environments' own task sets are reported, so held-out goals are

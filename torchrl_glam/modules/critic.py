@@ -14,9 +14,8 @@ The paper found observation-action input with backpropagation best; it is the de
 (Wang et al., 2016): Q(s, a) = V(s) + A(s, a) - mean of A(s, .) over the legal candidates, V read
 from ``"prompt_hidden"`` and A from each candidate's ``"action_hidden"``. The state's value and the
 candidates' differences are then two outputs: the TD error's share that is about the state goes to
-V, and the LLM's candidate states only get gradient for what tells one candidate from another. On
-the full task set the plain head values a candidate that wins at once no higher than one that
-changes nothing, in the same state (experiments/cpu_full/critic, ``one_step_from_goal.py``).
+V, and the LLM's candidate states only get gradient for what tells one candidate from another. For
+states where a plain head values a winning candidate no higher than one that changes nothing.
 
 The head is deliberately only the MLP: TorchRL's ``DiscreteSACLoss`` makes ``num_qvalue_nets``
 copies of the parameters of the network it is given (re-initialising them) plus target copies, so

@@ -19,9 +19,8 @@ Target networks: TorchRL's ``SoftUpdate`` keeps Polyak-averaged copies of the he
 states they read on the next observation come from the LLM as it is now, which the actor's and
 the critic's own updates move at every step. With ``target_llm`` the target heads read them from
 a Polyak-averaged copy of the LLM's trainable weights (the LoRA adapters, or every weight) instead,
-as a DQN target network would: not in the paper, an option for the collapses of
-experiments/cpu_full. The next observation's policy (the soft value's pi(a|s')) still comes from
-the current LLM, so that option costs one more forward (without gradient) per update.
+as a DQN target network would (not in the paper). The next observation's policy (the soft
+value's pi(a|s')) still comes from the current LLM, so that option costs one more forward (without gradient) per update.
 
 n-step returns: the transitions carry the n-step reward, the terminal flag of the window and
 ``steps_to_next_obs`` (k); TorchRL's TD(0) estimator inside ``DiscreteSACLoss`` bootstraps with
@@ -37,7 +36,7 @@ design, reads the same hidden states and predicts whether the chosen action itse
 goal (terminated after one step; the label needs no model). Its class-balanced binary
 cross-entropy, "loss_success", trains the head and, like the critic's loss, the LLM: a clean
 contrast (a grasp of the goal's object against a grasp of another) where the critic's TD targets
-carry it only as the gap between 1 and bootstrapped values near 1 (experiments/cpu_full/critic).
+carry it only as the gap between 1 and bootstrapped values near 1.
 Without the head "loss_success" is 0, so summing every "loss_*" output stays the full loss.
 """
 

@@ -134,13 +134,12 @@ class RunLogger:
 
     def _playground_actions(self, episodes: TensorDictBase) -> None:
         """Playground-Text's action diagnostics of finished episodes."""
-        # "Go to" the object the agent already stands on: the action greedy cycles repeat
-        # (experiments/cpu_full). It does nothing, except a first contact of a held supply with
-        # that object.
+        # "Go to" the object the agent already stands on: the action greedy cycles repeat. It does
+        # nothing, except a first contact of a held supply with that object.
         steps = episodes["mask"]
         repeats = (episodes["action"] == episodes["agent_on"]) & steps
         self._add("train/repeat_go_to_share", repeats.sum().item(), int(steps.sum()))
-        # What a collapsed policy does (experiments/cpu_full/README.md, "Collapses"): steps that
+        # What a collapsed policy does: steps that
         # change nothing (a repeat "Go to", a Grasp with full hands or on nothing, a Release of
         # nothing), and the kind of action taken. Padding steps past an episode's end do not count.
         unchanged = (episodes["next", "grown"] == episodes["grown"]).all(-1)

@@ -161,7 +161,7 @@ PPO_PRESETS: dict[str, dict[str, Any]] = {
     "cpu": dict(_from_sac_cpu(), her=False),
     # App. G: clipped PPO on relabeled trajectories with aligned goals (on par with PPO in the paper)
     "cpu_her": dict(_from_sac_cpu(), her=True, ppo_loss="clip", her_filter="aligned", her_centred=False),
-    # the same two on the full task set, from SAC-GLAM's cpu_full (issue 15)
+    # the same two on the full task set, from SAC-GLAM's cpu_full
     "cpu_full": dict(_from_sac_cpu("cpu_full"), her=False),
     "cpu_full_her": dict(_from_sac_cpu("cpu_full"), her=True, ppo_loss="clip", her_filter="aligned", her_centred=False),
     # BabyAI-Text's MixedTrainLocal, from SAC-GLAM's cpu_babyai, with GLAM's own PPO schedule on

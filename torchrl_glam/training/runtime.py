@@ -35,9 +35,8 @@ def reuse_freed_memory() -> bool:
 
     Why: a SAC-GLAM update on CPU allocates and frees ~100 MB of activations in blocks of 1-8 MB.
     By default glibc maps such blocks afresh or trims its heap once they are freed, so every
-    update touches new pages: 1,000-8,700 page faults per scorer update of 128 full-set prompts,
-    1-7% of its time, against 130-510 with this (session 26, ``experiments/loop_speed``,
-    ``session26_ab.txt``). PyTorch's CPU
+    update touches new pages again (thousands of page faults per update, several percent of its
+    time; about a tenth of them with this). PyTorch's CPU
     allocator has no cache of its own. The cost: a process keeps its peak heap until it exits,
     which the next update would take again anyway. Blocks above 32 MB are still mapped apart.
     """

