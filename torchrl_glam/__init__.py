@@ -5,4 +5,4 @@ Rooms, each importing only from the ones above it:
 replay), ``objectives``, ``training``, ``launch``.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

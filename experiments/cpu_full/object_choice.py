@@ -219,7 +219,7 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     llm = load_llm(LLMConfig(model))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization)
     policy = ZeroShotPolicy(scorer, chat_template=chat_template)
-    prompts, actions, mask = render_observations(*(td[k] for k in ("goal_id", "objects", "agent_on", "held", "grown")))
+    prompts, actions, mask = render_observations(td, environment="playground")
     chunks = range(0, len(prompts), 32)  # scoring all at once takes ~13 GB with SmolLM2
     scores = torch.cat(
         [scorer(policy.prompts(prompts[i : i + 32]), actions[i : i + 32], mask[i : i + 32])[0].float() for i in chunks]

@@ -40,7 +40,6 @@ import numpy as np
 from experiments.tools.discovery import read_records, write_discovery
 from experiments.tools.relative import relative_rows, write_relative
 from torchrl_glam.envs import GOAL_TYPES
-from torchrl_glam.training.config import upgrade_names
 from torchrl_glam.training.evaluation import EVAL_SETS
 from torchrl_glam.training.scripts import SCRIPTS
 
@@ -129,7 +128,7 @@ def load_run(run: Path) -> dict:
             raise ValueError(f"{run / 'config.json'} holds a {type(config).__name__}, not a config")
     # a run written before a field's rename groups with the runs written after it
     for script in SCRIPTS.values():
-        config, _ = upgrade_names(script.config_class, config, warn=False)
+        config = {script.config_class.FORMER_NAMES.get(k, k): v for k, v in config.items()}
     return {"run": run, "config": config, "evaluations": evaluations}
 
 

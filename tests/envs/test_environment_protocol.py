@@ -80,24 +80,16 @@ def test_the_registry_refuses_duplicates_and_non_environments():
         unregister_environment("not_an_env")
 
 
-def test_former_playground_names_still_work_with_a_deprecation_warning():
-    from torchrl_glam.data import episodes
+def test_render_observations_of_a_mapping_of_state_keys_gives_the_environments_text():
+    from torchrl_glam.data.replay import GoalReplay
     from torchrl_glam.envs import GoalCatalogue
     from torchrl_glam.objectives.common import render_observations
 
-    with pytest.warns(DeprecationWarning, match="step_keys"):
-        assert episodes.STATE_KEYS == ("agent_on", "held", "grown")
-    with pytest.warns(DeprecationWarning, match="step_keys"):  # the name of what it is
-        assert episodes.STEP_STATE_KEYS == ("agent_on", "held", "grown")
     env = PlaygroundTextEnv(2, seed=0, text=True)
     td = env.reset()
-    with pytest.warns(DeprecationWarning, match="mapping of the environment's state keys"):
-        prompts, _, mask = render_observations(*(td[k] for k in get_environment().state_keys))
+    prompts, _, mask = render_observations({k: td[k] for k in get_environment().state_keys})
     assert prompts == list(td["prompt"]) and torch.equal(mask, td["action_mask"])
-    from torchrl_glam.data.replay import GoalReplay
-
-    with pytest.warns(DeprecationWarning, match="catalogue= is deprecated"):
-        assert (
-            GoalReplay(capacity=4, prioritized=False, catalogue=GoalCatalogue.default()).environment.name
-            == "playground"
-        )
+    assert GoalReplay(capacity=4, prioritized=False).environment.name == "playground"
+    # a goal catalogue where an environment goes (the catalogue= of 0.1.0) is named, not looked up
+    with pytest.raises(TypeError, match="expected a TextEnvironment or a registered name, got GoalCatalogue"):
+        get_environment(GoalCatalogue.default())

@@ -7,7 +7,6 @@ import importlib.util
 import json
 import re
 import shlex
-import warnings
 
 import pytest
 from page_commands import ROOT, command_lines, dry_run_launch, parse_training_command
@@ -44,13 +43,11 @@ def test_every_headline_readme_gives_its_training_command():
 
 @pytest.mark.parametrize("where, argv", [pytest.param(w, a, id=f"{w} {' '.join(a[1:])[:80]}") for w, a in COMMANDS])
 def test_training_command_parses_into_a_valid_config(where, argv, tmp_path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # an old field name a command wrote still works
-        if argv[1] == "-m":
-            assert dry_run_launch(argv[3:], tmp_path / "runs") == 0, where
-        else:
-            assert (ROOT / argv[1]).exists(), where
-            parse_training_command(argv)
+    if argv[1] == "-m":
+        assert dry_run_launch(argv[3:], tmp_path / "runs") == 0, where
+    else:
+        assert (ROOT / argv[1]).exists(), where
+        parse_training_command(argv)
 
 
 CONFIGS = sorted(path for folder in HEADLINE for path in folder.rglob("config.json"))
@@ -92,9 +89,7 @@ def test_committed_config_loads_with_the_current_config_classes(path, probe_envi
     errors = []
     for name, script in SCRIPTS.items():
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
-                script.config_class.from_dict(values)
+            script.config_class.from_dict(values)
             return
         except (ValueError, TypeError) as err:
             errors.append(f"{name}: {err}")

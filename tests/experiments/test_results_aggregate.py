@@ -46,8 +46,8 @@ def test_results_aggregate_mean_and_std_over_seeds(tmp_path):
         aggregate([tmp_path / "nothing"], tmp_path / "out2")
 
 
-# PPO-GLAM's renamed fields, new name -> old
-RENAMED_BACK = {new: old for old, new in PPOGLAMConfig.RENAMED.items()}
+# PPO-GLAM's fields renamed in 0.2.0, new name -> old
+RENAMED_BACK = {new: old for old, new in PPOGLAMConfig.FORMER_NAMES.items()}
 
 
 def test_results_group_old_and_new_runs_together(tmp_path):

@@ -1,4 +1,4 @@
-"""The critic head's gradient switch has the configs' name, ``critic_backprop``; the old one warns."""
+"""The critic head's gradient switch has the configs' name, ``critic_backprop``; the dueling head."""
 
 import pytest
 import torch
@@ -12,12 +12,6 @@ def test_critic_backprop_decides_whether_the_hidden_states_get_gradient(critic_b
     hidden = torch.randn(3, 5, 8, requires_grad=True)
     head(hidden).sum().backward()
     assert (hidden.grad is not None and hidden.grad.abs().sum() > 0) == critic_backprop
-
-
-def test_the_old_name_still_works_with_a_warning_naming_the_new_one():
-    with pytest.warns(FutureWarning, match="critic_backprop"):
-        head = CriticHead(8, width=4, backprop_into_llm=False)
-    assert head.critic_backprop is False
 
 
 def test_a_dueling_head_splits_value_and_advantage_over_the_legal_candidates_only():

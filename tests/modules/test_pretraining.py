@@ -4,6 +4,7 @@ environment's words, a few steps lower the loss, the result loads by path and by
 import pytest
 import torch
 
+from torchrl_glam.data.transcripts import HindsightTranscripts
 from torchrl_glam.envs import GoalCatalogue
 from torchrl_glam.envs.render import render_actions
 from torchrl_glam.envs.vocabulary import OBJECT_NAMES
@@ -11,7 +12,6 @@ from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import offline_model_path, resolve_model_path
 from torchrl_glam.modules.offline import tiny_model_recipe
 from torchrl_glam.modules.pretraining import (
-    HindsightTranscripts,
     RandomPlayTranscripts,
     _lm_batch,
     pretrain,

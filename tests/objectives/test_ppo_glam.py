@@ -168,11 +168,6 @@ def test_loss_arguments_are_named_as_the_config_fields():
     scorer = make_scorer(None).module
     loss = PPOGLAMLoss(scorer, gae_lambda=0.5, ppo_loss="kl", value_width=32)
     assert loss.ppo.value_estimator.lmbda == 0.5 and loss.loss_kind == "kl"
-    with pytest.warns(FutureWarning, match="gae_lambda"):  # the old names still work
-        old = PPOGLAMLoss(scorer, lmbda=0.5, value_width=32)
-    assert old.ppo.value_estimator.lmbda == 0.5
-    with pytest.warns(FutureWarning, match="ppo_loss"):
-        assert PPOGLAMLoss(scorer, loss="kl", value_width=32).loss_kind == "kl"
     with pytest.raises(ValueError, match="ppo_loss='ppo'"):
         PPOGLAMLoss(scorer, ppo_loss="ppo")
 

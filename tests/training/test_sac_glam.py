@@ -309,61 +309,45 @@ def test_resume_with_a_target_llm_restores_it(tmp_path):
     assert targets and all(torch.allclose(final[0][key], final[1][key], atol=1e-6) for key in targets)
 
 
-def test_her_and_noop_twins_checkpoint_their_state_and_the_deprecated_layout_still_loads():
+def test_her_and_noop_twins_checkpoint_their_state():
     from torchrl_glam.data.her import HindsightRelabel
     from torchrl_glam.data.noop_twins import NoOpTwins
-    from torchrl_glam.training.run import upgrade_checkpoint
 
-    her_generator, twins_generator = torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)
-    torch.rand(3, generator=her_generator)  # states that no seed of the pieces below gives
-    torch.rand(5, generator=twins_generator)
-    her = HindsightRelabel(seed=0, negatives_per_episode=2)
+    her, twins = HindsightRelabel(seed=0, negatives_per_episode=2), NoOpTwins(seed=0)
+    torch.rand(3, generator=her.generator)  # states that no seed of the pieces below gives
+    torch.rand(5, generator=twins.generator)
     first_seen = torch.full_like(her.memory.first_seen, -1)
     first_seen[[2, 5]] = torch.tensor([10, 40])
-    # the deprecated layout: HER's generator, its goal memory and the twins' generator as entries
-    old = {
-        "her_generator": her_generator.get_state(),
-        "her_goal_memory": {"first_seen": first_seen.clone()},
-        "noop_twins_generator": twins_generator.get_state(),
-        "updater": {"updates": 3},
-    }
-    state = upgrade_checkpoint(old)
-    assert set(state) == {"her", "noop_twins", "updater"}
-    twins = NoOpTwins(seed=0)
-    her.load_state_dict(state["her"])
-    twins.load_state_dict(state["noop_twins"])
-    assert torch.equal(her.generator.get_state(), her_generator.get_state())
-    assert torch.equal(her.memory.first_seen, first_seen)
-    assert torch.equal(twins.generator.get_state(), twins_generator.get_state())
-    # the new layout: each piece's state_dict round-trips into a fresh piece
+    her.memory.first_seen.copy_(first_seen)
+    # each piece's state_dict round-trips into a fresh piece
     fresh_her, fresh_twins = HindsightRelabel(seed=1, negatives_per_episode=2), NoOpTwins(seed=1)
     fresh_her.load_state_dict(her.state_dict())
     fresh_twins.load_state_dict(twins.state_dict())
-    assert torch.equal(fresh_her.generator.get_state(), her_generator.get_state())
+    assert torch.equal(fresh_her.generator.get_state(), her.generator.get_state())
     assert torch.equal(fresh_her.memory.first_seen, first_seen)
-    assert torch.equal(fresh_twins.generator.get_state(), twins_generator.get_state())
+    assert torch.equal(fresh_twins.generator.get_state(), twins.generator.get_state())
 
 
-@pytest.mark.slow
-def test_a_run_checkpointed_in_the_deprecated_layout_resumes_exactly(tmp_path):
+def test_a_checkpoint_in_the_layout_of_0_1_0_is_refused_with_the_version(tmp_path, capsys):
     from torchrl_glam.training.checkpoint import save_checkpoint
+    from torchrl_glam.training.scripts.sac_glam import cli
 
-    def to_deprecated_layout(run_dir):
-        state = load_checkpoint(run_dir)
-        her, twins = state.pop("her")["_extra_state"], state.pop("noop_twins")["_extra_state"]
-        state.update(
-            her_generator=her["generator"], her_goal_memory=her["goal_memory"], noop_twins_generator=twins["generator"]
-        )
-        save_checkpoint(state, run_dir)
-
-    straight, resumed = run_straight_and_resumed(
-        tmp_path, "smoke", ["normalization=mean", "her_negatives=2", "noop_twins=true"], between=to_deprecated_layout
+    run = tmp_path / "run"
+    common = ["--preset", "smoke", "--no-progress", "--run-dir", str(run), "her_negatives=2", "noop_twins=true"]
+    assert load_example().main([*common, "total_steps=16", "eval_every=16", "checkpoint_every=16"]) == 0
+    # 0.1.0's first layout: HER's generator, its goal memory and the twins' generator as entries
+    state = load_checkpoint(run)
+    her, twins = state.pop("her")["_extra_state"], state.pop("noop_twins")["_extra_state"]
+    state.update(
+        her_generator=her["generator"], her_goal_memory=her["goal_memory"], noop_twins_generator=twins["generator"]
     )
-    final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
-    assert torch.equal(
-        final[0]["her"]["_extra_state"]["goal_memory"]["first_seen"],
-        final[1]["her"]["_extra_state"]["goal_memory"]["first_seen"],
-    )
-    assert torch.equal(
-        final[0]["noop_twins"]["_extra_state"]["generator"], final[1]["noop_twins"]["_extra_state"]["generator"]
-    )
+    save_checkpoint(state, run)
+    capsys.readouterr()
+    assert cli([*common, "total_steps=32", "eval_every=16", "checkpoint_every=16", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("error: "), err
+    assert (
+        "checkpoint.pt was written by torchrl_glam 0.1.0 in a layout 0.2.0 no longer reads (its her_generator, "
+        "her_goal_memory, noop_twins_generator): resume it with torchrl_glam 0.1.0, or start a new run"
+    ) in err, err

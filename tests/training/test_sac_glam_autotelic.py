@@ -77,7 +77,7 @@ def test_the_log_lists_each_discovered_goal_once_with_its_first_report_step(tmp_
     catalogue = GoalCatalogue.default()
     a, b, c, d = (int(i) for i in catalogue.goal_set("simplified")[:4])
     cfg = make_config("smoke_autotelic", {"run_dir": str(tmp_path)})
-    goals = AutotelicGoals(num_envs=2, num_objects=3, task_set="simplified", catalogue=catalogue)
+    goals = AutotelicGoals(num_envs=2, num_objects=3, task_set="simplified", environment="playground")
     logger = RunLogger(cfg)
     goals.memory.add(torch.tensor([[a, b], [c, -1]]), torch.tensor([2, 1]), torch.tensor([7, 8]))
     logger.autotelic(goals, 32)

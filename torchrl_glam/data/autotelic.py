@@ -41,7 +41,7 @@ from torchrl_glam.envs.protocol import (
     ACHIEVED_GOAL_COUNT_KEY,
     ACHIEVED_GOAL_IDS_KEY,
     TextEnvironment,
-    resolve_environment,
+    get_environment,
 )
 
 #: The goal of episodes that start before any goal is known (its object is kept out of the scene).
@@ -72,7 +72,7 @@ class AutotelicGoals(Transform):
             logs (``autotelic/discovered_task_fraction``); the agent's choices never read it.
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
             default Playground-Text); it must choose goals and scenes at reset
-            (``neutral_scene_objects``). ``catalogue``: deprecated, the default environment's.
+            (``neutral_scene_objects``).
     """
 
     def __init__(
@@ -85,7 +85,6 @@ class AutotelicGoals(Transform):
         groups: str = "type,category",
         seed: int | None = None,
         task_set: str | None = None,
-        catalogue=None,
         environment: TextEnvironment | str | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
@@ -93,7 +92,7 @@ class AutotelicGoals(Transform):
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon={epsilon} must be a probability (the share of uniform choices)")
         super().__init__(in_keys=[], out_keys=[])
-        self.environment = environment = resolve_environment(environment, catalogue)
+        self.environment = environment = get_environment(environment)
         environment.require("neutral_scene_objects", "autotelic goal choice")
         self.catalogue = catalogue = environment.catalogue
         self.goal_types = environment.goal_types

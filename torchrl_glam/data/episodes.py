@@ -48,33 +48,6 @@ def next_keys(environment: TextEnvironment | str | None = None) -> tuple[str, ..
     return get_environment(environment).step_keys + RETURNED_KEYS
 
 
-#: Deprecated module-level names -> what they are. This module's "STATE_KEYS" held the keys that
-#: change from step to step, not the whole compact state that ``torchrl_glam.envs.STATE_KEYS`` names.
-_ALIASES = {"STATE_KEYS": "STEP_STATE_KEYS"}
-
-
-def __getattr__(name: str):
-    # Playground-Text's key tuples under deprecated module-level names (computed from the protocol:
-    # this layer imports no specific environment)
-    what = _ALIASES.get(name, name)
-    if what in ("STEP_STATE_KEYS", "STEP_KEYS", "NEXT_KEYS"):
-        import warnings
-
-        warnings.warn(
-            f"torchrl_glam.data.episodes.{name} is deprecated: use the environment's step_keys / "
-            "state_keys, or episodes.step_keys() / next_keys()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        environment = get_environment()
-        return {
-            "STEP_STATE_KEYS": environment.step_keys,
-            "STEP_KEYS": step_keys(environment),
-            "NEXT_KEYS": next_keys(environment),
-        }[what]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def step_success(next_state: TensorDictBase) -> torch.Tensor:
     """bool, the shape of its "terminated": whether each step is a success, a rewarded terminal
     step (an environment may also end an episode on a failure). ``next_state``: a step's "next"."""

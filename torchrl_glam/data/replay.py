@@ -27,7 +27,7 @@ from tensordict import TensorDictBase
 from torchrl.data import LazyTensorStorage, PrioritizedSampler, RandomSampler, TensorDictReplayBuffer
 
 from torchrl_glam.data.prioritized import ensure_prioritized_replay
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 
 STRATEGIES = ("ratio", "prior", "uniform")
 _TREES = ("_sum_tree", "_min_tree")  # the segment trees' entries in a PrioritizedSampler's state_dict
@@ -63,8 +63,7 @@ class GoalReplay:
         prioritized: TD-error prioritized sampling (``False``: uniform within each buffer).
         alpha, beta, eps: the ``PrioritizedSampler`` parameters.
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
-            default Playground-Text), for goal types. ``catalogue``: deprecated, the default
-            environment's.
+            default Playground-Text), for goal types.
     """
 
     def __init__(
@@ -77,7 +76,6 @@ class GoalReplay:
         alpha: float = 0.6,
         beta: float = 0.4,
         eps: float = 1e-6,
-        catalogue=None,
         environment: TextEnvironment | str | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
@@ -86,7 +84,7 @@ class GoalReplay:
             raise ValueError(f"her_ratio={her_ratio} must be in [0, 1]")
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
-        self.environment = resolve_environment(environment, catalogue)
+        self.environment = get_environment(environment)
         self.catalogue = self.environment.catalogue
         goal_types = self.environment.goal_types
         self.strategy, self.her_ratio = strategy, her_ratio
@@ -117,12 +115,10 @@ class GoalReplay:
         ]
 
     @staticmethod
-    def type_proportions(
-        goal_ids: np.ndarray, catalogue=None, environment: TextEnvironment | str | None = None
-    ) -> list[float]:
+    def type_proportions(goal_ids: np.ndarray, environment: TextEnvironment | str | None = None) -> list[float]:
         """The share of each goal type in a task set (the "prior" weights of App. E)."""
         environment = get_environment(environment)
-        types = (catalogue or environment.catalogue).goal_type[np.asarray(goal_ids)]
+        types = environment.catalogue.goal_type[np.asarray(goal_ids)]
         return [float((types == k).mean()) for k in range(len(environment.goal_types))]
 
     def _route(self, transitions: TensorDictBase) -> torch.Tensor:

@@ -31,13 +31,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 
 
-def single_subgoals(catalogue=None, environment: TextEnvironment | str | None = None) -> np.ndarray:
+def single_subgoals(environment: TextEnvironment | str | None = None) -> np.ndarray:
     """Rules 1 and 2 over the single goals: bool [S, S], ``[s_sub, s_goal]`` (Playground-Text:
     S = 246), the environment's ``subgoal_matrix`` (its growth rule, not a copy)."""
-    environment = resolve_environment(environment, catalogue)
+    environment = get_environment(environment)
     environment.require("subgoal_matrix", "the aligned-goal filter")
     return environment.subgoal_matrix()
 
@@ -65,11 +65,10 @@ def is_subgoal(catalogue, sub_ids, goal_ids, environment: TextEnvironment | str 
     return single_of_single | single_of_sequence | sequence_of_sequence
 
 
-def aligned_goal_filter(catalogue=None, environment: TextEnvironment | str | None = None):
+def aligned_goal_filter(environment: TextEnvironment | str | None = None):
     """A ``keep_goal(goal_ids, relabel_ids)`` for :func:`~torchrl_glam.data.her.relabel_episodes`:
-    relabel only with sub-goals of the episode's goal (``catalogue``: deprecated, the default
-    environment's)."""
-    environment = resolve_environment(environment, catalogue)
+    relabel only with sub-goals of the episode's goal (default environment: Playground-Text)."""
+    environment = get_environment(environment)
     environment.require("subgoal_matrix", "the aligned-goal filter")
     catalogue = environment.catalogue
 

@@ -19,7 +19,6 @@ state after the step). Relabeling a transition is changing its ``"goal_id"``.
 from __future__ import annotations
 
 import abc
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -247,6 +246,8 @@ def get_environment(name: str | TextEnvironment | None = None) -> TextEnvironmen
     if isinstance(name, TextEnvironment):
         return name
     name = DEFAULT_ENVIRONMENT if name is None else name
+    if not isinstance(name, str):  # e.g. a goal catalogue, which arguments took before 0.2.0
+        raise TypeError(f"environment: expected a TextEnvironment or a registered name, got {type(name).__name__}")
     if name not in _INSTANCES:
         if name not in _FACTORIES:
             raise ValueError(
@@ -260,24 +261,6 @@ def get_environment(name: str | TextEnvironment | None = None) -> TextEnvironmen
             )
         _INSTANCES[name] = environment
     return _INSTANCES[name]
-
-
-def resolve_environment(environment: str | TextEnvironment | None, catalogue: Any = None) -> TextEnvironment:
-    """The environment of a library object built with ``environment=`` or, deprecated, with the
-    ``catalogue=`` of the default environment (the only catalogue that argument ever took)."""
-    environment = get_environment(environment)
-    if catalogue is not None:
-        warnings.warn(
-            "catalogue= is deprecated: pass environment= (a TextEnvironment or a registered name)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        if catalogue is not environment.catalogue and list(catalogue.goals) != list(environment.catalogue.goals):
-            raise ValueError(
-                f"catalogue= is not the goal catalogue of the {environment.name!r} environment: "
-                "pass environment= instead"
-            )
-    return environment
 
 
 def _playground() -> TextEnvironment:
@@ -307,6 +290,5 @@ __all__ = [
     "environment_names",
     "get_environment",
     "register_environment",
-    "resolve_environment",
     "unregister_environment",
 ]

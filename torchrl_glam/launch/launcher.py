@@ -54,9 +54,8 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
         for key, value in run.overrides.items():
             if key in ("seed", "run_dir"):
                 raise ValueError(f"{where}: {key!r} is set by the launcher (--seeds / --runs-root), not in overrides")
-            field_name = config_class.RENAMED.get(key, key)  # an old field name: typed as the new one
-            if field_name in hints and isinstance(value, str):
-                value = coerce_value(key, value, hints[field_name])  # YAML reads 1e-3 as text
+            if key in hints and isinstance(value, str):
+                value = coerce_value(key, value, hints[key])  # YAML reads 1e-3 as text
             overrides[key] = value
         try:
             config_from_preset(

@@ -24,7 +24,6 @@ the LLM must stay outside it (the scorer runs before the loss and writes the hid
 
 from __future__ import annotations
 
-import warnings
 from typing import Literal
 
 from torch import Tensor, nn
@@ -44,7 +43,7 @@ class CriticHead(nn.Module):
         num_actions: number of candidates A (required for ``"observation"``, which has A outputs).
         width: units of each of the two hidden layers (1024 in the paper, App. C).
         critic_backprop: let the critic's gradient reach the LLM through its hidden states (the
-            configs' field of the same name; ``backprop_into_llm``, its old name, still works).
+            configs' field of the same name).
     """
 
     def __init__(
@@ -55,11 +54,8 @@ class CriticHead(nn.Module):
         width: int = 1024,
         depth: int = 2,
         critic_backprop: bool = True,
-        *,
-        backprop_into_llm: bool | None = None,
     ):
         super().__init__()
-        critic_backprop = _renamed_argument(critic_backprop, backprop_into_llm)
         from torchrl.modules import MLP
 
         if critic_input not in ("observation_action", "observation"):
@@ -123,7 +119,6 @@ def make_critic_heads(
     out_key: str = ACTION_VALUE_KEY,
     *,
     dueling: bool = False,
-    backprop_into_llm: bool | None = None,
 ):
     """The Q-value head as a ``TensorDictModule``, ready for ``DiscreteSACLoss``.
 
@@ -135,7 +130,6 @@ def make_critic_heads(
     """
     from tensordict.nn import TensorDictModule
 
-    critic_backprop = _renamed_argument(critic_backprop, backprop_into_llm)
     if dueling:
         if critic_input != "observation_action":
             raise ValueError(
@@ -151,15 +145,3 @@ def make_critic_heads(
     if in_key is None:
         in_key = ACTION_HIDDEN_KEY if critic_input == "observation_action" else PROMPT_HIDDEN_KEY
     return TensorDictModule(head, in_keys=[in_key], out_keys=[out_key])
-
-
-def _renamed_argument(critic_backprop: bool, backprop_into_llm: bool | None) -> bool:
-    """``backprop_into_llm`` is ``critic_backprop``'s old name (one name in configs and modules)."""
-    if backprop_into_llm is None:
-        return critic_backprop
-    warnings.warn(
-        "backprop_into_llm is now named critic_backprop (as in the configs); the old name is deprecated",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return backprop_into_llm

@@ -98,13 +98,6 @@ def register_transcript_stream(name: str, factory: Callable) -> None:
     TRANSCRIPT_STREAMS[name] = factory
 
 
-def __getattr__(name: str):
-    # HindsightTranscripts moved to torchrl_glam.data.transcripts: still importable from here
-    if name == "HindsightTranscripts":
-        return importlib.import_module(_STREAM_MODULES["hindsight"]).HindsightTranscripts
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def pretraining_recipe(
     kind: ModelKind = "t5",
     steps: int = DEFAULT_STEPS,

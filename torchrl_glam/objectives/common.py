@@ -7,13 +7,10 @@ trained on are exactly those it acted on.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Mapping
-
 import torch
 from tensordict import TensorDictBase
 
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment, resolve_environment
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     ACTIONS_KEY,
@@ -25,21 +22,10 @@ from torchrl_glam.modules import (
 )
 
 
-def render_observations(state, *playground_state, environment: TextEnvironment | str | None = None):
+def render_observations(state, *, environment: TextEnvironment | str | None = None):
     """Prompts [B], candidates [B][A] and action mask [B, A] of a flat batch of compact states
-    (``state[k]`` for each of the environment's state keys; default environment: Playground-Text).
-
-    Deprecated form: Playground-Text's five tensors, ``render_observations(goal_id, objects,
-    agent_on, held, grown)``."""
+    (``state[k]`` for each of the environment's state keys; default environment: Playground-Text)."""
     environment = get_environment(environment)
-    if not isinstance(state, Mapping):
-        warnings.warn(
-            "render_observations(goal_id, objects, agent_on, held, grown) is deprecated: pass a "
-            "mapping of the environment's state keys",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        state = dict(zip(environment.state_keys, (state, *playground_state)))
     prompts, actions = environment.render(state)
     return prompts, actions, environment.action_mask(state)
 
@@ -49,15 +35,14 @@ def score_states(
     batch: TensorDictBase,
     next_obs: bool = False,
     environment: TextEnvironment | str | None = None,
-    catalogue=None,
 ) -> dict[str, torch.Tensor]:
     """Scores and hidden states of the observations of a flat batch of compact transitions
     (``next_obs``: of the states under "next", with the same episode keys, e.g. goal and objects).
 
     A batch that already carries its text ("prompt", "actions", e.g. sampled from a replay buffer
     with the environment's render transform) is scored as it is; otherwise the text is rendered
-    here from the compact state. ``catalogue``: deprecated, the default environment's."""
-    environment = resolve_environment(environment, catalogue)
+    here from the compact state."""
+    environment = get_environment(environment)
     prefix = ("next",) if next_obs else ()
     state = {k: batch[k].cpu() for k in environment.episode_keys}  # text is rendered on CPU
     state.update({k: batch[prefix + (k,)].cpu() for k in environment.step_keys})

@@ -28,7 +28,6 @@ parameters come in named groups, ``loss.param_groups()`` -> {"llm", "heads"}.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -39,7 +38,7 @@ from torch import nn
 from torchrl.modules import MLP, MaskedCategorical
 from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
 
-from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, GLAMAgent, LLMScorer, make_actor
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY
 from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
@@ -60,15 +59,6 @@ def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2) -> Tens
     return TensorDictModule(mlp, in_keys=[PROMPT_HIDDEN_KEY], out_keys=[VALUE_KEY])
 
 
-def _renamed_argument(old: str, new: str, value):
-    warnings.warn(
-        f"PPOGLAMLoss({old}=...) is deprecated: its name is now {new}=... (as in PPOGLAMConfig)",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return value
-
-
 class PPOGLAMLoss(TrainableState, LossModule):
     """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
@@ -80,14 +70,12 @@ class PPOGLAMLoss(TrainableState, LossModule):
             0.99); the names of :class:`~torchrl_glam.training.ppo_config.PPOGLAMConfig`.
         value_width: units of the value head's two hidden layers.
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
-            name) whose compact states the loss renders; default Playground-Text. ``catalogue``:
-            deprecated, the default environment's goal catalogue.
+            name) whose compact states the loss renders; default Playground-Text.
         ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
         centred: clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
         kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
             (``None``: beta stays ``kl_coeff``, as in the paper's eq. 5).
         score_chunk: prompts scored at once when computing advantages (bounds the memory).
-        lmbda, loss: deprecated names of ``gae_lambda`` and ``ppo_loss`` (a ``FutureWarning``).
 
     :meth:`forward` reads ``in_keys`` (the compact state, "action", "sample_log_prob",
     "advantage", "value_target", and "first_epoch_log_prob" when centred, "behaviour_scores" for
@@ -122,7 +110,6 @@ class PPOGLAMLoss(TrainableState, LossModule):
         gamma: float = 0.99,
         gae_lambda: float = 0.99,
         value_width: int = 1024,
-        catalogue=None,
         ppo_loss: str = "clip",
         centred: bool = False,
         kl_coeff: float = 1.0,
@@ -130,32 +117,24 @@ class PPOGLAMLoss(TrainableState, LossModule):
         score_chunk: int = 512,
         *,
         environment: TextEnvironment | str | None = None,
-        lmbda: float | None = None,
-        loss: str | None = None,
     ) -> None:
         super().__init__()
-        if lmbda is not None:
-            gae_lambda = _renamed_argument("lmbda", "gae_lambda", lmbda)
-        if loss is not None:
-            ppo_loss = _renamed_argument("loss", "ppo_loss", loss)
-        named = "ppo_loss" if loss is None else "loss"  # errors name the argument as the caller wrote it
-        loss = ppo_loss
-        if loss not in PPO_LOSSES:
-            raise ValueError(f"{named}={loss!r}: expected one of {PPO_LOSSES}")
-        if centred and loss != "clip":
-            raise ValueError(f"centred=True moves the clipping range: it needs {named}='clip'")
+        if ppo_loss not in PPO_LOSSES:
+            raise ValueError(f"ppo_loss={ppo_loss!r}: expected one of {PPO_LOSSES}")
+        if centred and ppo_loss != "clip":
+            raise ValueError("centred=True moves the clipping range: it needs ppo_loss='clip'")
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
-        self.environment = resolve_environment(environment, catalogue)
+        self.environment = get_environment(environment)
         attach_agent(self, agent)
-        self.loss_kind, self.centred, self.clip_epsilon = loss, centred, clip_epsilon
+        self.loss_kind, self.centred, self.clip_epsilon = ppo_loss, centred, clip_epsilon
         self.score_chunk = score_chunk
         self.actor = make_actor(return_log_prob=True)
         self.value = make_value_head(scorer.hidden_size, value_width)
         common = dict(
             entropy_coeff=entropy_coeff, critic_coeff=critic_coeff, loss_critic_type="l2", normalize_advantage=False
         )
-        if loss == "clip":
+        if ppo_loss == "clip":
             self.ppo = ClipPPOLoss(self.actor, self.value, clip_epsilon=clip_epsilon, **common)
         else:
             adaptive = {} if kl_target is not None else {"increment": 1.0, "decrement": 1.0}

@@ -53,7 +53,7 @@ from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
-from torchrl_glam.envs.protocol import TextEnvironment, resolve_environment
+from torchrl_glam.envs.protocol import TextEnvironment, get_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     PROMPT_HIDDEN_KEY,
@@ -80,8 +80,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         critic_width: units of the heads' two hidden layers (1024 in App. C).
         gamma, alpha_init, target_entropy: SAC's discount and entropy settings (Tables 2-3).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
-            name) whose compact states the loss renders; default Playground-Text. ``catalogue``:
-            deprecated, the default environment's goal catalogue.
+            name) whose compact states the loss renders; default Playground-Text.
         target_llm: the target heads read the next observation through a Polyak-averaged copy of
             the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
         success_loss_coef: weight of the immediate-success head's loss (see the module docstring);
@@ -119,7 +118,6 @@ class SACGLAMLoss(TrainableState, LossModule):
         gamma: float = 0.99,
         alpha_init: float = 0.005,
         target_entropy: float = 0.0,
-        catalogue=None,
         target_llm: bool = False,
         success_loss_coef: float = 0.0,
         critic_dueling: bool = False,
@@ -129,7 +127,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
         self.num_actions = num_actions
-        self.environment = resolve_environment(environment, catalogue)
+        self.environment = get_environment(environment)
         attach_agent(self, agent)
         self.critic_backprop = critic_backprop
         self.actor = make_actor()

@@ -1,7 +1,7 @@
 """What the configs of every GLAM algorithm share: :class:`GLAMConfig` (the environment, the model
 and the run's fields; validation naming the bad field; ``replace`` with nearest-name hints; JSON;
-renamed fields' old names as deprecated aliases) and the module-level helpers (presets, typed
-command-line overrides).
+a field's name from before 0.2.0 refused with its new name) and the module-level helpers
+(presets, typed command-line overrides).
 
 Each algorithm's config and presets live beside it: SAC-GLAM's in ``sac_config.py``, PPO-GLAM's in
 ``ppo_config.py``.
@@ -14,7 +14,7 @@ import difflib
 import json
 import math
 import types
-import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
@@ -43,14 +43,13 @@ class GLAMConfig:
     A subclass adds its fields and, in :meth:`_checks` / :meth:`_expected`, the conditions on them
     (it extends the base's dictionaries, so every config checks the shared fields the same way).
 
-    A renamed field keeps its old name as a deprecated alias (``RENAMED``: old name -> new name):
-    :meth:`replace`, :meth:`from_dict`, :func:`parse_overrides`, the launcher's sweeps and a
-    resume's saved config accept it with a ``FutureWarning`` naming the new name, and reading
-    ``cfg.<old name>`` gives the new field's value (with the same warning), so committed configs,
-    sweeps and checkpoints keep loading.
+    A field renamed in 0.2.0 is refused under its old name (``FORMER_NAMES``: old name -> new
+    name, kept for the message only) wherever a config is written down: :meth:`replace`,
+    :meth:`from_dict` (a saved config.json), :func:`parse_overrides`, the launcher's sweeps and a
+    resume's saved config raise a :class:`ConfigError` naming the new name.
     """
 
-    RENAMED: ClassVar[dict[str, str]] = {}
+    FORMER_NAMES: ClassVar[dict[str, str]] = {}
 
     # environment (App. A): a registered environment's name ("playground", "babyai", or one a
     # script registered with torchrl_glam.envs.protocol.register_environment before main)
@@ -254,13 +253,9 @@ class GLAMConfig:
         for name, ok in self._checks().items():
             if not ok:
                 hint = expected.get(name, f"see {type(self).__name__}")
-                # a value given under a field's old name is named as the user wrote it
-                given_as = getattr(self, "_given_as", {}).get(name)
                 shown = (
                     f"quantization={self.quantization!r} with lora_rank={self.lora_rank}"
                     if name == "quantization_needs_lora"
-                    else f"{given_as}={getattr(self, name)!r} (now named {name})"
-                    if given_as
                     else f"{name}={getattr(self, name)!r}"
                 )
                 raise ConfigError(f"bad config value {shown}: expected {hint}")
@@ -279,31 +274,33 @@ class GLAMConfig:
                 "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
             )
 
-    def __getattr__(self, name: str) -> Any:
-        # only reached when ``name`` is not an attribute: a renamed field's old name
-        renamed = type(self).RENAMED
-        if name in renamed:
-            _warn_renamed(name, renamed[name], stacklevel=3)
-            return getattr(self, renamed[name])
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    @classmethod
+    def refuse_former_names(cls, names: Iterable[str], reason: str = "") -> None:
+        """Raises a :class:`ConfigError` when ``names`` holds a field's name from before 0.2.0
+        (``FORMER_NAMES``), naming the new one; ``reason``: appended to the message."""
+        former = [name for name in names if name in cls.FORMER_NAMES]
+        if former:
+            raise ConfigError(
+                "; ".join(
+                    f"config field {old!r} was renamed {cls.FORMER_NAMES[old]!r} in 0.2.0: use {cls.FORMER_NAMES[old]}"
+                    for old in former
+                )
+                + reason
+            )
 
     def replace(self: C, **changes: Any) -> C:
-        """A copy with ``changes``; unknown names raise with the nearest field names (a renamed
-        field's old name is accepted with a ``FutureWarning``)."""
-        changes, given_as = upgrade_names(type(self), changes)
+        """A copy with ``changes``; unknown names raise with the nearest field names (a field's
+        name from before 0.2.0 with its new name)."""
+        type(self).refuse_former_names(changes)
         names = [f.name for f in fields(self)]
         unknown = sorted(set(changes) - set(names))
         if unknown:
             raise ConfigError("; ".join(_unknown_field(name, names, type(self).__name__) for name in unknown))
-        new = dataclasses.replace(self, **changes)
-        kept = {k: v for k, v in getattr(self, "_given_as", {}).items() if k not in changes}
-        object.__setattr__(new, "_given_as", {**kept, **given_as})  # not a field: not in to_dict
-        return new
+        return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_dict(cls: type[C], values: dict[str, Any]) -> C:
-        """The config of a saved ``to_dict()`` (a run's config.json), old field names included;
-        validated."""
+        """The config of a saved ``to_dict()`` (a run's config.json), validated."""
         return cls().replace(**values).validate()
 
     def to_dict(self) -> dict[str, Any]:
@@ -316,39 +313,6 @@ class GLAMConfig:
 def _is_hindsight_tiny(model: str | None) -> bool:
     """Whether ``model`` names a tiny model pretrained on Playground-Text's hindsight transcripts."""
     return model is not None and model.startswith("offline:tiny-") and model.endswith("-hindsight")
-
-
-def _warn_renamed(old: str, new: str, stacklevel: int = 2) -> None:
-    warnings.warn(
-        f"config field {old!r} is now named {new!r}; the old name is deprecated: write {new}=... instead",
-        FutureWarning,
-        stacklevel=stacklevel + 1,
-    )
-
-
-def upgrade_names(
-    config_class: type[GLAMConfig], values: dict[str, Any], warn: bool = True
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """``values`` with every old field name of ``config_class`` (``RENAMED``) replaced by the new
-    one, and {new name: old name} of those replaced. ``warn``: a ``FutureWarning`` per old name
-    (off for a checkpoint's saved config: the user did not write it)."""
-    renamed = config_class.RENAMED
-    out: dict[str, Any] = {}
-    given_as: dict[str, str] = {}
-    for name in values:
-        new = renamed.get(name)
-        if new is None:
-            continue
-        if new in values:
-            raise ConfigError(
-                f"config field {new!r} given twice: as {new!r} and under its old name {name!r}; keep only {new}"
-            )
-        if warn:
-            _warn_renamed(name, new, stacklevel=3)
-        given_as[new] = name
-    for name, value in values.items():
-        out[renamed.get(name, name)] = value
-    return out, given_as
 
 
 def _has_type(value: Any, hint: Any) -> bool:
@@ -432,18 +396,14 @@ coerce_value = _coerce
 
 
 def parse_overrides(pairs: list[str], config_class: type[GLAMConfig]) -> dict[str, Any]:
-    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields.
-
-    A renamed field's old name stays as written (typed as the new field): :meth:`GLAMConfig.replace`
-    translates it, with the deprecation warning."""
+    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields."""
     hints = get_type_hints(config_class)
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
             raise ConfigError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
         name, text = pair.split("=", 1)
-        field_name = config_class.RENAMED.get(name, name)  # an old name: typed as the new field
-        if field_name not in hints:
-            config_class().replace(**{name: None})  # raises with the nearest field names
-        out[name] = _coerce(name, text, hints[field_name])
+        if name not in {f.name for f in fields(config_class)}:
+            config_class().replace(**{name: None})  # raises with the new name or the nearest field names
+        out[name] = _coerce(name, text, hints[name])
     return out

@@ -17,8 +17,8 @@ naming the field, nearest-name hints, JSON, typed overrides) with ``SACGLAMConfi
 ``make_ppo_config("cpu_her", parse_ppo_overrides(["ppo_loss=kl"]))`` builds a validated config.
 
 Field names agree with SAC-GLAM's config and with TorchRL: ``critic_coeff`` (TorchRL's PPO losses;
-was ``value_coeff``), ``gae_lambda`` (TorchRL's PPO example), ``ppo_loss`` (was ``her_loss``: it
-picks the loss with or without HER). The old names stay accepted, with a ``FutureWarning``.
+``value_coeff`` before 0.2.0), ``gae_lambda`` (TorchRL's PPO example), ``ppo_loss`` (``her_loss``
+before 0.2.0: it picks the loss with or without HER). The old names are refused with the new one.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from torchrl_glam.training.sac_config import PRESETS as SAC_PRESETS
 
 @dataclass
 class PPOGLAMConfig(GLAMConfig):
-    RENAMED: ClassVar[dict[str, str]] = {"value_coeff": "critic_coeff", "her_loss": "ppo_loss"}
+    FORMER_NAMES: ClassVar[dict[str, str]] = {"value_coeff": "critic_coeff", "her_loss": "ppo_loss"}
 
     value_width: int = 1024  # the value head's two hidden layers (as SAC-GLAM's critic, App. C)
     # PPO (Table 1)

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from torchrl_glam.training.config import GLAMConfig, upgrade_names
+from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
 #: Fields a resume may change (see the module docstring).
@@ -48,10 +48,15 @@ class ResumeError(ValueError):
 def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[Any, Any]]:
     """The fields ``cfg`` changes from the checkpoint's config ``saved``: ``{name: (saved, new)}``.
 
-    Raises a :class:`ResumeError` naming every changed field a resume may not change."""
+    Raises a :class:`ResumeError` naming every changed field a resume may not change, and a
+    :class:`~torchrl_glam.training.config.ConfigError` when ``saved`` names a field as before 0.2.0."""
     new = cfg.to_dict()
     _refuse_another_algorithm(saved, cfg)
-    saved, _ = upgrade_names(type(cfg), saved, warn=False)  # a checkpoint written before a field's rename
+    type(cfg).refuse_former_names(
+        saved,
+        f" (the saved config of {cfg.run_dir}'s checkpoint has the old name: it was written by torchrl_glam "
+        "0.1.0; resume it with 0.1.0 or start a new run with a fresh --run-dir)",
+    )
     # a field missing from an older checkpoint's config had its default then
     default = type(cfg)().to_dict()
     changes = {
@@ -77,14 +82,14 @@ def _refuse_another_algorithm(saved: dict[str, Any], cfg: GLAMConfig) -> None:
     would list every field the two configs do not share instead of saying so."""
     from torchrl_glam.training.scripts import SCRIPTS  # the registry imports every config module
 
-    own = set(upgrade_names(type(cfg), saved, warn=False)[0])
+    own = set(saved) - set(type(cfg).FORMER_NAMES)  # an old name of its own fields: refused after this
     unknown = sorted(own - set(cfg.to_dict()))
     if not unknown:
         return
     for name, script in SCRIPTS.items():
         if script.config_class is type(cfg):
             continue
-        theirs = set(upgrade_names(script.config_class, saved, warn=False)[0])
+        theirs = set(saved) - set(script.config_class.FORMER_NAMES)
         if theirs <= set(script.config_class().to_dict()):
             raise ResumeError(
                 f"{cfg.run_dir} is a {name.replace('_', '-').upper()} run dir (its checkpoint's config "

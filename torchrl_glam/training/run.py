@@ -197,21 +197,9 @@ class StateOf:
         self._set(state)
 
 
-#: The deprecated checkpoint layout's entries, accepted on load: entry -> (the piece that holds it
-#: now, its field in that piece's extra state). Runs written with it still resume.
-LEGACY_ENTRIES = {
-    "her_generator": ("her", "generator"),
-    "her_goal_memory": ("her", "goal_memory"),
-    "noop_twins_generator": ("noop_twins", "generator"),
-}
-
-
-def upgrade_checkpoint(state: dict) -> dict:
-    """``state`` with the deprecated layout's entries (:data:`LEGACY_ENTRIES`) moved into their pieces."""
-    for entry, (piece, field) in LEGACY_ENTRIES.items():
-        if entry in state:
-            state.setdefault(piece, {"_extra_state": {}})["_extra_state"][field] = state.pop(entry)
-    return state
+#: Entries of torchrl_glam 0.1.0's first checkpoint layout (HER's and the no-op twins' state, now in
+#: their pieces): a checkpoint holding one is refused with the version that reads it.
+LAYOUT_0_1_ENTRIES = ("her_generator", "her_goal_memory", "noop_twins_generator")
 
 
 class TrainingRun:
@@ -327,7 +315,7 @@ class TrainingRun:
         state = load_checkpoint(self.checkpoint_dir)
         if state is None:
             return None
-        state = upgrade_checkpoint(state)
+        self._refuse_old_layout(state)
         self._require(state, ["config"])
         changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
         self._require(state, ["rng", "wall_seconds", *self.pieces])
@@ -347,6 +335,15 @@ class TrainingRun:
         apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
         print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
         return self.env.observation()
+
+    def _refuse_old_layout(self, state: dict) -> None:
+        old = [entry for entry in LAYOUT_0_1_ENTRIES if entry in state]
+        if old:
+            raise CheckpointError(
+                f"{self.checkpoint_dir / CHECKPOINT_NAME} was written by torchrl_glam 0.1.0 in a layout 0.2.0 "
+                f"no longer reads (its {', '.join(old)}): resume it with torchrl_glam 0.1.0, or start a new run "
+                "with a fresh --run-dir (or --overwrite)."
+            )
 
     def _require(self, state: dict, keys: list[str]) -> None:
         missing = [key for key in keys if key not in state]

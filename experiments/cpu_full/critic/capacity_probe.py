@@ -78,7 +78,7 @@ def q_labelled(td):
     if args.action == "go_to":
         td = td.clone()
         on, td["agent_on"] = td["agent_on"], torch.full_like(td["agent_on"], -1)
-    scored = score_states(agent.scorer, td, catalogue=catalogue)
+    scored = score_states(agent.scorer, td, environment="playground")
     q = agent.q_values(TensorDict(scored, batch_size=td.batch_size))
     if args.action == "go_to":
         return q.gather(-1, on.expand(q.shape[0], -1).unsqueeze(-1)).squeeze(-1)

@@ -46,7 +46,7 @@ torch.set_num_threads(1)
 @torch.no_grad()
 def policy_and_values(agent, states):
     """pi [B, A] (masked softmax of the scores, the actor's distribution) and min-Q [B, A]."""
-    scored = score_states(agent.scorer, states, catalogue=agent.catalogue)
+    scored = score_states(agent.scorer, states, environment="playground")
     mask = scored["action_mask"]
     pi = scored["action_scores"].masked_fill(~mask, float("-inf")).softmax(-1)
     q = agent.q_values(TensorDict(scored, batch_size=states.batch_size)).min(0).values

@@ -52,7 +52,7 @@ for run in args.runs:
     with torch.no_grad():
         for i in range(0, args.states, 256):
             scored = TensorDict(
-                score_states(agent.scorer, states[i : i + 256], catalogue=catalogue),
+                score_states(agent.scorer, states[i : i + 256], environment="playground"),
                 batch_size=[min(256, args.states - i)],
             )
             readings["q_grasp"].append(agent.q_values(scored).min(0).values[:, grasp])
