@@ -3,6 +3,7 @@ shows and ends at the steps asked for, refusals without tracebacks, a finished r
 --resume, a --help that lists the fields, and a word when an asked-for logger is missing."""
 
 import importlib.util
+import re
 import warnings
 from pathlib import Path
 
@@ -72,6 +73,20 @@ def test_help_lists_the_fields_and_the_default_run_dir(capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "total_steps=50000" in out and "batch_size=" in out and "run_dir" in out
+    # one help line per field, from its comment in the config's source
+    assert re.search(r"\n  batch_size=128 +transitions per gradient step\n", out), out
+
+
+@pytest.mark.parametrize("config_class", ["SACGLAMConfig", "PPOGLAMConfig"])
+def test_every_field_has_a_help_line(config_class):
+    from dataclasses import fields
+
+    from torchrl_glam.training import ppo_config, sac_config
+    from torchrl_glam.training.config import field_help
+
+    config_class = getattr(sac_config, config_class, None) or getattr(ppo_config, config_class)
+    help_lines = field_help(config_class)
+    assert [f.name for f in fields(config_class) if not help_lines.get(f.name)] == []
 
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="tensorboard is installed")

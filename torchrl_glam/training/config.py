@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import json
 import math
+import re
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
@@ -51,10 +53,11 @@ class GLAMConfig:
 
     FORMER_NAMES: ClassVar[dict[str, str]] = {}
 
-    # environment (App. A): a registered environment's name ("playground", "babyai", or one a
-    # script registered with torchrl_glam.envs.protocol.register_environment before main)
+    # --- environment (App. A)
+    # a registered environment's name ("playground", "babyai", or one a script registered with
+    # torchrl_glam.envs.protocol.register_environment before main)
     env: str = DEFAULT_ENVIRONMENT
-    goals: str = "train"
+    goals: str = "train"  # the training goal set, e.g. Playground-Text's "train" or "simplified"
     # how training draws each episode's goal: "uniform" over the task set (the paper: the full set is
     # then 97.85% sequential) or "by_type" (a goal type uniformly, then a goal of it)
     goal_sampling: str = "uniform"
@@ -69,29 +72,31 @@ class GLAMConfig:
     # to / pick up, 128 for open, put next to and the sequences), at most max_steps
     level_time_limits: bool = False
     max_steps: int = 10  # the time limit (the longest episode)
-    num_envs: int = 32
-    # model (App. C): None = the offline tiny T5 built locally
+    num_envs: int = 32  # environments stepped together (a batch of episodes)
+    # --- model (App. C)
+    # a hub name or local folder, a .gguf file, "offline:<name>" (the shipped tiny models) or
+    # "smollm2-135m"; None: the offline tiny T5, random-init
     model: str | None = None
-    lora_rank: int = 0  # 0: train all weights
-    lora_alpha: int = 32
-    quantization: str | None = None  # None, "4bit" or "8bit"
-    dtype: str = "float32"
-    device: str = "cpu"
+    lora_rank: int = 0  # LoRA adapters' rank (peft); 0: train all weights
+    lora_alpha: int = 32  # LoRA's scaling numerator (the adapters' output times lora_alpha / lora_rank)
+    quantization: str | None = None  # None, "4bit" or "8bit" (bitsandbytes; with lora_rank >= 1)
+    dtype: str = "float32"  # the LLM's weights: "float32", "float16" or "bfloat16"
+    device: str = "cpu"  # a torch device: "cpu", "cuda", "cuda:1"
     normalization: str = "sum"  # "sum" of token log-probs (the paper) or "mean"
     # "exact": candidates tokenised as lm-evaluation-harness's continuations; "separate": Lamorel's
     tokenization: str = "exact"
-    # run
+    # --- run
     total_steps: int = 400_000  # environment steps (Figure 2)
-    eval_every: int = 10_000
-    eval_episodes: int = 128
+    eval_every: int = 10_000  # environment steps between two evaluations
+    eval_episodes: int = 128  # episodes per evaluation set (fixed seeds: the same every time)
     # the evaluation sets logged (training/evaluation.py EVAL_SETS): "train" (training goals, goal
     # types uniform), "held_out", "train_distribution" (training goals as training samples them),
     # "train_sampled" and "held_out_sampled" (with the sampled policy instead of the greedy one)
     eval_sets: list[str] = field(default_factory=lambda: ["train", "held_out"])
-    log_every: int = 1_000
-    checkpoint_every: int = 10_000
-    seed: int = 0
-    run_dir: str = "runs/glam"
+    log_every: int = 1_000  # environment steps between two log rows
+    checkpoint_every: int = 10_000  # environment steps between two checkpoints (--resume continues)
+    seed: int = 0  # the run's seed: same seed, threads and versions give the same run
+    run_dir: str = "runs/glam"  # the root of the run folders; --run-dir names one folder
     # torch's intra-op threads. 1: the small CPU models gain little from more, and two runs (or a
     # run and a test suite) with OpenMP threads spinning against each other fell from ~60 to ~3
     # environment steps/s. Raise it on a node of your own (e.g. --cpus-per-task) with a big model.
@@ -332,6 +337,35 @@ def _has_type(value: Any, hint: Any) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, hint)
+
+
+def field_help(config_class: type[GLAMConfig]) -> dict[str, str]:
+    """Each field's help line: the comment above the field or at the end of its line in the source
+    of ``config_class`` and its bases (``# ---`` lines head sections and are skipped).
+
+    Hand-written: dataclasses keep no comments, and the parsers that read them (tyro's) are not
+    public APIs. Without the source (a frozen install) the help is empty."""
+    help_lines: dict[str, str] = {}
+    for klass in reversed(config_class.__mro__):
+        if "__dataclass_fields__" not in vars(klass):
+            continue
+        try:
+            lines = inspect.getsource(klass).splitlines()
+        except (OSError, TypeError):
+            continue
+        above: list[str] = []
+        for line in lines:
+            text = line.strip()
+            if line.startswith("    #"):
+                above = [] if text.startswith("# ---") else [*above, text.lstrip("# ")]
+                continue
+            match = re.match(r"    (\w+): [^=]+= (.*)$", line)
+            if match:
+                text = " ".join(above + match.group(2).split("  # ", 1)[1:])
+                if text or match.group(1) not in help_lines:  # a subclass's new default keeps the help
+                    help_lines[match.group(1)] = text
+            above = []
+    return help_lines
 
 
 def _unknown_field(name: str, names: list[str], class_name: str) -> str:

@@ -35,21 +35,21 @@ class PPOGLAMConfig(GLAMConfig):
     FORMER_NAMES: ClassVar[dict[str, str]] = {"value_coeff": "critic_coeff", "her_loss": "ppo_loss"}
 
     value_width: int = 1024  # the value head's two hidden layers (as SAC-GLAM's critic, App. C)
-    # PPO (Table 1)
+    # --- PPO (Table 1)
     rollout_steps: int = 64  # steps per environment between updates: 32 x 64 = 2048 transitions
-    epochs: int = 16
-    minibatch_size: int = 256
-    entropy_coeff: float = 0.01
+    epochs: int = 16  # passes over each rollout
+    minibatch_size: int = 256  # transitions per gradient step
+    entropy_coeff: float = 0.01  # the entropy bonus's weight
     critic_coeff: float = 0.5  # the value loss's weight (TorchRL's name)
-    gamma: float = 0.99
-    gae_lambda: float = 0.99
+    gamma: float = 0.99  # the discount
+    gae_lambda: float = 0.99  # GAE's lambda
     lr: float = 1e-4  # Adam, on the LLM and the value head
-    clip_epsilon: float = 0.2
-    max_grad_norm: float | None = 0.5
+    clip_epsilon: float = 0.2  # the clipped loss's ratio bound
+    max_grad_norm: float | None = 0.5  # gradient-norm clipping; None: none
     # "clip": ClipPPOLoss; "kl": KLPENPPOLoss (App. G.1), with or without HER ("PPO KL", Figure 10)
     ppo_loss: str = "clip"
-    # HER (App. G)
-    her: bool = False
+    # --- HER (App. G)
+    her: bool = False  # relabel rollouts with the goals the social partner reported
     her_filter: str = "none"  # "none": every reported goal; "aligned": sub-goals of the episode's goal
     her_centred: bool = False  # clip around the first-epoch ratio instead of 1 (clip loss only)
     # The share of relabeled transitions in an update's data is capped at her_ratio (App. G gives no

@@ -66,7 +66,7 @@ from torchrl_glam.training.checkpoint import (
     seed_everything,
     set_rng_state,
 )
-from torchrl_glam.training.config import ConfigError, GLAMConfig, config_from_preset, parse_overrides
+from torchrl_glam.training.config import ConfigError, GLAMConfig, config_from_preset, field_help, parse_overrides
 from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
@@ -101,8 +101,11 @@ def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None
 def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]], preset: str) -> str:
     """The config fields a command line may set, with the default preset's values."""
     cfg = config_from_preset(config_class, presets, preset)
+    help_lines = field_help(config_class)
     lines = [f"fields (field=value; the values of --preset {preset}, which other presets change):"]
-    lines += [f"  {name}={value}" for name, value in cfg.to_dict().items()]
+    for name, value in cfg.to_dict().items():
+        setting = f"{name}={value}"
+        lines.append(f"  {setting:<34} {_one_line(help_lines.get(name, ''))}".rstrip())
     lines.append(
         f"\nlogs, checkpoints and the report go to {default_run_dir(cfg, preset)} (<run_dir>/<preset>/seed<seed>) "
         "unless --run-dir says otherwise"
@@ -167,6 +170,11 @@ def parse_command_line(
         overwrite=args.overwrite,
         progress=True if args.progress else False if args.no_progress else None,
     )
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    """A field's help on one line of the listing (the whole comment is in the config's source)."""
+    return text if len(text) <= limit else text[: limit - 3].rsplit(" ", 1)[0] + "..."
 
 
 def _final_success(key: str, value: float) -> str:

@@ -45,10 +45,10 @@ class SACGLAMConfig(GLAMConfig):
     # True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal
     # candidates (modules/critic.py; not in the paper)
     critic_dueling: bool = False
-    # SAC (Table 2)
-    gamma: float = 0.99
-    actor_lr: float = 1e-4
-    critic_lr: float = 1e-4
+    # --- SAC (Table 2)
+    gamma: float = 0.99  # the discount
+    actor_lr: float = 1e-4  # Adam on the LLM (the actor's loss; with one Adam, the critic's too)
+    critic_lr: float = 1e-4  # Adam on the critic heads
     # None: the LLM takes one Adam step on the sum of the actor's and the critic's gradients, at
     # actor_lr (the paper). A value: the critic's gradient into the LLM gets its own Adam at this
     # rate, the actor's keeps actor_lr, so the critic can shape the features with larger steps than
@@ -57,34 +57,34 @@ class SACGLAMConfig(GLAMConfig):
     # From this many environment steps on, the LLM's rates (actor_lr, critic_llm_lr) are multiplied
     # by actor_lr_decay. None: constant rates (the paper).
     actor_lr_decay_at: int | None = None
-    actor_lr_decay: float = 0.3
+    actor_lr_decay: float = 0.3  # the factor of actor_lr_decay_at
     # > 0: an immediate-success head beside the Q-heads, its class-balanced cross-entropy added to
     # the critic's loss with this weight (objectives/sac_glam.py; not in the paper). 0: no head.
     success_loss_coef: float = 0.0
-    alpha_init: float = 0.005
-    target_entropy: float = 0.0
-    alpha_lr: float = 2e-3
+    alpha_init: float = 0.005  # the entropy temperature's initial value
+    target_entropy: float = 0.0  # the policy entropy (nats) alpha is tuned to keep
+    alpha_lr: float = 2e-3  # Adam on log alpha
     tau: float = 0.005  # soft update of the target heads (not given in the paper: TorchRL's default)
     # the target heads read the next observation through a tau-averaged copy of the LLM's trainable
     # weights (objectives/sac_glam.py; not in the paper, where they read the LLM itself)
     target_llm: bool = False
-    n_step: int = 3
+    n_step: int = 3  # n-step returns (data/nstep.py)
     # False: a time limit ends the n-step return like a terminal (data/nstep.py); True: bootstrap
     # there (the prompts do not show the time left, so this is the exact target)
     bootstrap_time_limit: bool = True
     update_frequency: int = 32  # environment transitions between two updates
     num_updates: int = 2  # gradient steps per update ("2 epochs", App. D)
-    batch_size: int = 256
+    batch_size: int = 256  # transitions per gradient step
     # §2.2: the first updates train the critic only. The paper gives no value. 100 updates (3,200
     # environment steps at the paper's schedule) let the randomly initialised heads fit the reward
     # structure before their gradient reaches the pretrained policy, while costing ~1% of a run.
     warmup_updates: int = 100
     learning_starts: int = 256  # transitions in replay before the first update
-    max_grad_norm: float | None = None
-    # replay (App. E, F)
-    buffer_capacity: int = 100_000
-    her: bool = False
-    her_ratio: float = 0.5
+    max_grad_norm: float | None = None  # gradient-norm clipping of the LLM and heads; None: none
+    # --- replay (App. E, F)
+    buffer_capacity: int = 100_000  # transitions kept in replay
+    her: bool = False  # hindsight relabeling with the goals the social partner reported (data/her.py)
+    her_ratio: float = 0.5  # the share of relabeled transitions in a batch (batch_strategy "ratio")
     her_max_per_episode: int | None = None  # None: every reported goal (the paper)
     # also relabel each episode with this many goals it did not achieve (reward 0): failures for
     # the goals the environment seldom commands (data/her.py, relabel_negatives). 0: the paper.
@@ -107,10 +107,11 @@ class SACGLAMConfig(GLAMConfig):
     # the full task set, whose goals are 98% sequential, it puts a quarter of each batch on grasp
     # goals, where the critic must tell the goal's object from the others) or "uniform"
     batch_strategy: str = "ratio"
-    prioritized: bool = True
-    per_alpha: float = 0.6
-    per_beta: float = 0.4
-    # autotelic agent (data/autotelic.py): "off" (the environment samples the task set's goals),
+    prioritized: bool = True  # prioritized replay by TD error (TorchRL's PrioritizedSampler)
+    per_alpha: float = 0.6  # prioritized replay's priority exponent
+    per_beta: float = 0.4  # prioritized replay's importance-sampling exponent
+    # --- autotelic agent (data/autotelic.py)
+    # "off" (the environment samples the task set's goals),
     # or the agent discovers goals from the social partner's reports and picks each episode's
     # goal among them, "uniform"ly or by learning progress ("lp")
     autotelic: str = "off"
@@ -241,7 +242,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         target_entropy=0.5,
         normalization="mean",
         gamma=0.8,
-        actor_lr=3e-5,
+        actor_lr=1.5e-5,
         critic_llm_lr=1e-4,
         critic_lr=1e-3,
         critic_width=256,
