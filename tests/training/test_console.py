@@ -116,6 +116,8 @@ def test_each_preset_and_seed_gets_its_own_run_folder_and_piped_output_has_no_ba
         assert main(SMOKE) == 0
     console = capsys.readouterr()
     assert "evaluation at 16 steps" in console.out and "sampled_success=" not in console.err + console.out
+    # a line says what the run does before its first wait
+    assert 0 <= console.out.find("training to 20 environment steps in runs") < console.out.find("evaluation at 16")
     # the default loggers are the installed ones: no word on a missing TensorBoard
     assert not [w for w in caught if "tensorboard" in str(w.message).lower()]
     assert (tmp_path / "runs" / "sac_glam" / "smoke" / "seed0" / "config.json").exists()

@@ -17,7 +17,7 @@ import pytest
 from torchrl_glam.training.scripts import get_script
 
 STEPS = 10_000
-MEASURED = 0.62  # seed 0 of the default job at 10k steps, commit 7b82fb0
+MEASURED = 0.59  # seed 0 of the default job at 10k steps (the preset of e5dd920)
 BAR = 0.35
 
 

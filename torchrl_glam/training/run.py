@@ -315,6 +315,13 @@ class TrainingRun:
             else (None if self.options.progress is None else not self.options.progress),
             dynamic_ncols=True,
         )
+        if self.main_rank and self.steps < self.cfg.total_steps:
+            cfg = self.cfg
+            self._print(
+                f"training to {cfg.total_steps} environment steps in {cfg.run_dir}; the greedy policy is "
+                f"evaluated every {cfg.eval_every} steps on {', '.join(cfg.eval_sets)} ({cfg.eval_episodes} "
+                "episodes each)"
+            )
         return td
 
     def restore(self) -> TensorDictBase | None:
@@ -402,6 +409,12 @@ class TrainingRun:
 
     def evaluate(self) -> None:
         """Evaluates the greedy policy on every evaluation set, logs it at this step and prints it."""
+        head = f"evaluation at {self.steps} steps ({self.wall_seconds:.0f} s): success "
+        bar = self.progress is not None and not self.progress.disable
+        if bar:
+            self.progress.set_description_str("evaluating")
+        elif self.main_rank:  # piped output: the line grows as each set is done (a set can take a minute)
+            print(head, end="", flush=True)
         report = []
         for name, eval_env in self.eval_envs.items():
             results = evaluate(
@@ -409,7 +422,13 @@ class TrainingRun:
             )
             self.logger.evaluation(name, results, self.steps, self.wall_seconds)
             report.append(f"{name} {results['success']:.2f}")
-        self._print(f"evaluation at {self.steps} steps ({self.wall_seconds:.0f} s): success " + ", ".join(report))
+            if not bar:
+                print(("" if len(report) == 1 else ", ") + report[-1], end="", flush=True)
+        if bar:
+            self.progress.set_description_str("")
+            self.progress.write(head + ", ".join(report))
+        else:
+            print(flush=True)
 
     def end_iteration(self, **postfix) -> None:
         """Logs, evaluates, checkpoints on their schedules; honours a stop request (every rank
