@@ -1,9 +1,11 @@
 """The library's layers reach an environment only through the protocol
 (``torchrl_glam.envs.protocol``): ``modules/``, ``objectives/`` and ``data/`` import no module of a
 specific environment, anywhere in their code (functions included). No module of the package imports
-the research record (``experiments``), which the wheel does not ship."""
+the research record (``experiments``), which the wheel does not ship. The modules of a training
+script's command line import nothing heavy when they load (``LIGHT``)."""
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,94 @@ def test_the_check_catches_a_module_importing_a_later_room(tmp_path, source):
     assert room_imports(package_file(tmp_path, "modules", source), tmp_path)
     path = package_file(tmp_path, "modules", "from torchrl_glam.envs.protocol import get_environment\n")
     assert room_imports(path, tmp_path) == []
+
+
+#: The modules a training script's command line loads (``training/cli.py``): at module level they
+#: import only each other and the standard library, so that ``--help`` and the parser's refusals
+#: answer before torch, TorchRL, transformers and the environments load (those are imported inside
+#: the functions that need them; tests/training/test_light_command_line.py checks the result).
+LIGHT = (
+    "torchrl_glam",
+    "torchrl_glam.training",
+    "torchrl_glam.training.cli",
+    "torchrl_glam.training.config",
+    "torchrl_glam.training.eval_sets",
+    "torchrl_glam.training.sac_config",
+    "torchrl_glam.training.ppo_config",
+    "torchrl_glam.training.scripts",
+    "torchrl_glam.training.scripts.sac_glam",
+    "torchrl_glam.training.scripts.ppo_glam",
+)
+
+
+def module_name(path: Path, root: Path = PACKAGE.parent) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_level_imports(path: Path) -> list[tuple[int, list[str]]]:
+    """(line, imported names) of the absolute imports a module runs when it is imported: its
+    top-level statements and their ``if`` / ``try`` blocks, not functions nor ``if TYPE_CHECKING``."""
+    found, statements = [], list(ast.parse(path.read_text(), filename=str(path)).body)
+    while statements:
+        node = statements.pop(0)
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, [alias.name]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, [node.module] + [f"{node.module}.{a.name}" for a in node.names]))
+        elif isinstance(node, ast.If) and not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            statements += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            statements += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
+    return found
+
+
+def heavy_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
+    """The module-level imports of ``path`` that are neither the standard library nor a LIGHT module
+    (a name of a ``from`` import counts when it is a module of the package)."""
+    modules = {module_name(p, root) for p in (root / "torchrl_glam").rglob("*.py")}
+    violations = []
+    for line, names in module_level_imports(path):
+        top = names[0].split(".")[0]
+        if top != "torchrl_glam":
+            if top not in sys.stdlib_module_names and top != "__future__":
+                violations.append(f"{path.relative_to(root)}:{line} imports {names[0]}")
+            continue
+        heavy = [name for name in names if name in modules and name not in LIGHT]
+        violations += [f"{path.relative_to(root)}:{line} imports {name}" for name in heavy]
+    return violations
+
+
+def light_files(root: Path = PACKAGE.parent) -> list[Path]:
+    return [p for p in sorted((root / "torchrl_glam").rglob("*.py")) if module_name(p, root) in LIGHT]
+
+
+def test_the_command_line_modules_import_nothing_heavy_at_module_level():
+    files = light_files()
+    assert {module_name(p) for p in files} == set(LIGHT)
+    violations = [v for path in files for v in heavy_imports(path)]
+    assert not violations, (
+        "the command line's modules import torch, TorchRL and the environments inside the functions "
+        "that need them:\n" + "\n".join(violations)
+    )
+
+
+@pytest.mark.parametrize(
+    "source, heavy",
+    [
+        ("import torch\n", True),
+        ("from torchrl_glam.training import evaluation\n", True),
+        ("from torchrl_glam.envs.protocol import DEFAULT_ENVIRONMENT\n", True),
+        ("try:\n    import transformers\nexcept ImportError:\n    pass\n", True),
+        ("import json\nfrom torchrl_glam.training.config import GLAMConfig\n", False),
+        ("def f():\n    import torch\n", False),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torchrl_glam.envs.protocol import X\n", False),
+    ],
+)
+def test_the_check_catches_a_heavy_module_level_import(tmp_path, source, heavy):
+    for room in ("envs", "training"):  # the modules the sources name
+        (tmp_path / "torchrl_glam" / room).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "torchrl_glam" / "training" / "evaluation.py").write_text("")
+    (tmp_path / "torchrl_glam" / "training" / "config.py").write_text("")
+    (tmp_path / "torchrl_glam" / "envs" / "protocol.py").write_text("")
+    assert bool(heavy_imports(package_file(tmp_path, "training", source), tmp_path)) is heavy

@@ -49,10 +49,11 @@ def test_quantization_needs_lora():
 
 def test_cuda_without_a_gpu_is_refused_in_one_line_before_the_model_loads(monkeypatch, sac_example, tmp_path, capsys):
     import torchrl_glam.training.scripts.sac_glam as script
+    from torchrl_glam.training import factories
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     loaded = []
-    monkeypatch.setattr(script, "make_glam_agent", lambda *a, **k: loaded.append(1))
+    monkeypatch.setattr(factories, "make_glam_agent", lambda *a, **k: loaded.append(1))  # main imports it
     argv = ["--preset", "smoke", "--run-dir", str(tmp_path / "run"), "device=cuda", "--no-progress"]
     with pytest.raises(ValueError, match="device='cuda' but torch sees no CUDA GPU.*device=cpu"):
         sac_example.main(argv)

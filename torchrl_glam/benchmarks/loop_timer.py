@@ -95,6 +95,16 @@ def load_sac_glam_script() -> ModuleType:
     return module
 
 
+def _import_harness() -> None:
+    """Imports the run harness (``torchrl_glam.training.run``) of a tree that has one, so that the
+    ``evaluate`` it imported is found and rebound before the script's ``main`` runs."""
+    try:
+        importlib.import_module("torchrl_glam.training.run")
+    except ModuleNotFoundError as err:
+        if err.name != "torchrl_glam.training.run":
+            raise
+
+
 def _rebind(original, replacement, modules: list[ModuleType]) -> list[tuple[ModuleType, str]]:
     """Binds ``replacement`` wherever one of ``modules`` holds ``original`` as a global (a name
     imported with ``from x import f`` is a copy in each importer); returns what to restore."""
@@ -136,6 +146,7 @@ def time_training_loop(
     threads_before = torch.get_num_threads()  # in-process (tests), the caller's setting comes back
     torch.set_num_threads(threads)
     script = load_sac_glam_script()
+    _import_harness()  # where evaluate is bound: today's script imports the harness in main only
     from torchrl_glam.envs import PlaygroundTextEnv
     from torchrl_glam.modules import LLMScorer
     from torchrl_glam.training import evaluation

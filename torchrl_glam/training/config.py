@@ -18,12 +18,20 @@ import re
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from torchrl_glam.envs.protocol import DEFAULT_ENVIRONMENT, TextEnvironment, environment_names, get_environment
-from torchrl_glam.training.evaluation import EVAL_SETS
+from torchrl_glam.training.eval_sets import EVAL_SETS
+
+if TYPE_CHECKING:
+    from torchrl_glam.envs.protocol import TextEnvironment
 
 C = TypeVar("C", bound="GLAMConfig")
+
+#: The environment of a config that names none: ``torchrl_glam.envs.protocol.DEFAULT_ENVIRONMENT``
+#: (a test checks they agree), written here so that a config, its presets and the command line
+#: (``--help``, a refused field) need no import of the environments, torch or TorchRL: those load
+#: when a config is validated or its :attr:`~GLAMConfig.environment` is asked for.
+DEFAULT_ENVIRONMENT = "playground"
 
 
 class ConfigError(ValueError):
@@ -89,7 +97,7 @@ class GLAMConfig:
     total_steps: int = 400_000  # environment steps (Figure 2)
     eval_every: int = 10_000  # environment steps between two evaluations
     eval_episodes: int = 128  # episodes per evaluation set (fixed seeds: the same every time)
-    # the evaluation sets logged (training/evaluation.py EVAL_SETS): "train" (training goals, goal
+    # the evaluation sets logged (training/eval_sets.py EVAL_SETS): "train" (training goals, goal
     # types uniform), "held_out", "train_distribution" (training goals as training samples them),
     # "train_sampled" and "held_out_sampled" (with the sampled policy instead of the greedy one)
     eval_sets: list[str] = field(default_factory=lambda: ["train", "held_out"])
@@ -108,6 +116,8 @@ class GLAMConfig:
     def environment(self) -> TextEnvironment:
         """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env``, with the
         config's values of its ``state_options`` (BabyAI-Text: ``history``)."""
+        from torchrl_glam.envs.protocol import get_environment
+
         try:
             environment = get_environment(self.env)
         except ImportError as error:  # an optional dependency (BabyAI-Text: minigrid)
@@ -122,7 +132,7 @@ class GLAMConfig:
     def _has(self, capability: str) -> bool:
         """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
         own check first)."""
-        return self.env not in environment_names() or self.environment.has(capability)
+        return self.env not in _environment_names() or self.environment.has(capability)
 
     def _lacks(self, capability: str) -> str:
         """The end of an error message for a field whose value needs ``capability``."""
@@ -130,7 +140,7 @@ class GLAMConfig:
 
     def _checks(self) -> dict[str, bool]:
         """Field name -> whether its value is acceptable (checked in this order)."""
-        if self.env not in environment_names():
+        if self.env not in _environment_names():
             return {"env": False}
         environment = self.environment
         return {
@@ -183,9 +193,9 @@ class GLAMConfig:
 
     def _expected(self) -> dict[str, str]:
         """Field name -> what a good value is, for the error message (default: see the class)."""
-        if self.env not in environment_names():
+        if self.env not in _environment_names():
             return {
-                "env": f"a registered environment: one of {environment_names()} (register your own "
+                "env": f"a registered environment: one of {_environment_names()} (register your own "
                 "with torchrl_glam.envs.protocol.register_environment before main)"
             }
         environment = self.environment
@@ -313,6 +323,13 @@ class GLAMConfig:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+
+def _environment_names() -> list[str]:
+    """The registered environments' names (imports the environments: validation needs them)."""
+    from torchrl_glam.envs.protocol import environment_names
+
+    return environment_names()
 
 
 def _is_hindsight_tiny(model: str | None) -> bool:

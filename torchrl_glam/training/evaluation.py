@@ -1,41 +1,17 @@
 """Evaluation on fixed scenes: success overall and per goal type, and the evaluation sets a run
-can log (:data:`EVAL_SETS`, chosen by the config's ``eval_sets``)."""
+can log (:data:`EVAL_SETS`, chosen by the config's ``eval_sets``; defined in ``eval_sets.py``,
+which needs no torch)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 from torchrl.envs import EnvBase
 
 from torchrl_glam.data.episodes import step_success
 from torchrl_glam.envs.protocol import get_environment
+from torchrl_glam.training.eval_sets import EVAL_SETS, EvalSet
 
-
-@dataclass(frozen=True)
-class EvalSet:
-    """Which episodes an evaluation set runs and how the agent acts in them."""
-
-    goals: str | None  # the goal set; None: the run's own (``cfg.goals``)
-    goal_sampling: str  # "by_type": goal types uniform; "uniform": as training samples goals
-    seed_offset: int  # the episodes' seed is seed_offset + the run's seed: the same for every algorithm
-    title: str  # what a figure's panel calls it
-    greedy: bool = True  # the policy's mode, or a sample of it
-
-
-#: The evaluation sets a run can log, by name. "train" weighs the goal types equally (on the full
-#: task set a per-type average, as 97.85% of its goals are sequential); "train_distribution" samples
-#: goals as training does (the paper's measure); "train_sampled" runs "train"'s episodes with the
-#: sampled policy, which greedy evaluation may hide.
-EVAL_SETS: dict[str, EvalSet] = {
-    "train": EvalSet(None, "by_type", 10_000, "training goals, types uniform"),
-    "train_distribution": EvalSet(None, "uniform", 30_000, "training goals as sampled in training"),
-    "held_out": EvalSet("held_out", "uniform", 20_000, "held-out goals (never trained on)"),
-    "train_sampled": EvalSet(None, "by_type", 10_000, "training goals, types uniform, sampled policy", greedy=False),
-    "held_out_sampled": EvalSet(
-        "held_out", "uniform", 20_000, "held-out goals (never trained on), sampled policy", greedy=False
-    ),
-}
+__all__ = ["EVAL_SETS", "EvalSet", "evaluate"]
 
 
 @torch.no_grad()

@@ -14,7 +14,7 @@ from torchrl_glam.envs.protocol import get_environment
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
 from torchrl_glam.modules.loading import offline_model_path
 from torchrl_glam.training.config import GLAMConfig
-from torchrl_glam.training.evaluation import EVAL_SETS
+from torchrl_glam.training.eval_sets import EVAL_SETS
 
 
 class NonFiniteLossError(RuntimeError):
@@ -46,7 +46,7 @@ def make_env(
 
 def make_eval_envs(cfg: GLAMConfig) -> dict[str, EnvBase]:
     """The evaluation environments of the config's ``eval_sets`` (see
-    :data:`~torchrl_glam.training.evaluation.EVAL_SETS`), each with ``eval_episodes``
+    :data:`~torchrl_glam.training.eval_sets.EVAL_SETS`), each with ``eval_episodes``
     sub-environments and a fixed seed, so that every algorithm of a comparison is evaluated on the
     same episodes."""
     sets = {name: EVAL_SETS[name] for name in cfg.eval_sets}

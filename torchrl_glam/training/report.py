@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from torchrl_glam.training.evaluation import EVAL_SETS
+from torchrl_glam.training.eval_sets import EVAL_SETS
 
 PICTURE_NAME = "report.png"
 SUMMARY_NAME = "report.md"

@@ -4,7 +4,8 @@ A training script (``torchrl_glam/training/scripts/<algorithm>.py``) builds its 
 its loop body; :class:`TrainingRun` does the rest, the same way for every algorithm:
 
 * the command line of any config class (:func:`parse_command_line`: ``--preset``, ``--run-dir``,
-  ``--resume``, ``--no-progress`` and typed ``field=value`` overrides);
+  ``--resume``, ``--no-progress`` and typed ``field=value`` overrides; defined in ``cli.py``, which
+  imports nothing heavy, so that ``--help`` and a refused field answer at once);
 * rank and world (data parallel, ``distributed.py``), the per-rank share of the environments, and
   seeding (the same initial weights on every rank, then different acting per rank);
 * the training environment and the :class:`EpisodeAssembler` that counts steps and finds finished
@@ -38,13 +39,12 @@ stops a diverging run (``divergence.py``); checkpoints load without running code
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import logging
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,8 +55,6 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from transformers.utils import logging as hf_logging
 
 from torchrl_glam.data.episodes import EpisodeAssembler, episode_success
-from torchrl_glam.modules.loading import ModelNotFoundError
-from torchrl_glam.modules.shipped import ShippedWeightsError
 from torchrl_glam.training.checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
@@ -66,7 +64,16 @@ from torchrl_glam.training.checkpoint import (
     seed_everything,
     set_rng_state,
 )
-from torchrl_glam.training.config import ConfigError, GLAMConfig, config_from_preset, field_help, parse_overrides
+from torchrl_glam.training.cli import (
+    USAGE_ERROR,
+    USER_ERROR_CLASSES,
+    RunOptions,
+    _final_success,
+    command_line,
+    default_run_dir,
+    parse_command_line,
+)
+from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
@@ -74,115 +81,26 @@ from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_e
 from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
 from torchrl_glam.training.report import write_report
-from torchrl_glam.training.resume import ResumeError, apply_resume, resume_changes
-from torchrl_glam.training.rundir import RunDirError, prepare_run_dir, truncate_logs
+from torchrl_glam.training.resume import apply_resume, resume_changes
+from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
 from torchrl_glam.training.runtime import apply_runtime
 
-__all__ = ["RunOptions", "StateOf", "Stateful", "TrainingRun", "command_line", "parse_command_line", "PREEMPTED"]
+__all__ = [
+    "PREEMPTED",
+    "USAGE_ERROR",
+    "USER_ERRORS",
+    "RunOptions",
+    "StateOf",
+    "Stateful",
+    "TrainingRun",
+    "command_line",
+    "default_run_dir",
+    "parse_command_line",
+]
 
-#: Refusals whose message says what to do: a script's command line prints them without a traceback.
-USER_ERRORS = (ConfigError, RunDirError, ResumeError, CheckpointError, ModelNotFoundError, ShippedWeightsError)
-#: The exit code of such a refusal (argparse's for a bad command line).
-USAGE_ERROR = 2
-
-
-def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
-    """Runs a training script's ``main(argv) -> int`` for a command line (the scripts' ``cli``): a
-    refusal of :data:`USER_ERRORS` is printed as ``error: <message>`` and exits with
-    :data:`USAGE_ERROR`; anything else keeps its traceback. ``main`` itself raises them (callers in
-    Python, the launcher's jobs)."""
-    try:
-        return main(argv)
-    except USER_ERRORS as err:
-        print(f"error: {err}", file=sys.stderr)
-        return USAGE_ERROR
-
-
-def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]], preset: str) -> str:
-    """The config fields a command line may set, with the default preset's values."""
-    cfg = config_from_preset(config_class, presets, preset)
-    help_lines = field_help(config_class)
-    lines = [f"fields (field=value; the values of --preset {preset}, which other presets change):"]
-    for name, value in cfg.to_dict().items():
-        setting = f"{name}={value}"
-        lines.append(f"  {setting:<34} {_one_line(help_lines.get(name, ''))}".rstrip())
-    lines.append(
-        f"\nlogs, checkpoints and the report go to {default_run_dir(cfg, preset)} (<run_dir>/<preset>/seed<seed>) "
-        "unless --run-dir says otherwise"
-    )
-    return "\n".join(lines)
-
-
-@dataclass
-class RunOptions:
-    """What the command line asks of a run besides its config."""
-
-    preset: str = "cpu"
-    resume: bool = False  # continue from run_dir's checkpoint (a fresh start when there is none)
-    overwrite: bool = False  # discard what run_dir holds (without it, a used run_dir is refused)
-    progress: bool | None = None  # the progress bar (rank 0 only); None: on a terminal only
-
-
-def default_run_dir(cfg: GLAMConfig, preset: str) -> str:
-    """Where a run goes without ``--run-dir``: ``<the config's run_dir>/<preset>/seed<k>``."""
-    return str(Path(cfg.run_dir) / preset / f"seed{cfg.seed}")
-
-
-def parse_command_line(
-    config_class: type[GLAMConfig],
-    presets: dict[str, dict[str, Any]],
-    argv: list[str] | None = None,
-    description: str | None = None,
-    default_preset: str = "cpu",
-) -> tuple[GLAMConfig, RunOptions]:
-    """``[--preset P] [--run-dir D] [--resume | --overwrite] [--no-progress] [field=value ...]``
-    -> (config, options).
-
-    The overrides are typed by ``config_class``'s fields and may come before or after the flags.
-    """
-    parser = argparse.ArgumentParser(
-        description=description,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=_fields_epilog(config_class, presets, default_preset),
-    )
-    parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
-    parser.add_argument(
-        "--run-dir",
-        default=None,
-        help="where logs and checkpoints go (run_dir=...; default: <run_dir>/<preset>/seed<seed>)",
-    )
-    parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
-    parser.add_argument("--overwrite", action="store_true", help="discard what run_dir holds and start afresh")
-    bar = parser.add_mutually_exclusive_group()
-    bar.add_argument("--progress", action="store_true", help="a progress bar even when the output is not a terminal")
-    bar.add_argument("--no-progress", action="store_true", help="no progress bar (default: one on a terminal only)")
-    parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
-    args = parser.parse_intermixed_args(argv)
-    overrides = parse_overrides(args.overrides, config_class)
-    if args.run_dir:
-        overrides["run_dir"] = args.run_dir
-    cfg = config_from_preset(config_class, presets, args.preset, overrides)
-    if "run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
-        cfg = cfg.replace(run_dir=default_run_dir(cfg, args.preset))
-    return cfg, RunOptions(
-        preset=args.preset,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        progress=True if args.progress else False if args.no_progress else None,
-    )
-
-
-def _one_line(text: str, limit: int = 100) -> str:
-    """A field's help on one line of the listing (the whole comment is in the config's source)."""
-    return text if len(text) <= limit else text[: limit - 3].rsplit(" ", 1)[0] + "..."
-
-
-def _final_success(key: str, value: float) -> str:
-    """``"held_out/success"`` -> ``"held_out 0.05 (held-out goals (never trained on), greedy)"``."""
-    name = key.split("/")[0]
-    eval_set = EVAL_SETS.get(name)
-    meaning = f" ({eval_set.title}{'' if 'sampled' in eval_set.title else ', greedy'})" if eval_set else ""
-    return f"{name} {value:.2f}{meaning}"
+#: Refusals whose message says what to do: a script's command line prints them without a traceback
+#: (``cli.USER_ERROR_CLASSES``, which names them without importing them).
+USER_ERRORS = tuple(getattr(importlib.import_module(module), name) for module, name in USER_ERROR_CLASSES)
 
 
 class Stateful(Protocol):

@@ -32,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from torchrl_glam.data.curriculum import parse_groups
 from torchrl_glam.training.config import GLAMConfig, config_from_preset
 from torchrl_glam.training.config import parse_overrides as parse_config_overrides
 
@@ -201,6 +200,8 @@ class SACGLAMConfig(GLAMConfig):
 
 
 def _valid_groups(groups: str) -> bool:
+    from torchrl_glam.data.curriculum import parse_groups  # torch: imported by validation only
+
     try:
         parse_groups(groups)
     except ValueError:

@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import sys
 
-from torchrl_glam.training.distributed import broadcast_parameters
-from torchrl_glam.training.factories import make_glam_agent
-from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_loss
+from torchrl_glam.training.cli import command_line, parse_command_line
 from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
-from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)
+    # torch, TorchRL and the agent load after the command line: --help and a refused field answer at once
+    from torchrl_glam.training.distributed import broadcast_parameters
+    from torchrl_glam.training.factories import make_glam_agent
+    from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_loss
+    from torchrl_glam.training.run import StateOf, TrainingRun
+
     run = TrainingRun(cfg, options, per_rank=("num_envs", "minibatch_size"))
 
     # ---- the agent (LLM scorer + actor), its loss (value head + PPO), its updater, the rollout

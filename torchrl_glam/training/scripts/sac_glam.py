@@ -19,26 +19,28 @@ from __future__ import annotations
 
 import sys
 
-from torchrl_glam.training.distributed import all_true, broadcast_parameters
-from torchrl_glam.training.factories import make_glam_agent
-from torchrl_glam.training.run import StateOf, TrainingRun, command_line, parse_command_line
-from torchrl_glam.training.sac import (
-    SACGLAMUpdater,
-    make_episode_processing,
-    make_goal_choice,
-    make_replay,
-    make_sac_loss,
-    num_actions,
-)
+from torchrl_glam.training.cli import command_line, parse_command_line
 from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
+    # torch, TorchRL and the agent load after the command line: --help and a refused field answer at once
+    from torchrl_glam.training.distributed import all_true, broadcast_parameters
+    from torchrl_glam.training.factories import make_glam_agent
+    from torchrl_glam.training.run import StateOf, TrainingRun
+    from torchrl_glam.training.sac import (
+        SACGLAMUpdater,
+        make_episode_processing,
+        make_goal_choice,
+        make_replay,
+        make_sac_loss,
+        num_actions,
+    )
+
     run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
 
-    # ---- the agent (LLM scorer + actor), its loss (twin critic heads + DiscreteSACLoss), replay,
-    # episode processing
+    # ---- the agent (LLM scorer + actor), its loss (twin critic heads + DiscreteSACLoss), replay, episode processing
     agent = make_glam_agent(cfg)
     loss = make_sac_loss(cfg, agent, num_actions=num_actions(cfg, run.env))
     broadcast_parameters(loss.parameters())  # rank 0's initial weights everywhere

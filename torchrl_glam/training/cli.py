@@ -1,0 +1,163 @@
+"""The command line of a training script, without the heavy imports: :func:`parse_command_line`
+(``--preset``, ``--run-dir``, ``--resume``, ``--no-progress`` and typed ``field=value``
+overrides), :func:`command_line` (refusals printed without a traceback) and :class:`RunOptions`.
+
+This module imports neither torch, TorchRL, transformers nor the environments, and neither do
+the configs it reads: ``--help`` and the refusals of the parser itself (an unknown field, a value
+of the wrong type, an unknown preset) answer before any of them loads. Validating the parsed
+config imports the environment it names (a goal set, a range, a device are checked there), and
+a training script imports its agent and the run harness (``run.py``) once its command line is
+parsed (tests/training/test_light_command_line.py checks this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchrl_glam.training.config import ConfigError, GLAMConfig, config_from_preset, field_help, parse_overrides
+from torchrl_glam.training.eval_sets import EVAL_SETS
+
+__all__ = [
+    "USAGE_ERROR",
+    "USER_ERROR_CLASSES",
+    "RunOptions",
+    "command_line",
+    "default_run_dir",
+    "parse_command_line",
+    "user_errors",
+]
+
+#: Refusals whose message says what to do, as (module, class): a script's command line prints them
+#: without a traceback. Named, not imported: most of their modules import torch
+#: (``run.USER_ERRORS`` holds the classes).
+USER_ERROR_CLASSES = (
+    ("torchrl_glam.training.config", "ConfigError"),
+    ("torchrl_glam.training.rundir", "RunDirError"),
+    ("torchrl_glam.training.resume", "ResumeError"),
+    ("torchrl_glam.training.checkpoint", "CheckpointError"),
+    ("torchrl_glam.modules.loading", "ModelNotFoundError"),
+    ("torchrl_glam.modules.shipped", "ShippedWeightsError"),
+)
+#: The exit code of such a refusal (argparse's for a bad command line).
+USAGE_ERROR = 2
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The classes of :data:`USER_ERROR_CLASSES` whose module is imported: an error of a module
+    that was never imported cannot have been raised, and importing it to find out would load torch
+    for a refusal that needs none."""
+    return tuple(
+        getattr(sys.modules[module], name) for module, name in USER_ERROR_CLASSES if sys.modules.get(module) is not None
+    )
+
+
+def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
+    """Runs a training script's ``main(argv) -> int`` for a command line (the scripts' ``cli``): a
+    refusal of :data:`USER_ERROR_CLASSES` is printed as ``error: <message>`` and exits with
+    :data:`USAGE_ERROR`; anything else keeps its traceback. ``main`` itself raises them (callers in
+    Python, the launcher's jobs)."""
+    try:
+        return main(argv)
+    except Exception as err:
+        if not isinstance(err, user_errors()):
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]], preset: str) -> str:
+    """The config fields a command line may set, with the default preset's values (not validated:
+    validation imports the environment, and a preset of the library is valid)."""
+    if preset not in presets:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
+    cfg = config_class().replace(**presets[preset])
+    help_lines = field_help(config_class)
+    lines = [f"fields (field=value; the values of --preset {preset}, which other presets change):"]
+    for name, value in cfg.to_dict().items():
+        setting = f"{name}={value}"
+        lines.append(f"  {setting:<34} {_one_line(help_lines.get(name, ''))}".rstrip())
+    lines.append(
+        f"\nlogs, checkpoints and the report go to {default_run_dir(cfg, preset)} (<run_dir>/<preset>/seed<seed>) "
+        "unless --run-dir says otherwise"
+    )
+    return "\n".join(lines)
+
+
+@dataclass
+class RunOptions:
+    """What the command line asks of a run besides its config."""
+
+    preset: str = "cpu"
+    resume: bool = False  # continue from run_dir's checkpoint (a fresh start when there is none)
+    overwrite: bool = False  # discard what run_dir holds (without it, a used run_dir is refused)
+    progress: bool | None = None  # the progress bar (rank 0 only); None: on a terminal only
+
+
+def default_run_dir(cfg: GLAMConfig, preset: str) -> str:
+    """Where a run goes without ``--run-dir``: ``<the config's run_dir>/<preset>/seed<k>``."""
+    return str(Path(cfg.run_dir) / preset / f"seed{cfg.seed}")
+
+
+def parse_command_line(
+    config_class: type[GLAMConfig],
+    presets: dict[str, dict[str, Any]],
+    argv: list[str] | None = None,
+    description: str | None = None,
+    default_preset: str = "cpu",
+) -> tuple[GLAMConfig, RunOptions]:
+    """``[--preset P] [--run-dir D] [--resume | --overwrite] [--no-progress] [field=value ...]``
+    -> (config, options).
+
+    The overrides are typed by ``config_class``'s fields and may come before or after the flags.
+    ``--help`` and a refusal of the parser (an unknown preset or field, a value of the wrong type)
+    exit before anything heavy is imported; the config is then validated (which imports its
+    environment).
+    """
+    parser = argparse.ArgumentParser(
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_fields_epilog(config_class, presets, default_preset),
+    )
+    parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
+    parser.add_argument(
+        "--run-dir",
+        default=None,
+        help="where logs and checkpoints go (run_dir=...; default: <run_dir>/<preset>/seed<seed>)",
+    )
+    parser.add_argument("--resume", action="store_true", help="continue from run_dir's checkpoint")
+    parser.add_argument("--overwrite", action="store_true", help="discard what run_dir holds and start afresh")
+    bar = parser.add_mutually_exclusive_group()
+    bar.add_argument("--progress", action="store_true", help="a progress bar even when the output is not a terminal")
+    bar.add_argument("--no-progress", action="store_true", help="no progress bar (default: one on a terminal only)")
+    parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
+    args = parser.parse_intermixed_args(argv)
+    overrides = parse_overrides(args.overrides, config_class)
+    if args.run_dir:
+        overrides["run_dir"] = args.run_dir
+    cfg = config_from_preset(config_class, presets, args.preset, overrides)
+    if "run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
+        cfg = cfg.replace(run_dir=default_run_dir(cfg, args.preset))
+    return cfg, RunOptions(
+        preset=args.preset,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        progress=True if args.progress else False if args.no_progress else None,
+    )
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    """A field's help on one line of the listing (the whole comment is in the config's source)."""
+    return text if len(text) <= limit else text[: limit - 3].rsplit(" ", 1)[0] + "..."
+
+
+def _final_success(key: str, value: float) -> str:
+    """``"held_out/success"`` -> ``"held_out 0.05 (held-out goals (never trained on), greedy)"``."""
+    name = key.split("/")[0]
+    eval_set = EVAL_SETS.get(name)
+    meaning = f" ({eval_set.title}{'' if 'sampled' in eval_set.title else ', greedy'})" if eval_set else ""
+    return f"{name} {value:.2f}{meaning}"
