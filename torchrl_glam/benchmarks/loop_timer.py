@@ -269,10 +269,11 @@ def main(argv: list[str] | None = None) -> None:
             prioritized.ensure_prioritized_replay()
         # a run of one step: what the script builds at start-up on first use is built (and cached)
         time_training_loop(1, args.preset, args.overrides, args.threads, check_steps=False)
-        print(RESULT_PREFIX + json.dumps({"prepare": time.perf_counter() - start, "torchrl_glam": package}))
+        # on a line of its own: the run may have left a line unfinished (an evaluation's, as it grows)
+        print("\n" + RESULT_PREFIX + json.dumps({"prepare": time.perf_counter() - start, "torchrl_glam": package}))
         return
     result = time_training_loop(args.steps, args.preset, args.overrides, args.threads)
-    print(RESULT_PREFIX + json.dumps(result), flush=True)
+    print("\n" + RESULT_PREFIX + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
