@@ -9,26 +9,19 @@ stopped afterwards. Otherwise they are skipped with that reason.
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from data_parallel import run_ranks
 
 from torchrl_glam.training.checkpoint import read_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sac_glam.py"
 SMOKE = ["--preset", "smoke", "--no-progress"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _agent(run_dir: Path, rank: int = 0) -> dict:
@@ -46,16 +39,7 @@ def _assert_same_weights(a: dict, b: dict):
 def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
     """Two processes over gloo (torch.distributed env:// variables, as the launcher exports them)."""
     run = tmp_path / "ddp"
-    env = {
-        **os.environ,
-        "WORLD_SIZE": "2",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "OMP_NUM_THREADS": "1",
-    }
     args = [
-        sys.executable,
-        str(EXAMPLE),
         *SMOKE,
         "--run-dir",
         str(run),
@@ -64,18 +48,7 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
         "checkpoint_every=96",
         "learning_starts=16",
     ]
-    procs = [
-        subprocess.Popen(
-            args,
-            env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for r in range(2)
-    ]
-    outputs = [p.communicate(timeout=600)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs), outputs
+    run_ranks(EXAMPLE, args, timeout=600)
     states = [_agent(run, r) for r in range(2)]
     assert states[0]["updater"]["updates"] == states[1]["updater"]["updates"] > 0
     _assert_same_weights(states[0]["agent"], states[1]["agent"])

@@ -179,25 +179,10 @@ def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, m
 def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
     """Two processes over gloo; with HER each rank relabels a different number of transitions, and
     both still take the same number of gradient steps."""
-    import os
-    import socket
-    import subprocess
-    import sys
+    from data_parallel import run_ranks
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     run = tmp_path / "ddp"
-    env = {
-        **os.environ,
-        "WORLD_SIZE": "2",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(port),
-        "OMP_NUM_THREADS": "1",
-    }
     args = [
-        sys.executable,
-        str(EXAMPLE),
         "--preset",
         "smoke",
         "--no-progress",
@@ -208,18 +193,7 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
         "checkpoint_every=256",
         "her=true",
     ]
-    procs = [
-        subprocess.Popen(
-            args,
-            env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for r in range(2)
-    ]
-    outputs = [p.communicate(timeout=600)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs), outputs
+    run_ranks(EXAMPLE, args, timeout=600)
     states = [read_checkpoint(run / sub / "checkpoint.pt") for sub in ("", "rank1")]
     assert states[0]["updater"]["updates"] == states[1]["updater"]["updates"] > 0
     for key, value in states[0]["agent"].items():

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from data_parallel import run_ranks
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sac_glam.py"
 ARGS = [
@@ -38,8 +38,8 @@ def logged_values(run: Path) -> dict:
     return values
 
 
-def run_example(args: list[str], env: dict | None = None) -> subprocess.Popen:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+def run_example(args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
         [sys.executable, str(EXAMPLE), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -64,18 +64,7 @@ def test_the_same_run_twice_logs_the_same_values(tmp_path):
 @pytest.mark.slow
 def test_the_same_data_parallel_run_twice_logs_the_same_values(tmp_path):
     """Two ranks over gloo, twice: rank 0 logs the same values each time."""
-    runs = []
-    for name in ("a", "b"):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        run = tmp_path / name
-        dist = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs = [
-            run_example([*ARGS, "--run-dir", str(run)], {**dist, "RANK": str(r), "LOCAL_RANK": str(r)})
-            for r in range(2)
-        ]
-        outputs = [p.communicate(timeout=900)[0] for p in procs]
-        assert all(p.returncode == 0 for p in procs), outputs
-        runs.append(run)
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for run in runs:
+        run_ranks(EXAMPLE, [*ARGS, "--run-dir", str(run)], timeout=900)
     check_same(*(logged_values(run) for run in runs))
