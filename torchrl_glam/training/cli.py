@@ -159,5 +159,5 @@ def _final_success(key: str, value: float) -> str:
     """``"held_out/success"`` -> ``"held_out 0.05 (held-out goals (never trained on), greedy)"``."""
     name = key.split("/")[0]
     eval_set = EVAL_SETS.get(name)
-    meaning = f" ({eval_set.title}{'' if 'sampled' in eval_set.title else ', greedy'})" if eval_set else ""
+    meaning = f" ({eval_set.title}{', greedy' if eval_set.greedy else ''})" if eval_set else ""  # sampled: in the title
     return f"{name} {value:.2f}{meaning}"

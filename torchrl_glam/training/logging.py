@@ -58,21 +58,35 @@ def make_loggers(cfg: GLAMConfig) -> list[Logger]:
     return loggers
 
 
-def last_evaluations(run_dir: str | Path) -> dict[str, float]:
-    """The last evaluation of each set in ``run_dir/evaluations.jsonl``, as ``{"<set>/<metric>": value}``
-    (``RunLogger.last_evaluation``'s form); torn lines are skipped."""
-    path, last = Path(run_dir) / "evaluations.jsonl", {}
+def read_evaluations(run_dir: str | Path) -> dict[str, list[dict]]:
+    """``run_dir/evaluations.jsonl`` by evaluation set, each set's records in file (step) order;
+    torn lines are skipped."""
+    path, curves = Path(run_dir) / "evaluations.jsonl", {}
     if not path.exists():
-        return last
+        return curves
     for line in path.read_text(errors="replace").splitlines():
         try:
             record = json.loads(line)
-            name = record.pop("set")
-        except (json.JSONDecodeError, KeyError, AttributeError):
+            name = record["set"]
+        except (json.JSONDecodeError, KeyError, TypeError):
             continue
-        for key in ("env_steps", "wall_seconds"):
-            record.pop(key, None)
-        last.update({f"{name}/{key}": value for key, value in record.items() if isinstance(value, (int, float))})
+        curves.setdefault(name, []).append(record)
+    return curves
+
+
+def last_evaluations(run_dir: str | Path) -> dict[str, float]:
+    """The last evaluation of each set in ``run_dir/evaluations.jsonl``, as ``{"<set>/<metric>": value}``
+    (``RunLogger.last_evaluation``'s form); torn lines are skipped."""
+    last = {}
+    for name, records in read_evaluations(run_dir).items():
+        for record in records:
+            last.update(
+                {
+                    f"{name}/{key}": value
+                    for key, value in record.items()
+                    if key not in ("set", "env_steps", "wall_seconds") and isinstance(value, (int, float))
+                }
+            )
     return last
 
 

@@ -8,25 +8,13 @@ written, and the run says so in one line.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from torchrl_glam.training.eval_sets import EVAL_SETS
+from torchrl_glam.training.logging import read_evaluations
 
 PICTURE_NAME = "report.png"
 SUMMARY_NAME = "report.md"
-
-
-def read_evaluations(run_dir: str | Path) -> dict[str, list[dict]]:
-    """``evaluations.jsonl`` of a run folder -> {evaluation set: its rows in step order}."""
-    path = Path(run_dir) / "evaluations.jsonl"
-    curves: dict[str, list[dict]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                curves.setdefault(row["set"], []).append(row)
-    return curves
 
 
 def write_report(run_dir: str | Path, config: dict) -> list[Path]:

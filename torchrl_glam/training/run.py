@@ -326,12 +326,13 @@ class TrainingRun:
             self.logger.update(metrics, self.steps, replay)
 
     def evaluate(self) -> None:
-        """Evaluates the greedy policy on every evaluation set, logs it at this step and prints it."""
+        """Evaluates the greedy policy on every evaluation set, logs it at this step and prints it
+        (rank 0 calls it)."""
         head = f"evaluation at {self.steps} steps ({self.wall_seconds:.0f} s): success "
         bar = self.progress is not None and not self.progress.disable
         if bar:
             self.progress.set_description_str("evaluating")
-        elif self.main_rank:  # piped output: the line grows as each set is done (a set can take a minute)
+        else:  # piped output: the line grows as each set is done (a set can take a minute)
             print(head, end="", flush=True)
         report = []
         for name, eval_env in self.eval_envs.items():
