@@ -13,7 +13,7 @@ import torch
 from torchrl.envs import RewardSum, StepCounter, TransformedEnv
 from torchrl.modules import MaskedCategorical
 
-from torchrl_glam.envs import GOAL_TYPES, PlaygroundTextEnv
+from torchrl_glam.envs.playground import GOAL_TYPES, PlaygroundTextEnv
 
 
 def random_policy(td):

@@ -1,6 +1,7 @@
-"""The library's layers reach an environment only through the protocol
-(``torchrl_glam.envs.protocol``): ``modules/``, ``objectives/`` and ``data/`` import no module of a
-specific environment, anywhere in their code (functions included). No module of the package imports
+"""The library's layers reach an environment only through the protocol package
+(``torchrl_glam.envs``: the protocol, its keys, the registry, the shared transforms): ``modules/``,
+``objectives/`` and ``data/`` import no environment's subpackage, anywhere in their code (functions
+and ``importlib.import_module("...")`` calls included). No module of the package imports
 the research record (``experiments``), which the wheel does not ship. The modules of a training
 script's command line import nothing heavy when they load (``LIGHT``)."""
 
@@ -12,30 +13,42 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "torchrl_glam"
 LAYERS = ("modules", "objectives", "data")
-#: the envs modules a layer may import: the protocol, nothing environment-specific
-ALLOWED = {"torchrl_glam.envs.protocol"}
+#: the envs modules a layer may import: the protocol package, nothing environment-specific
+ALLOWED = {
+    "torchrl_glam.envs",
+    *(f"torchrl_glam.envs.{m}" for m in ("keys", "protocol", "registry", "transforms", "env_state")),
+}
 
 
 def imports(path: Path) -> list[tuple[int, str, list[str]]]:
     """(line, module, imported names) of every absolute import of a file, anywhere in its code:
-    ``import a.b`` gives ("a.b", ["a.b"]); ``from a import b`` gives ("a", ["a", "a.b"])."""
+    ``import a.b`` gives ("a.b", ["a.b"]); ``from a import b`` gives ("a", ["a", "a.b"]);
+    ``importlib.import_module("a.b")`` (or ``__import__``) with a literal name counts as ``import a.b``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and _dynamic_import(node.func) and node.args:
+            name = node.args[0]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                found.append((node.lineno, name.value, [name.value]))
+        elif isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, [alias.name]) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module, [node.module] + [f"{node.module}.{a.name}" for a in node.names]))
     return found
 
 
+def _dynamic_import(func: ast.expr) -> bool:
+    """``import_module``, ``importlib.import_module`` or ``__import__``."""
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("import_module", "__import__")
+
+
 def env_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
-    """The torchrl_glam.envs modules (or names from the envs package itself) a file imports."""
+    """The modules of an environment's subpackage (torchrl_glam.envs.<environment>) a file imports."""
     return [
-        f"{path.relative_to(root)}:{line} imports {name}"
-        for line, module, names in imports(path)
-        if module not in ALLOWED
-        for name in names
-        if (name == "torchrl_glam.envs" or name.startswith("torchrl_glam.envs.")) and name not in ALLOWED
+        f"{path.relative_to(root)}:{line} imports {module}"
+        for line, module, _ in imports(path)
+        if module.startswith("torchrl_glam.envs.") and module not in ALLOWED
     ]
 
 
@@ -55,7 +68,7 @@ def layer_files(root: Path) -> list[Path]:
 
 def test_layers_import_no_specific_environment():
     violations = [v for path in layer_files(PACKAGE) for v in env_imports(path)]
-    assert not violations, "import the environment through torchrl_glam.envs.protocol:\n" + "\n".join(violations)
+    assert not violations, "reach the environment through torchrl_glam.envs (the protocol):\n" + "\n".join(violations)
 
 
 def test_the_package_imports_no_experiment():
@@ -67,10 +80,10 @@ def test_the_package_imports_no_experiment():
     "check, source",
     [
         # the layouts before the protocol imported the environment in these ways
-        (env_imports, "from torchrl_glam.envs import GoalCatalogue\n"),
-        (env_imports, "from torchrl_glam.envs.vocabulary import OBJECT_NAMES\n"),
-        (env_imports, "def f():\n    import torchrl_glam.envs.playground\n"),
-        (env_imports, "import torchrl_glam.envs\n"),
+        (env_imports, "from torchrl_glam.envs.playground import GoalCatalogue\n"),
+        (env_imports, "from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES\n"),
+        (env_imports, "def f():\n    import torchrl_glam.envs.babyai\n"),
+        (env_imports, "import importlib\nimportlib.import_module('torchrl_glam.envs.babyai.env')\n"),
         (experiments_imports, "from experiments.tools.results import aggregate\n"),
         (experiments_imports, "def f():\n    import experiments.tools.discovery\n"),
         (experiments_imports, "import experiments\n"),
@@ -80,9 +93,16 @@ def test_the_checks_catch_their_imports(tmp_path, check, source):
     assert check(package_file(tmp_path, "data", source), tmp_path)
 
 
-def test_the_protocol_import_is_allowed(tmp_path):
-    path = package_file(tmp_path, "data", "from torchrl_glam.envs.protocol import get_environment\n")
-    assert env_imports(path, tmp_path) == []
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from torchrl_glam.envs import get_environment\n",
+        "from torchrl_glam.envs.keys import GOAL_ID_KEY\n",
+        "import torchrl_glam.envs.protocol\n",
+    ],
+)
+def test_the_protocol_package_imports_are_allowed(tmp_path, source):
+    assert env_imports(package_file(tmp_path, "data", source), tmp_path) == []
 
 
 def package_file(root: Path, room: str, source: str) -> Path:
@@ -120,6 +140,7 @@ def test_rooms_import_only_the_rooms_before_them():
         "from torchrl_glam.data.her import relabel_episodes\n",
         "def f():\n    from torchrl_glam.data.episodes import rollout_episodes\n",
         "import torchrl_glam.training.run\n",
+        "def f():\n    importlib.import_module('torchrl_glam.data.transcripts')\n",
     ],
 )
 def test_the_check_catches_a_module_importing_a_later_room(tmp_path, source):

@@ -8,7 +8,7 @@ from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from torchrl_glam.envs import STATE_KEYS, PlaygroundTextEnv, RenderText
+from torchrl_glam.envs.playground import STATE_KEYS, PlaygroundTextEnv, RenderText
 from torchrl_glam.modules import GLAMAgent, make_scorer
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 

@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES, STATE_KEYS
+from torchrl_glam.envs.playground import GOAL_TYPES, STATE_KEYS
 from torchrl_glam.training.factories import act, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent
 

@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from torchrl_glam.envs import STATE_KEYS
+from torchrl_glam.envs.playground import STATE_KEYS
 from torchrl_glam.training.factories import act, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent, make_agent
 

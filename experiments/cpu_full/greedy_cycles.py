@@ -10,8 +10,8 @@ import sys
 import torch
 from object_choice import train_evaluation_episodes
 
-from torchrl_glam.envs import GOAL_TYPES
-from torchrl_glam.envs.transforms import STEP_STATE_KEYS
+from torchrl_glam.envs.playground import GOAL_TYPES
+from torchrl_glam.envs.playground.transforms import STEP_STATE_KEYS
 from torchrl_glam.training.factories import act
 from torchrl_glam.training.sac import load_trained_agent
 

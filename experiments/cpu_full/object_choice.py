@@ -35,10 +35,10 @@ import numpy as np
 import torch
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, STATE_KEYS
-from torchrl_glam.envs.rules import feeds
-from torchrl_glam.envs.transforms import STEP_STATE_KEYS
-from torchrl_glam.envs.vocabulary import SUPPLIES
+from torchrl_glam.envs.playground import GOAL_TYPES, OBJECT_NAMES, STATE_KEYS
+from torchrl_glam.envs.playground.rules import feeds
+from torchrl_glam.envs.playground.transforms import STEP_STATE_KEYS
+from torchrl_glam.envs.playground.vocabulary import SUPPLIES
 from torchrl_glam.modules import SCORES_KEY
 from torchrl_glam.training.factories import act, agent_policy, make_env, make_eval_envs
 from torchrl_glam.training.sac import load_trained_agent

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.envs.playground import GoalCatalogue
 from torchrl_glam.training.checkpoint import CHECKPOINT_NAME, PREVIOUS_NAME, CheckpointError, read_checkpoint
 
 #: quantity -> the scalar file (under ``logs/scalars``) it is logged to

@@ -47,7 +47,7 @@ def test_timer_refuses_a_run_whose_start_up_stepped_an_environment(monkeypatch):
     23's first baseline row: 79,872 steps in 623 s). Such a run is refused, not reported."""
     from types import ModuleType
 
-    from torchrl_glam.envs import PlaygroundTextEnv
+    from torchrl_glam.envs.playground import PlaygroundTextEnv
 
     script = loop_timer.load_sac_glam_script()
 

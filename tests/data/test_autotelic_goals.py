@@ -8,8 +8,8 @@ from torchrl.envs import TransformedEnv
 from torchrl_glam.data.autotelic import NEUTRAL_GOAL, AutotelicGoals
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups, parse_groups
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv
+from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 
 CATALOGUE = GoalCatalogue.default()
 NEUTRAL_ID = CATALOGUE.id_of(NEUTRAL_GOAL)

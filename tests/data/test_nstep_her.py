@@ -16,8 +16,8 @@ from torchrl_glam.data.her import (
     unachieved_goals,
 )
 from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
-from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv
-from torchrl_glam.envs.protocol import get_environment
+from torchrl_glam.envs import get_environment
+from torchrl_glam.envs.playground import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv
 
 K = 4  # report slots in the hand-made episodes
 

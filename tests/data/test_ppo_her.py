@@ -8,7 +8,7 @@ from tensordict import TensorDict
 from torchrl_glam.data.episodes import EpisodeAssembler, rollout_episodes
 from torchrl_glam.data.her import relabel_episodes, relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter, is_subgoal
-from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
+from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv
 
 CATALOGUE = GoalCatalogue.default()
 SEQUENCE = "Grow red cat then grasp blue door"

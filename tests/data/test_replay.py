@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.replay import GoalReplay, split_counts
-from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.envs.playground import GoalCatalogue
 from torchrl_glam.training.checkpoint import read_checkpoint, save_checkpoint
 
 

@@ -8,7 +8,8 @@ import textwrap
 import torch
 from torchrl.envs import SerialEnv, TransformedEnv
 
-from torchrl_glam.envs import PartialResetActionMask, PlaygroundTextEnv
+from torchrl_glam.envs import PartialResetActionMask
+from torchrl_glam.envs.playground import PlaygroundTextEnv
 
 
 def _make():
@@ -30,7 +31,8 @@ def test_random_actions_of_a_batched_env_stay_legal_through_partial_resets():
 def test_a_parallel_rollout_through_resets_ends_and_the_interpreter_exits(tmp_path):
     script = textwrap.dedent("""
         from torchrl.envs import ParallelEnv, TransformedEnv
-        from torchrl_glam.envs import PartialResetActionMask, PlaygroundTextEnv
+        from torchrl_glam.envs import PartialResetActionMask
+        from torchrl_glam.envs.playground import PlaygroundTextEnv
 
         def make():
             return PlaygroundTextEnv(num_envs=4, goals="simplified", seed=0)

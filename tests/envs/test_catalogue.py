@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue, descriptions_of_object
+from torchrl_glam.envs.playground import GOAL_TYPES, GoalCatalogue, descriptions_of_object
 
 
 @pytest.fixture(scope="module")

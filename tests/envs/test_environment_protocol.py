@@ -4,14 +4,14 @@ state give what the environments themselves give."""
 import pytest
 import torch
 
-from torchrl_glam.envs import PlaygroundTextEnv, RenderText
-from torchrl_glam.envs.protocol import (
+from torchrl_glam.envs import (
     MissingCapability,
     TextEnvironment,
     environment_names,
     get_environment,
     register_environment,
 )
+from torchrl_glam.envs.playground import PlaygroundTextEnv, RenderText
 
 
 def _random_steps(environment, env, steps=6):
@@ -75,14 +75,14 @@ def test_the_registry_refuses_duplicates_and_non_environments():
         with pytest.raises(TypeError, match="not a TextEnvironment"):
             get_environment("not_an_env")
     finally:
-        from torchrl_glam.envs.protocol import unregister_environment
+        from torchrl_glam.envs import unregister_environment
 
         unregister_environment("not_an_env")
 
 
 def test_render_observations_of_a_mapping_of_state_keys_gives_the_environments_text():
     from torchrl_glam.data.replay import GoalReplay
-    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.envs.playground import GoalCatalogue
     from torchrl_glam.objectives.common import render_observations
 
     env = PlaygroundTextEnv(2, seed=0, text=True)

@@ -11,7 +11,7 @@ from torchrl.envs import ParallelEnv, RewardSum, SerialEnv, StepCounter, Transfo
 from torchrl.envs.utils import check_env_specs
 from torchrl.modules import MaskedCategorical
 
-from torchrl_glam.envs import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv, render_batch
+from torchrl_glam.envs.playground import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv, render_batch
 
 
 def masked_random_policy(td):

@@ -4,7 +4,7 @@ mask rule of compact states agrees with the environment's."""
 import torch
 from torchrl.envs import TransformedEnv
 
-from torchrl_glam.envs import PlaygroundTextEnv, RenderText, action_mask_from_held
+from torchrl_glam.envs.playground import PlaygroundTextEnv, RenderText, action_mask_from_held
 
 
 def test_render_transform_on_the_env_matches_the_text_environment():

@@ -4,7 +4,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.envs.playground import PlaygroundTextEnv
 
 FIGURE3_SCENE = ["green water", "green mouse", "blue rose", "red rose", "blue lion", "red food"]
 FIGURE3_PROMPT = (

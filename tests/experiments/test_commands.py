@@ -66,7 +66,7 @@ REGISTERING_PROBES = sorted(
 @pytest.fixture(scope="module")
 def probe_environments():
     """Registers the probes' environments, as running those probe scripts does."""
-    from torchrl_glam.envs.protocol import environment_names, unregister_environment
+    from torchrl_glam.envs import environment_names, unregister_environment
 
     before = set(environment_names())
     for path in REGISTERING_PROBES:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from experiments.tools.results import Level, aggregate, curves, load_run, main, plot
-from torchrl_glam.envs import GoalCatalogue
+from torchrl_glam.envs.playground import GoalCatalogue
 from torchrl_glam.training.checkpoint import save_checkpoint
 
 CATALOGUE = GoalCatalogue.default()

@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from torchrl_glam.envs.vocabulary import COLOURS, OBJECT_TYPES
+from torchrl_glam.envs.playground.vocabulary import COLOURS, OBJECT_TYPES
 from torchrl_glam.modules import LLMConfig, LLMScorer, build_tiny_model, load_llm
 
 torch.set_num_threads(1)

@@ -4,7 +4,7 @@ once; the objectives act through theirs, which shares their LLM without entering
 import torch
 from tensordict.nn import TensorDictModule
 
-from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.modules import GLAMAgent, make_scorer
 from torchrl_glam.objectives import PPOGLAMLoss, SACGLAMLoss
 from torchrl_glam.training.factories import act, agent_policy

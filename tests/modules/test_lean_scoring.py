@@ -276,7 +276,7 @@ def test_models_without_the_packed_tree_repeat_the_cache_and_score_the_same(tiny
 def test_smollm2_tree_equals_the_full_logits_of_the_pairs(require_smollm2, monkeypatch):
     """SmolLM2-135M with LoRA, on real environment prompts: scores, hidden states and gradients of the
     packed tree with the chunked head equal those of every pair's whole-vocabulary logits."""
-    from torchrl_glam.envs import PlaygroundTextEnv
+    from torchrl_glam.envs.playground import PlaygroundTextEnv
 
     llm = load_llm(LLMConfig("smollm2-135m", lora_rank=4))
     prompts = list(PlaygroundTextEnv(num_envs=2, goals="train", seed=0).reset()["prompt"])

@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from torchrl_glam.envs.vocabulary import vocabulary_words
+from torchrl_glam.envs.playground.vocabulary import vocabulary_words
 from torchrl_glam.modules import LLMConfig, default_tiny_model_path, load_llm
 from torchrl_glam.modules.offline import build_tiny_model, build_word_tokenizer, main, tiny_model_recipe
 from torchrl_glam.modules.shipped import recipe_version

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from torchrl_glam.data.transcripts import HindsightTranscripts
-from torchrl_glam.envs import GoalCatalogue
-from torchrl_glam.envs.render import render_actions
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.playground import GoalCatalogue
+from torchrl_glam.envs.playground.render import render_actions
+from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import offline_model_path, resolve_model_path
 from torchrl_glam.modules.offline import tiny_model_recipe
@@ -154,7 +154,7 @@ def test_pretraining_takes_a_stream_and_says_which(tmp_path, tiny_paths):
 
 def test_babyai_transcripts_are_the_action_the_next_view_and_the_reports_of_training_goals():
     pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
-    from torchrl_glam.envs.babyai_text import ACTIONS, BabyAIGoalCatalogue
+    from torchrl_glam.envs.babyai.text import ACTIONS, BabyAIGoalCatalogue
 
     catalogue = BabyAIGoalCatalogue.default()
     train = {catalogue.goals[g] for g in catalogue.goal_set("train")}
@@ -166,3 +166,15 @@ def test_babyai_transcripts_are_the_action_the_next_view_and_the_reports_of_trai
         assert action in ACTIONS and view.startswith("You ")
         assert reports == "nothing" or reports.split(", ")[0] in catalogue  # goals joined by ", "
     assert any(target.split(" : ")[2] != "nothing" for target in targets)
+
+
+def test_an_environment_is_known_by_its_name_not_by_the_registry_s_instance():
+    # a user's own PlaygroundText() (not the registry's) names the same offline models and recipes
+    from torchrl_glam.envs.playground import PlaygroundText
+    from torchrl_glam.modules.pretraining import offline_name
+    from torchrl_glam.training.factories import environment_model
+
+    own = PlaygroundText()
+    assert offline_name("t5", "random", own) == offline_name("t5", "random") == "tiny-t5-pretrained"
+    assert pretraining_recipe("t5", environment=own) == pretraining_recipe("t5")
+    assert environment_model("offline:tiny-t5-pretrained", own) == "offline:tiny-t5-pretrained"

@@ -10,8 +10,8 @@ becomes a lone "▁" token at the end of the encoder input when tokenised apart 
 import pytest
 import torch
 
-from torchrl_glam.envs import PlaygroundTextEnv, render_actions
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.playground import PlaygroundTextEnv, render_actions
+from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMScorer
 
 

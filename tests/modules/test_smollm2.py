@@ -4,8 +4,8 @@ scores equal to lm-evaluation-harness's continuation log-likelihood (issue 14)."
 import pytest
 import torch
 
-from torchrl_glam.envs import PlaygroundTextEnv, render_actions
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.playground import PlaygroundTextEnv, render_actions
+from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMScorer, loading
 from torchrl_glam.modules.loading import ModelNotFoundError, packaged_gguf_path, resolve_model_source
 

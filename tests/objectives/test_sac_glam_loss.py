@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict
 from torchrl.objectives import LossModule
 
-from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.modules import make_scorer
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 

@@ -10,7 +10,7 @@ from torchrl.envs import Compose, ParallelEnv, SerialEnv, TransformedEnv
 from torchrl.envs.transforms import ActionMask, RewardSum, StepCounter
 from torchrl.envs.utils import check_env_specs
 
-from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.envs.playground import PlaygroundTextEnv
 
 
 def make_env(seed=0, num_envs=3, text=False):

@@ -45,7 +45,7 @@ def test_the_smoke_babyai_preset_trains_and_relabels(tmp_path):
 def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_path):
     """``goal_types=goto,pickup``: GoToLocal's and PickupLocal's kinds of mission, in the training
     episodes and in both evaluation sets; a type BabyAI-Text lacks is refused by name."""
-    from torchrl_glam.envs.babyai_text import BabyAIGoalCatalogue
+    from torchrl_glam.envs.babyai.text import BabyAIGoalCatalogue
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_eval_envs
     from torchrl_glam.training.sac_config import SACGLAMConfig
@@ -88,7 +88,7 @@ def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_pat
 def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_path):
     """``history=2`` (GLAM's prompt): the config's environment renders the past views, the stored
     compact state holds them, and a run trains; an environment without the option refuses it."""
-    from torchrl_glam.envs.babyai import MAX_HISTORY
+    from torchrl_glam.envs.babyai.env import MAX_HISTORY
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_glam_agent
     from torchrl_glam.training.sac_config import SACGLAMConfig

@@ -13,7 +13,7 @@ from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import check_env_specs
 
-from torchrl_glam.envs.protocol import (
+from torchrl_glam.envs import (
     MissingCapability,
     TextEnvironment,
     get_environment,

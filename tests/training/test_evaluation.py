@@ -4,7 +4,7 @@ repeats itself and leaves the training's random stream alone."""
 import pytest
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES
+from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_env, make_eval_envs
 from torchrl_glam.training.sac_config import make_config

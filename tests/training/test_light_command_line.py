@@ -76,11 +76,11 @@ def test_a_refusal_that_needs_the_environment_still_names_the_field(tmp_path, ca
 
 
 def test_the_configs_default_environment_is_the_registrys():
-    from torchrl_glam.envs import protocol
+    from torchrl_glam.envs import registry
     from torchrl_glam.training import config
 
-    assert config.DEFAULT_ENVIRONMENT == protocol.DEFAULT_ENVIRONMENT
-    assert config.GLAMConfig().environment.name == protocol.get_environment().name
+    assert config.DEFAULT_ENVIRONMENT == registry.DEFAULT_ENVIRONMENT
+    assert config.GLAMConfig().environment.name == registry.get_environment().name
 
 
 def test_evaluation_still_exports_the_evaluation_sets():

@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.training.logging import RunLogger
 from torchrl_glam.training.sac_config import make_config
 

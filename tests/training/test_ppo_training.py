@@ -8,7 +8,7 @@ import pytest
 import torch
 from torchrl.modules import MaskedCategorical
 
-from torchrl_glam.envs import action_mask_from_held, render_batch
+from torchrl_glam.envs.playground import action_mask_from_held, render_batch
 from torchrl_glam.modules import MASKED_LOGIT
 from torchrl_glam.training import ppo
 from torchrl_glam.training.checkpoint import read_checkpoint

@@ -79,7 +79,7 @@ def test_bad_values_fail_before_training_naming_the_field(changes, field):
 
 
 def test_types_uniform_batches_draw_every_goal_type_equally():
-    from torchrl_glam.envs import GOAL_TYPES
+    from torchrl_glam.envs.playground import GOAL_TYPES
     from torchrl_glam.training.sac import make_replay
 
     replay = make_replay(make_config("cpu_full", {"batch_strategy": "types_uniform"}))

@@ -60,7 +60,7 @@ def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
     assert lines[-1]["discovered"] == growth[-1] and lines[-1]["groups"]
     # the log's first-report steps are the memory's, straight or resumed (the report's exact curve)
     from experiments.tools.discovery import first_seen_from_log
-    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.envs.playground import GoalCatalogue
 
     for run in (straight, resumed):
         first_seen, until = first_seen_from_log(run / "autotelic.jsonl", GoalCatalogue.default())
@@ -71,7 +71,7 @@ def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
 
 def test_the_log_lists_each_discovered_goal_once_with_its_first_report_step(tmp_path):
     from torchrl_glam.data.autotelic import AutotelicGoals
-    from torchrl_glam.envs import GoalCatalogue
+    from torchrl_glam.envs.playground import GoalCatalogue
     from torchrl_glam.training.logging import RunLogger
 
     catalogue = GoalCatalogue.default()

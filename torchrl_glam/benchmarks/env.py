@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from torchrl_glam.envs import PlaygroundTextEnv, render_batch
+from torchrl_glam.envs.playground import PlaygroundTextEnv, render_batch
 
 
 def _time_per_call(fn, steps: int) -> float:

@@ -147,7 +147,7 @@ def time_training_loop(
     torch.set_num_threads(threads)
     script = load_sac_glam_script()
     _import_harness()  # where evaluate is bound: today's script imports the harness in main only
-    from torchrl_glam.envs import PlaygroundTextEnv
+    from torchrl_glam.envs.playground import PlaygroundTextEnv
     from torchrl_glam.modules import LLMScorer
     from torchrl_glam.training import evaluation
 

@@ -92,7 +92,7 @@ def _timed(function, repeats: int) -> tuple[list[float], float]:
 def _observations(batch: int):
     import torch
 
-    from torchrl_glam.envs import PlaygroundTextEnv
+    from torchrl_glam.envs.playground import PlaygroundTextEnv
 
     env = PlaygroundTextEnv(num_envs=batch, goals="train", seed=0)
     observation = env.reset()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.envs.vocabulary import COLOURS, OBJECT_TYPES
+from torchrl_glam.envs.playground.vocabulary import COLOURS, OBJECT_TYPES
 
 #: d_model 512, 6 layers, 8 heads, d_ff 2048: the shape of t5-small (random weights, word vocabulary).
 T5_SMALL_SHAPE = dict(d_model=512, d_kv=64, num_heads=8, d_ff=2048, num_layers=6)

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from torchrl_glam.envs import PlaygroundTextEnv
+from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.modules.loading import LLMConfig, resolve_model_source
 from torchrl_glam.modules.tokenisation import DEFAULT_PAIR_CACHE_SIZE, CandidateTokeniser
 

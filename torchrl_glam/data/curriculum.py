@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
 
 GROUP_ATTRIBUTES = ("type", "category", "colour")
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl_glam.envs.protocol import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
 
 #: what a step returned besides the next state: zero on a padded step (nothing happened there)
 EVENT_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_COUNT_KEY)

@@ -37,7 +37,7 @@ from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs.protocol import (
+from torchrl_glam.envs import (
     ACHIEVED_GOAL_COUNT_KEY,
     ACHIEVED_GOAL_IDS_KEY,
     GOAL_ID_KEY,

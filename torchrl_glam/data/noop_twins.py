@@ -13,7 +13,7 @@ terminal). Its n-step target for the no-op is gamma exactly, against 1 for the w
 bootstrap. No-ops are read from the state (``rules.py``'s step): "Go to" the object the agent is
 on (any contact with the held object happened when it got there), "Grasp" with a full hand or
 nothing underfoot, "Release" with an empty hand (the environment's ``noop_actions``: an optional
-capability of the protocol, Playground-Text's in ``envs/playground_text.py``). A success at the episode's
+capability of the protocol, Playground-Text's in ``envs/playground/environment.py``). A success at the episode's
 last allowed step has
 no twin: one step later the time limit ends the episode first. ``tests/data/test_noop_twins.py``
 replays the twins in the environment.
@@ -29,7 +29,7 @@ from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import EVENT_KEYS, step_success
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
 
 
 def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -> torch.Tensor:

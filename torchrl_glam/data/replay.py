@@ -27,7 +27,7 @@ from tensordict import TensorDictBase
 from torchrl.data import LazyTensorStorage, PrioritizedSampler, RandomSampler, TensorDictReplayBuffer
 
 from torchrl_glam.data.prioritized import ensure_prioritized_replay
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
 
 STRATEGIES = ("ratio", "prior", "uniform")
 _TREES = ("_sum_tree", "_min_tree")  # the segment trees' entries in a PrioritizedSampler's state_dict

@@ -5,7 +5,7 @@ policy for the original goal g. That is only sensible when the two policies shou
 when g' is a *sub-goal* of g: something achieved on the way to g. The paper's examples: "Go to red
 lion" for "Grasp red lion"; Grasp goals for Grow goals (growing takes a grasp first); Grow goals
 for "Grow ... then ..." goals. Playground-Text has no "Go to" goals, so the rule, over the goal
-grammar of :class:`~torchrl_glam.envs.GoalCatalogue`, is (g' != g; D, D' are descriptions):
+grammar of :class:`~torchrl_glam.envs.playground.catalogue.GoalCatalogue`, is (g' != g; D, D' are descriptions):
 
 1. ``Grasp D'`` is a sub-goal of ``Grasp D``, and ``Grow D'`` of ``Grow D``, when D' names every
    object D names ("Grasp any animal" of "Grasp red cat"): the event that achieves g achieves g'
@@ -23,7 +23,7 @@ grammar of :class:`~torchrl_glam.envs.GoalCatalogue`, is (g' != g; D, D' are des
 A sequential goal is never a sub-goal of a single goal.
 
 Rules 1 and 2 are the environment's (``TextEnvironment.subgoal_matrix``: Playground-Text's in
-``envs/playground_text.py``); rules 3 and 4 read only the catalogue's ``parts``.
+``envs/playground/environment.py``); rules 3 and 4 read only the catalogue's ``parts``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
 
 
 def single_subgoals(environment: TextEnvironment | str | None = None) -> np.ndarray:

@@ -1,14 +1,8 @@
-"""What the library needs from a text environment, and the registry that names environments.
+"""What the library needs from a text environment: :class:`TextEnvironment`.
 
-``modules/``, ``objectives/``, ``data/`` and ``training/`` reach an environment only through a
-:class:`TextEnvironment` (tests/test_layering.py checks the imports). Playground-Text and
-BabyAI-Text implement it; so can a user's own environment::
-
-    from torchrl_glam.envs.protocol import register_environment
-    register_environment("my_env", MyEnvironment)  # then: main(["env=my_env", ...])
-
-Registration is Python only: a config names a registered environment and never an import path,
-so nothing the library loads runs code from a config file.
+``modules/``, ``objectives/``, ``data/`` and ``training/`` reach an environment only through it
+(tests/test_layering.py checks the imports). Playground-Text and BabyAI-Text implement it; so can a
+user's own environment, registered by name with :func:`~torchrl_glam.envs.register_environment`.
 
 The compact state of a transition: :attr:`TextEnvironment.episode_keys` (``"goal_id"`` first,
 then what does not change within an episode) are kept once, at the root; the
@@ -19,22 +13,14 @@ state after the step). Relabeling a transition is changing its ``"goal_id"``.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import torch
 from torchrl.envs import EnvBase
 from torchrl.envs.transforms import Transform
 
-GOAL_ID_KEY = "goal_id"
-ACTION_MASK_KEY = "action_mask"
-#: The text an environment's renderer writes and the LLM scorer reads: a prompt per state, and the
-#: candidate actions (a list of str per state).
-PROMPT_KEY, ACTIONS_KEY = "prompt", "actions"
-#: The social partner's reports of a step: goal ids padded with -1 to a fixed width, and how many.
-ACHIEVED_GOAL_IDS_KEY = "achieved_goal_ids"
-ACHIEVED_GOAL_COUNT_KEY = "achieved_goal_count"
-DEFAULT_ENVIRONMENT = "playground"
+from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GOAL_ID_KEY
 
 
 class GoalCatalogueLike(Protocol):
@@ -214,81 +200,4 @@ class TextEnvironment(abc.ABC):
             raise self._missing(capability, feature)
 
 
-_FACTORIES: dict[str, Callable[[], TextEnvironment]] = {}
-_INSTANCES: dict[str, TextEnvironment] = {}
-
-
-def register_environment(name: str, factory: Callable[[], TextEnvironment], replace: bool = False) -> None:
-    """Makes ``name`` a value of the training config's ``env`` field: ``factory()`` returns the
-    :class:`TextEnvironment` (built once, on first use)."""
-    if not name or not isinstance(name, str):
-        raise ValueError(f"an environment name must be a non-empty string, not {name!r}")
-    if name in _FACTORIES and not replace:
-        raise ValueError(f"an environment named {name!r} is already registered (pass replace=True to replace it)")
-    _FACTORIES[name] = factory
-    _INSTANCES.pop(name, None)
-
-
-def unregister_environment(name: str) -> None:
-    """Removes a registered environment (tests, notebooks)."""
-    _FACTORIES.pop(name, None)
-    _INSTANCES.pop(name, None)
-
-
-def environment_names() -> list[str]:
-    """The registered environment names."""
-    return sorted(_FACTORIES)
-
-
-def get_environment(name: str | TextEnvironment | None = None) -> TextEnvironment:
-    """The registered environment ``name`` (``None``: Playground-Text); an environment passes
-    through."""
-    if isinstance(name, TextEnvironment):
-        return name
-    name = DEFAULT_ENVIRONMENT if name is None else name
-    if not isinstance(name, str):  # e.g. a goal catalogue, which arguments took before 0.2.0
-        raise TypeError(f"environment: expected a TextEnvironment or a registered name, got {type(name).__name__}")
-    if name not in _INSTANCES:
-        if name not in _FACTORIES:
-            raise ValueError(
-                f"unknown environment {name!r}; registered: {', '.join(environment_names())} "
-                "(register your own with torchrl_glam.envs.protocol.register_environment)"
-            )
-        environment = _FACTORIES[name]()
-        if not isinstance(environment, TextEnvironment):
-            raise TypeError(
-                f"the factory of environment {name!r} returned {type(environment).__name__}, not a TextEnvironment"
-            )
-        _INSTANCES[name] = environment
-    return _INSTANCES[name]
-
-
-def _playground() -> TextEnvironment:
-    from torchrl_glam.envs.playground_text import PlaygroundText
-
-    return PlaygroundText()
-
-
-def _babyai() -> TextEnvironment:
-    from torchrl_glam.envs.babyai_environment import BabyAIText  # imports minigrid: only when chosen
-
-    return BabyAIText()
-
-
-register_environment("playground", _playground)
-register_environment("babyai", _babyai)
-
-__all__ = [
-    "ACHIEVED_GOAL_COUNT_KEY",
-    "ACHIEVED_GOAL_IDS_KEY",
-    "ACTION_MASK_KEY",
-    "DEFAULT_ENVIRONMENT",
-    "GOAL_ID_KEY",
-    "GoalCatalogueLike",
-    "MissingCapability",
-    "TextEnvironment",
-    "environment_names",
-    "get_environment",
-    "register_environment",
-    "unregister_environment",
-]
+__all__ = ["GoalCatalogueLike", "MissingCapability", "TextEnvironment"]

@@ -1,16 +1,13 @@
-"""Text rendering as a TorchRL transform: compact integer state -> "prompt" and "actions".
+"""The text of a compact state as a TorchRL transform: :class:`RenderState` writes "prompt" and
+"actions" from any :class:`~torchrl_glam.envs.TextEnvironment`'s state, wherever text is needed:
 
-Playground-Text's training loops keep states as integers (``text=False`` environments, replay
-buffers, rollouts): 0.6 ms a step instead of 12, and relabeling is changing ``goal_id``. The LLM
-reads text. :class:`RenderText` is the one place where the one becomes the other, wherever text
-is needed:
-
-* on the environment, for acting: ``TransformedEnv(PlaygroundTextEnv(text=False), RenderText())``
+* on the environment, for acting: ``TransformedEnv(environment.make_env(...), environment.render_transform())``
   (or as the first module of a policy, ``torchrl_glam.modules.make_policy(scorer, render=...)``);
-* on a replay buffer, at sampling time: ``ReplayBuffer(..., transform=RenderText(next_state=True))``
+* on a replay buffer, at sampling time: ``ReplayBuffer(..., transform=environment.render_transform(next_state=True))``
   stores integers and hands out batches with the text of the observations and next observations.
 
-A second environment brings its own renderer; the scorer only reads the text keys.
+Training loops keep states as integers (0.6 ms a Playground-Text step instead of 12), and relabeling
+is changing ``goal_id``; the LLM reads text. Also :class:`PartialResetActionMask`.
 """
 
 from __future__ import annotations
@@ -20,14 +17,7 @@ from tensordict import TensorDictBase
 from torchrl.data import NonTensor
 from torchrl.envs.transforms import ActionMask, Transform
 
-from torchrl_glam.envs.catalogue import GoalCatalogue
-from torchrl_glam.envs.protocol import ACTIONS_KEY, PROMPT_KEY
-
-#: The compact state of an observation, in ``render_batch``'s order. ``goal_id`` and ``objects``
-#: do not change within an episode: a transition keeps them once, at its root.
-STATE_KEYS = ("goal_id", "objects", "agent_on", "held", "grown")
-#: The keys that change from step to step (also under "next" in a transition).
-STEP_STATE_KEYS = ("agent_on", "held", "grown")
+from torchrl_glam.envs.keys import ACTIONS_KEY, PROMPT_KEY
 
 
 class RenderState(Transform):
@@ -82,16 +72,6 @@ class RenderState(Transform):
         return observation_spec
 
 
-class RenderText(RenderState):
-    """:class:`RenderState` for Playground-Text (``catalogue``: its goals, default the shared one)."""
-
-    def __init__(self, catalogue: GoalCatalogue | None = None, next_state: bool = False) -> None:
-        from torchrl_glam.envs.playground_text import PlaygroundText  # it imports this module
-
-        super().__init__(PlaygroundText(catalogue), next_state=next_state)
-        self.catalogue = self.environment.catalogue
-
-
 class PartialResetActionMask(ActionMask):
     """TorchRL's :class:`~torchrl.envs.transforms.ActionMask` (random actions that follow
     "action_mask"), for batched environments whose sub-environments reset one by one.
@@ -116,12 +96,4 @@ class PartialResetActionMask(ActionMask):
         return tensordict_reset
 
 
-__all__ = [
-    "ACTIONS_KEY",
-    "PROMPT_KEY",
-    "PartialResetActionMask",
-    "RenderState",
-    "RenderText",
-    "STATE_KEYS",
-    "STEP_STATE_KEYS",
-]
+__all__ = ["PartialResetActionMask", "RenderState"]

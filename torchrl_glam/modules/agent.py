@@ -23,7 +23,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequ
 from torch import nn
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from torchrl_glam.envs.protocol import ACTION_MASK_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs import ACTION_MASK_KEY, TextEnvironment, get_environment
 from torchrl_glam.modules.actor import make_actor
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY, LOG_PROB_KEY, make_policy
 from torchrl_glam.modules.scoring import (

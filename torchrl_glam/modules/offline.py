@@ -65,7 +65,7 @@ def build_word_tokenizer(kind: ModelKind = "t5", environment=None):
     )
     from transformers import PreTrainedTokenizerFast
 
-    from torchrl_glam.envs.protocol import get_environment
+    from torchrl_glam.envs import get_environment
 
     specials = [PAD_TOKEN, EOS_TOKEN, UNK_TOKEN] + ([BOS_TOKEN] if kind == "llama" else [])
     vocab = {token: index for index, token in enumerate(specials + get_environment(environment).vocabulary_words())}
@@ -205,7 +205,7 @@ def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment=None) -
     (:func:`~torchrl_glam.modules.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
     (the code of the build itself): bump it when that changes. The environment's vocabulary is
     part of it, so each environment's model has its own version."""
-    from torchrl_glam.envs.protocol import get_environment
+    from torchrl_glam.envs import get_environment
 
     words = "\n".join(get_environment(environment).vocabulary_words())
     config = tiny_config_fields(kind, vocab_size=0)
@@ -303,10 +303,10 @@ def default_tiny_model_path(kind: ModelKind = "t5", environment=None) -> Path:
     """Path of the default tiny model (seed 0) of an environment's vocabulary (default
     Playground-Text): the shipped one where the package has it for the current recipe, else built
     once into :func:`cache_root` under its recipe version."""
-    from torchrl_glam.envs.protocol import get_environment
+    from torchrl_glam.envs import get_environment
 
     version = recipe_version(tiny_model_recipe(kind, environment=environment))
-    if get_environment(environment) is get_environment():  # the shipped weights hold Playground-Text's words
+    if get_environment(environment).name == "playground":  # the shipped weights hold Playground-Text's words
         shipped = shipped_model_path(f"tiny-{kind}", version)
         if shipped is not None:
             return shipped

@@ -6,7 +6,7 @@ categorical), records PPO's behaviour policy (``return_log_prob=True``: "sample_
 the candidates' scores), and is the ``policy`` of a stock TorchRL ``Collector``::
 
     from torchrl.collectors import Collector
-    from torchrl_glam.envs import PlaygroundTextEnv, RenderText
+    from torchrl_glam.envs.playground import PlaygroundTextEnv, RenderText
     from torchrl_glam.modules import make_policy, make_scorer
 
     policy = make_policy(make_scorer(None), render=RenderText())
@@ -42,7 +42,7 @@ def make_policy(
     action_key: str = "action",
 ) -> TensorDictSequential:
     """``scorer``: the TensorDict scorer (:func:`make_scorer`); ``render``: a module or transform
-    writing its text keys from the state (e.g. ``torchrl_glam.envs.RenderText()``), or ``None``
+    writing its text keys from the state (e.g. ``torchrl_glam.envs.playground.RenderText()``), or ``None``
     when the input already carries text."""
     actor = make_actor(action_key=action_key, return_log_prob=return_log_prob, log_prob_key=LOG_PROB_KEY)
     modules = ([render] if render is not None else []) + [scorer, actor]

@@ -111,7 +111,7 @@ def pretraining_recipe(
     is the version name of the cache directory and of the shipped weights. ``environment``: the
     :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the transcripts, whose
     vocabulary the model's tokenizer holds (default Playground-Text)."""
-    from torchrl_glam.envs.protocol import get_environment
+    from torchrl_glam.envs import get_environment
 
     env = get_environment(environment)
     recipe = {
@@ -129,7 +129,7 @@ def pretraining_recipe(
         "grad_clip": 1.0,
         "optimizer": "Adam",
     }
-    if env is not get_environment():  # Playground-Text's recipe stays as it was, so its version name does too
+    if env.name != "playground":  # Playground-Text's recipe stays as it was, so its version name does too
         recipe["environment"] = env.name
     if data == "hindsight":  # the "random" recipe stays as it was, so its version name does too
         recipe["data"] += f", {HINDSIGHT_SHARE:g} of them with hindsight goals (reported later in the episode)"
@@ -161,7 +161,7 @@ class RandomPlayTranscripts:
     """
 
     def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment=None) -> None:
-        from torchrl_glam.envs.protocol import get_environment
+        from torchrl_glam.envs import get_environment
 
         self.environment = get_environment(environment)
         goal_sets = _transcript_goal_sets(self.environment)
@@ -206,7 +206,7 @@ def transcript_pairs(steps: TensorDictBase, environment=None) -> tuple[list[str]
     "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
     candidate followed by what it did, in the prompt's words (the environment's
     ``transcript_targets``; see the module docstring)."""
-    from torchrl_glam.envs.protocol import get_environment
+    from torchrl_glam.envs import get_environment
 
     environment = get_environment(environment)
     prompts, candidates = environment.render({k: steps[k] for k in environment.state_keys})
@@ -387,10 +387,10 @@ def transcripts_fingerprint(
 def offline_name(kind: ModelKind = "t5", data: str = "random", environment=None) -> str:
     """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``
     (Playground-Text), ``tiny-t5-pretrained-babyai`` (another environment's transcripts)."""
-    from torchrl_glam.envs.protocol import get_environment
+    from torchrl_glam.envs import get_environment
 
     env = get_environment(environment)
-    suffix = "" if env is get_environment() else f"-{env.name}"
+    suffix = "" if env.name == "playground" else f"-{env.name}"
     return f"tiny-{kind}-" + ("pretrained" if data == "random" else data) + suffix
 
 

@@ -57,7 +57,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from torchrl_glam.envs.protocol import ACTION_MASK_KEY, ACTIONS_KEY, PROMPT_KEY
+from torchrl_glam.envs import ACTION_MASK_KEY, ACTIONS_KEY, PROMPT_KEY
 from torchrl_glam.modules.causal_scoring import CausalScoring
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, is_quantized, load_llm
 from torchrl_glam.modules.scorer_inputs import flatten_inputs

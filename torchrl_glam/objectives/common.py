@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     ACTIONS_KEY,

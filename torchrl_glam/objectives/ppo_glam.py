@@ -38,7 +38,7 @@ from torch import nn
 from torchrl.modules import MLP, MaskedCategorical
 from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
 
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
 from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, GLAMAgent, LLMScorer, make_actor
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY
 from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states

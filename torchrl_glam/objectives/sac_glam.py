@@ -53,7 +53,7 @@ from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     PROMPT_HIDDEN_KEY,

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, get_args, get_o
 from torchrl_glam.training.eval_sets import EVAL_SETS
 
 if TYPE_CHECKING:
-    from torchrl_glam.envs.protocol import TextEnvironment
+    from torchrl_glam.envs import TextEnvironment
 
 C = TypeVar("C", bound="GLAMConfig")
 
-#: The environment of a config that names none: ``torchrl_glam.envs.protocol.DEFAULT_ENVIRONMENT``
+#: The environment of a config that names none: ``torchrl_glam.envs.DEFAULT_ENVIRONMENT``
 #: (a test checks they agree), written here so that a config, its presets and the command line
 #: (``--help``, a refused field) need no import of the environments, torch or TorchRL: those load
 #: when a config is validated or its :attr:`~GLAMConfig.environment` is asked for.
@@ -63,7 +63,7 @@ class GLAMConfig:
 
     # --- environment (App. A)
     # a registered environment's name ("playground", "babyai", or one a script registered with
-    # torchrl_glam.envs.protocol.register_environment before main)
+    # torchrl_glam.envs.register_environment before main)
     env: str = DEFAULT_ENVIRONMENT
     goals: str = "train"  # the training goal set, e.g. Playground-Text's "train" or "simplified"
     # how training draws each episode's goal: "uniform" over the task set (the paper: the full set is
@@ -116,7 +116,7 @@ class GLAMConfig:
     def environment(self) -> TextEnvironment:
         """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env``, with the
         config's values of its ``state_options`` (BabyAI-Text: ``history``)."""
-        from torchrl_glam.envs.protocol import get_environment
+        from torchrl_glam.envs import get_environment
 
         try:
             environment = get_environment(self.env)
@@ -196,7 +196,7 @@ class GLAMConfig:
         if self.env not in _environment_names():
             return {
                 "env": f"a registered environment: one of {_environment_names()} (register your own "
-                "with torchrl_glam.envs.protocol.register_environment before main)"
+                "with torchrl_glam.envs.register_environment before main)"
             }
         environment = self.environment
         return {
@@ -327,7 +327,7 @@ class GLAMConfig:
 
 def _environment_names() -> list[str]:
     """The registered environments' names (imports the environments: validation needs them)."""
-    from torchrl_glam.envs.protocol import environment_names
+    from torchrl_glam.envs import environment_names
 
     return environment_names()
 

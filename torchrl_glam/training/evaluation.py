@@ -8,7 +8,7 @@ import torch
 from torchrl.envs import EnvBase
 
 from torchrl_glam.data.episodes import step_success
-from torchrl_glam.envs.protocol import get_environment
+from torchrl_glam.envs import get_environment
 from torchrl_glam.training.eval_sets import EVAL_SETS, EvalSet
 
 __all__ = ["EVAL_SETS", "EvalSet", "evaluate"]

@@ -10,7 +10,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.protocol import get_environment
+from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
 from torchrl_glam.modules.loading import offline_model_path
 from torchrl_glam.training.config import GLAMConfig
@@ -102,7 +102,7 @@ def environment_model(model: str | None, environment) -> str | None:
     """``model`` for ``environment``: another environment than Playground-Text gets the tiny model
     built from its own vocabulary (random-init, or pretrained on its own random-play transcripts)
     in place of the offline tiny models (whose tokenizer holds Playground-Text's words)."""
-    if get_environment(environment) is get_environment() or model not in _OWN_OFFLINE_MODELS:
+    if get_environment(environment).name == "playground" or model not in _OWN_OFFLINE_MODELS:
         return model
     return str(offline_model_path(model or "offline:tiny-t5", environment))
 

@@ -16,7 +16,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl_glam.data.her import relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter
-from torchrl_glam.envs.protocol import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
 from torchrl_glam.modules import GLAMAgent
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
 from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share

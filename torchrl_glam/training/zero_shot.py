@@ -36,8 +36,8 @@ from collections.abc import Sequence
 
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES
-from torchrl_glam.envs.protocol import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
 from torchrl_glam.objectives.common import render_observations
 from torchrl_glam.training.evaluation import evaluate
@@ -186,7 +186,7 @@ def run_zero_shot(
     held_out; another environment's every goal set); ``model="random"``: the random policy;
     ``goal_types``: only those goal types (not a column of the CSV: give it a file of its own)."""
     environment = get_environment(environment)
-    playground = environment is get_environment()
+    playground = environment.name == "playground"
     goal_sets = GOAL_SETS if playground else environment.goal_sets
     goals = goal_sets if goals is None else goals
     row_columns = columns(environment.goal_types)

@@ -36,8 +36,8 @@ from minigrid.utils.baby_ai_bot import BabyAIBot
 from tensordict import TensorDictBase
 from torch import nn
 
-from torchrl_glam.envs.babyai_text import ACTIONS
-from torchrl_glam.envs.protocol import ACTION_MASK_KEY
+from torchrl_glam.envs import ACTION_MASK_KEY
+from torchrl_glam.envs.babyai.text import ACTIONS
 from torchrl_glam.modules.offline import build_tiny_model
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_env, make_eval_envs, make_glam_agent

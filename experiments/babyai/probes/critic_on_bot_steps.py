@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from behaviour_cloning import bot_steps  # noqa: E402
 from sac_glam_noops_masked import register  # noqa: E402
 
-from torchrl_glam.envs.babyai_text import ACTIONS  # noqa: E402
-from torchrl_glam.envs.protocol import ACTION_MASK_KEY  # noqa: E402
+from torchrl_glam.envs import ACTION_MASK_KEY  # noqa: E402
+from torchrl_glam.envs.babyai.text import ACTIONS  # noqa: E402
 from torchrl_glam.modules.scoring import SCORES_KEY  # noqa: E402
 from torchrl_glam.training.sac import load_trained_agent  # noqa: E402
 

@@ -15,8 +15,8 @@ ARGS`` runs ``python -m torchrl_glam.training.zero_shot ARGS`` with the environm
 
 import sys
 
-from torchrl_glam.envs.babyai_environment import BabyAIText
-from torchrl_glam.envs.protocol import register_environment
+from torchrl_glam.envs import register_environment
+from torchrl_glam.envs.babyai.environment import BabyAIText
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_eval_envs
 from torchrl_glam.training.sac_config import make_config

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
+from torchrl_glam.envs.playground import GOAL_TYPES, GoalCatalogue
 from torchrl_glam.training.checkpoint import load_checkpoint
 from torchrl_glam.training.sac import make_replay
 from torchrl_glam.training.sac_config import SACGLAMConfig

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from tensordict import TensorDict
 
-from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv
+from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.training.sac import make_agent
 from torchrl_glam.training.sac_config import make_config

@@ -27,7 +27,7 @@ import torch
 from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from torchrl_glam.envs import STATE_KEYS
+from torchrl_glam.envs.playground import STATE_KEYS
 from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY
 from torchrl_glam.training.factories import agent_policy, make_env
 from torchrl_glam.training.sac import make_agent

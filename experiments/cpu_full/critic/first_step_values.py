@@ -35,7 +35,7 @@ from tensordict import TensorDict
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import EPISODES, is_supply, load_run_or_checkpoint, useful_actions  # noqa: E402
 
-from torchrl_glam.envs import GOAL_TYPES  # noqa: E402
+from torchrl_glam.envs.playground import GOAL_TYPES  # noqa: E402
 from torchrl_glam.objectives.common import score_states  # noqa: E402
 from torchrl_glam.training.factories import make_eval_envs  # noqa: E402
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES, GoalCatalogue
+from torchrl_glam.envs.playground import GOAL_TYPES, GoalCatalogue
 from torchrl_glam.training.sac import make_episode_processing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

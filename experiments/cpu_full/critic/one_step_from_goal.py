@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.envs import GOAL_TYPES
+from torchrl_glam.envs.playground import GOAL_TYPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import greedy_choice, load_run_or_checkpoint, one_step_outcomes, train_evaluation_episodes  # noqa: E402

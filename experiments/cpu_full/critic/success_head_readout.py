@@ -23,7 +23,7 @@ from tensordict import TensorDict
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import grasp_states, load_run_or_checkpoint  # noqa: E402
 
-from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv  # noqa: E402
+from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv  # noqa: E402
 from torchrl_glam.objectives.common import score_states  # noqa: E402
 from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY  # noqa: E402
 

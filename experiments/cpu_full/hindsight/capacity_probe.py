@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.envs import GoalCatalogue, PlaygroundTextEnv, render_batch
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv, render_batch
+from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.offline import save_model_and_tokenizer
 from torchrl_glam.modules.pretraining import _lm_batch

@@ -13,7 +13,7 @@ import sys
 import torch
 
 from torchrl_glam.data.her import relabel_episodes
-from torchrl_glam.envs import GOAL_TYPES
+from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.training.sac import load_trained_agent
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]))

@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from torchrl_glam.envs.vocabulary import (
+from torchrl_glam.envs.playground.vocabulary import (
     CATEGORIES,
     COLOURS,
     GOAL_NOUNS,

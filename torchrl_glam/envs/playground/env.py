@@ -1,7 +1,7 @@
 """Playground-Text as a natively batched TorchRL environment.
 
 One :class:`PlaygroundTextEnv` steps ``num_envs`` scenes at once (numpy rules in
-:mod:`torchrl_glam.envs.rules`; no process per scene). Keys, with B = ``num_envs``, N objects and
+:mod:`torchrl_glam.envs.playground.rules`; no process per scene). Keys, with B = ``num_envs``, N objects and
 A = N+2 candidate actions:
 
 ======================== ============ ========================================================
@@ -21,7 +21,7 @@ key                      shape        meaning
 "reward", "done", ...    [B, 1]       under "next" after a step
 ======================== ============ ========================================================
 
-The compact state and ``goal_id`` re-render any prompt (:func:`~torchrl_glam.envs.render_batch`),
+The compact state and ``goal_id`` re-render any prompt (:func:`~torchrl_glam.envs.playground.render.render_batch`),
 so a replay buffer can hold integers only and relabel by changing ``goal_id``.
 
 An explicit reset, per sub-environment::
@@ -45,11 +45,11 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, NonTensor, Unbounded
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.catalogue import GoalCatalogue
 from torchrl_glam.envs.env_state import PlainEnvState
-from torchrl_glam.envs.render import render_batch
-from torchrl_glam.envs.rules import PlaygroundRules, object_ids
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.playground.catalogue import GoalCatalogue
+from torchrl_glam.envs.playground.render import render_batch
+from torchrl_glam.envs.playground.rules import PlaygroundRules, object_ids
+from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 
 GOAL_SETS = ("train", "simplified", "held_out")
 _EXAMPLE_PROMPT = (
@@ -105,7 +105,7 @@ class PlaygroundTextEnv(PlainEnvState, EnvBase):
         text: write the text keys ("prompt", "actions", "goal", "achieved_goals"). Without
             them the output holds tensors only (the compact state) and a step costs ~20x less:
             tensordict's non-tensor stacks dominate a step's time, and a training loop can render
-            the text itself from the compact state with :func:`~torchrl_glam.envs.render_batch`.
+            the text itself from the compact state with :func:`~torchrl_glam.envs.playground.render.render_batch`.
         catalogue: the goal grammar (shared default when omitted).
     """
 

@@ -6,7 +6,7 @@ torchrl_glam[babyai]``) in one process. Keys, with B = ``num_envs``:
 ======================== ============== ======================================================
 key                      shape          meaning
 ======================== ============== ======================================================
-"prompt"                 [B] text       GLAM's prompt (:mod:`torchrl_glam.envs.babyai_text`)
+"prompt"                 [B] text       GLAM's prompt (:mod:`torchrl_glam.envs.babyai.text`)
 "actions"                [B] text       the six candidate actions (a list each)
 "action_mask"            [B, 6] bool    all True (``mask_noops=True``: no-op pick up/drop/toggle off)
 "goal", "goal_id"        [B]            the mission, as text and as a catalogue index
@@ -55,7 +55,7 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, NonTensor
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.babyai_text import (
+from torchrl_glam.envs.babyai.text import (
     ACTIONS,
     HELD_OUT_PAIRS,
     HISTORY_KEYS,
@@ -286,7 +286,7 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         seed: seed of the level sampler; same seed, same levels, missions and rollouts.
         device: where the output tensors live.
         text: write the text keys ("prompt", "actions", "goal", "achieved_goals"); without them the
-            compact state re-renders them (:class:`~torchrl_glam.envs.babyai_text.RenderBabyAIText`).
+            compact state re-renders them (:class:`~torchrl_glam.envs.babyai.text.RenderBabyAIText`).
         reward: "binary" (1 on success) or "minigrid" (``1 - 0.9 * step_count / max_steps``).
         mask_noops: mask "pick up", "drop" and "toggle" where they cannot change anything.
         kinds: for a Mixed level, the task kinds drawn (a subset of :data:`MIXED_KINDS`, e.g.

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from torchrl_glam.envs.catalogue import GoalCatalogue
-from torchrl_glam.envs.vocabulary import OBJECT_NAMES
+from torchrl_glam.envs.playground.catalogue import GoalCatalogue
+from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 
 _GO_TO = tuple(f"Go to {name}" for name in OBJECT_NAMES)
 

@@ -13,13 +13,13 @@ import torch
 from torchrl.envs import EnvBase
 from torchrl.envs.transforms import Transform
 
-from torchrl_glam.envs.catalogue import GOAL_TYPES, GoalCatalogue
-from torchrl_glam.envs.playground import GOAL_SETS, PlaygroundTextEnv
+from torchrl_glam.envs.playground.catalogue import GOAL_TYPES, GoalCatalogue
+from torchrl_glam.envs.playground.env import GOAL_SETS, PlaygroundTextEnv
+from torchrl_glam.envs.playground.render import render_batch
+from torchrl_glam.envs.playground.rules import action_mask_from_held, feeds
+from torchrl_glam.envs.playground.transforms import STATE_KEYS, STEP_STATE_KEYS, RenderText
+from torchrl_glam.envs.playground.vocabulary import CATEGORIES, COLOURS, OBJECT_NAMES, category_of, vocabulary_words
 from torchrl_glam.envs.protocol import TextEnvironment
-from torchrl_glam.envs.render import render_batch
-from torchrl_glam.envs.rules import action_mask_from_held, feeds
-from torchrl_glam.envs.transforms import STATE_KEYS, STEP_STATE_KEYS, RenderText
-from torchrl_glam.envs.vocabulary import CATEGORIES, COLOURS, OBJECT_NAMES, category_of, vocabulary_words
 
 
 class PlaygroundText(TextEnvironment):

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.babyai import MAX_HISTORY, BabyAITextEnv
-from torchrl_glam.envs.babyai_text import (
+from torchrl_glam.envs.babyai.env import MAX_HISTORY, BabyAITextEnv
+from torchrl_glam.envs.babyai.text import (
     ACTIONS,
     GOAL_TYPES,
     HISTORY_KEYS,
@@ -90,7 +90,7 @@ class BabyAIText(TextEnvironment):
     ) -> BabyAITextEnv:
         """``goals``: "train" (MixedTrainLocal, the default) or "test" (MixedTestLocal);
         ``goal_types``: the task kinds drawn (default all of :data:`GOAL_TYPES`; the environment's
-        ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv`
+        ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
         (``level`` overrides the goal set's); ``level_time_limits``: minigrid's time limit of each
         mission (GLAM's), at most ``max_steps``."""
         goals = goals or "train"

@@ -1,6 +1,6 @@
 """The rules of Playground-Text on a batch of scenes: scene sampling, steps, the social partner.
 
-This is plain numpy, no TorchRL: :class:`~torchrl_glam.envs.PlaygroundTextEnv` wraps it. The state
+This is plain numpy, no TorchRL: :class:`~torchrl_glam.envs.playground.env.PlaygroundTextEnv` wraps it. The state
 of sub-environment ``b`` is a handful of integers (its compact state, enough to re-render a prompt):
 
 * ``objects[b]``: the object ids of the scene (indices into ``OBJECT_NAMES``), in scene order;
@@ -20,15 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from torchrl_glam.envs.catalogue import GoalCatalogue, nearest
-from torchrl_glam.envs.vocabulary import (
-    ANIMALS,
-    CATEGORIES,
-    COLOURS,
-    OBJECT_NAMES,
-    OBJECT_TYPES,
-    PLANTS,
-)
+from torchrl_glam.envs.playground.catalogue import GoalCatalogue, nearest
+from torchrl_glam.envs.playground.vocabulary import ANIMALS, CATEGORIES, COLOURS, OBJECT_NAMES, OBJECT_TYPES, PLANTS
 
 NOTHING = -1
 _OBJECT_ID = {name: i for i, name in enumerate(OBJECT_NAMES)}

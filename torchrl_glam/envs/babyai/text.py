@@ -1,9 +1,9 @@
 """BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
 
-Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.BabyAITextEnv`
+Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
 ("goal_id", "image": minigrid's 7x7x3 encoded view, "carrying": [type, color] indices or -1), so a
 replay buffer can store integers and re-render any prompt (:class:`RenderBabyAIText`), as
-Playground-Text does with :class:`~torchrl_glam.envs.RenderText`. A prompt reads::
+Playground-Text does with :class:`~torchrl_glam.envs.playground.transforms.RenderText`. A prompt reads::
 
     Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle
     Goal of the agent: go to the red ball
@@ -69,7 +69,7 @@ class BabyAIGoalCatalogue:
     locations). The instructions: "go to D", "pick up M", "open R", "put M next to D",
     "pick up M, then go to D" and "go to D after you pick up M", where M is a movable object and R a
     door, surfaced exactly as minigrid's ``Instr.surface``. Mirrors Playground-Text's
-    :class:`~torchrl_glam.envs.GoalCatalogue`: ``goals``, ``goal_to_id``, ``goal_type`` (an index
+    :class:`~torchrl_glam.envs.playground.catalogue.GoalCatalogue`: ``goals``, ``goal_to_id``, ``goal_type`` (an index
     into :data:`GOAL_TYPES`), ``parts`` (a sequence's "pick up" and "go to" ids, -1 elsewhere).
     """
 
@@ -289,7 +289,7 @@ class RenderBabyAIText(RenderState):
     def __init__(
         self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False, history: int = 0
     ) -> None:
-        from torchrl_glam.envs.babyai_environment import BabyAIText  # it imports this module
+        from torchrl_glam.envs.babyai.environment import BabyAIText  # it imports this module
 
         super().__init__(BabyAIText(catalogue=catalogue, history=history), next_state=next_state)
         self.catalogue = self.environment.catalogue
