@@ -73,20 +73,16 @@ def _write_api_pages() -> None:
             "   :no-members:",
             "",
         ]
-        exported = _exported_callables(package)
-        if exported:
-            lines += [
-                f"``from {package.__name__} import ...``",
-                "",
-                ".. autosummary::",
-                "",
-                *[f"   ~{target}" for target in exported],
-                "",
-            ]
+        lines += _exports_table(package)
         lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", "", *[f"   {name}" for name in modules]]
         _write(out / f"{package.__name__}.rst", lines)
         for name in modules:
             page = [name, "=" * len(name), "", f".. automodule:: {name}"]
+            module = import_module(name)
+            if hasattr(module, "__path__"):  # a subpackage (an environment): its exports, documented in their modules
+                page += ["   :no-members:", "", *_exports_table(module)]
+                _write(out / f"{name}.rst", page)
+                continue
             if ".scripts." in name:  # a training script is read as a whole: it is the algorithm's loop
                 source = Path(import_module(name).__file__).relative_to(ROOT)
                 page += ["", "Source", "------", "", f".. literalinclude:: /../../{source}", "   :language: python"]
@@ -109,6 +105,14 @@ def _write_api_pages() -> None:
     # a module renamed or removed since the last build leaves its page: drop it (it is in no toctree)
     for stale in set(out.glob("*.rst")) - _WRITTEN:
         stale.unlink()
+
+
+def _exports_table(package) -> list[str]:
+    """The autosummary of a package's exported classes and functions (none: no table)."""
+    exported = _exported_callables(package)
+    if not exported:
+        return []
+    return [f"``from {package.__name__} import ...``", "", ".. autosummary::", "", *[f"   ~{t}" for t in exported], ""]
 
 
 def _exported_callables(package) -> list[str]:
