@@ -29,7 +29,7 @@ import torch
 from torchrl_glam.benchmarks.scoring import T5_SMALL_SHAPE, playground_batch
 from torchrl_glam.modules import scoring
 from torchrl_glam.modules.loading import LLMConfig, load_llm
-from torchrl_glam.modules.offline import build_tiny_model
+from torchrl_glam.offline.tiny import build_tiny_model
 
 
 def module_at(commit: str, path: str = "torchrl_glam/modules/scoring.py"):

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from torchrl_glam.envs.playground.vocabulary import COLOURS, OBJECT_TYPES
-from torchrl_glam.modules import LLMConfig, LLMScorer, build_tiny_model, load_llm
+from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
+from torchrl_glam.offline import build_tiny_model
 
 torch.set_num_threads(1)
 

@@ -11,7 +11,7 @@ def test_unknown_local_path_fails_fast_with_advice(tmp_path):
         load_llm(LLMConfig(str(tmp_path / "no-such-model")))
     message = str(error.value)
     assert "no-such-model" in message and "local directory" in message
-    assert "python -m torchrl_glam.modules.offline" in message and "name_or_path=None" in message
+    assert "python -m torchrl_glam.offline.tiny" in message and "name_or_path=None" in message
 
 
 def test_unreachable_hub_model_fails_with_advice():

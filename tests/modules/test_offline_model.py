@@ -4,12 +4,15 @@ the cached default path and the command line."""
 import os
 import threading
 
+import pytest
 import torch
 
 from torchrl_glam.envs.playground.vocabulary import vocabulary_words
-from torchrl_glam.modules import LLMConfig, default_tiny_model_path, load_llm
-from torchrl_glam.modules.offline import build_tiny_model, build_word_tokenizer, main, tiny_model_recipe
+from torchrl_glam.modules import LLMConfig, load_llm
+from torchrl_glam.modules.offline_models import tiny_model_recipe
 from torchrl_glam.modules.shipped import recipe_version
+from torchrl_glam.offline import default_tiny_model_path
+from torchrl_glam.offline.tiny import build_tiny_model, build_word_tokenizer, main
 
 
 def test_word_tokenizer_splits_words_and_punctuation(kind):
@@ -119,3 +122,19 @@ def test_a_broken_cached_build_is_replaced(tmp_path, monkeypatch):
     (broken / "tokenizer.json").write_text("{}")  # what a rank-1 build used to leave
     path = default_tiny_model_path("t5")
     assert path == broken and load_llm(LLMConfig(str(path))).is_encoder_decoder
+
+
+def test_loading_an_offline_model_never_builds_it(tmp_path, monkeypatch, capsys):
+    # load_llm loads only: an offline model not built on this machine is refused with the command
+    # that builds it, and the cache stays empty; that command (or a training run) builds it
+    from torchrl_glam.modules import OfflineModelNotBuilt
+    from torchrl_glam.offline.__main__ import main as build
+
+    monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path / "cache"))
+    refusal = r"offline:tiny-llama .*not built.*`python -m torchrl_glam.offline tiny-llama`"
+    with pytest.raises(OfflineModelNotBuilt, match=refusal):
+        load_llm(LLMConfig("offline:tiny-llama"))
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    build(["tiny-llama"])
+    assert "offline:tiny-llama is in" in capsys.readouterr().out
+    assert not load_llm(LLMConfig("offline:tiny-llama")).is_encoder_decoder

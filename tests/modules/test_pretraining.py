@@ -4,20 +4,16 @@ environment's words, a few steps lower the loss, the result loads by path and by
 import pytest
 import torch
 
-from torchrl_glam.data.transcripts import HindsightTranscripts
 from torchrl_glam.envs.playground import GoalCatalogue
 from torchrl_glam.envs.playground.render import render_actions
 from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
-from torchrl_glam.modules.loading import offline_model_path, resolve_model_path
-from torchrl_glam.modules.offline import tiny_model_recipe
-from torchrl_glam.modules.pretraining import (
-    RandomPlayTranscripts,
-    _lm_batch,
-    pretrain,
-    pretraining_recipe,
-)
+from torchrl_glam.modules.loading import resolve_model_path
+from torchrl_glam.modules.offline_models import offline_model_path, pretraining_recipe, tiny_model_recipe
 from torchrl_glam.modules.shipped import recipe_version
+from torchrl_glam.offline import build_offline_model
+from torchrl_glam.offline.pretraining import _lm_batch, pretrain
+from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
 
 def _prompt_field(prompt: str, name: str) -> str:
@@ -73,8 +69,9 @@ def test_decoder_only_pretraining_runs(tmp_path, tiny_paths):
 def test_offline_model_names(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
     monkeypatch.setenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", "0")  # the cache build (shipped: test_shipped_weights.py)
-    assert resolve_model_path("offline:tiny-t5") == str(offline_model_path("offline:tiny-t5"))
-    assert (tmp_path / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}" / "config.json").exists()
+    built = build_offline_model("offline:tiny-t5")  # the pipeline builds; loading only finds it
+    assert built == tmp_path / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}" and (built / "config.json").exists()
+    assert resolve_model_path("offline:tiny-t5") == str(offline_model_path("offline:tiny-t5")) == str(built)
     with pytest.raises(ValueError, match="unknown offline model 'offline:tiny-gpt'.*offline:tiny-t5-pretrained"):
         resolve_model_path("offline:tiny-gpt")
 
@@ -171,10 +168,11 @@ def test_babyai_transcripts_are_the_action_the_next_view_and_the_reports_of_trai
 def test_an_environment_is_known_by_its_name_not_by_the_registry_s_instance():
     # a user's own PlaygroundText() (not the registry's) names the same offline models and recipes
     from torchrl_glam.envs.playground import PlaygroundText
-    from torchrl_glam.modules.pretraining import offline_name
+    from torchrl_glam.modules.offline_models import offline_name
     from torchrl_glam.training.factories import environment_model
 
     own = PlaygroundText()
     assert offline_name("t5", "random", own) == offline_name("t5", "random") == "tiny-t5-pretrained"
     assert pretraining_recipe("t5", environment=own) == pretraining_recipe("t5")
-    assert environment_model("offline:tiny-t5-pretrained", own) == "offline:tiny-t5-pretrained"
+    shipped = str(offline_model_path("offline:tiny-t5-pretrained"))
+    assert environment_model("offline:tiny-t5-pretrained", own) == shipped

@@ -10,10 +10,9 @@ import time
 
 import pytest
 
-from torchrl_glam.modules import LLMConfig, load_llm, offline, pretraining, shipped
+from torchrl_glam.modules import LLMConfig, load_llm, shipped
 from torchrl_glam.modules.loading import resolve_model_path
-from torchrl_glam.modules.offline import build_into_cache, tiny_model_recipe
-from torchrl_glam.modules.pretraining import pretraining_recipe, transcripts_fingerprint
+from torchrl_glam.modules.offline_models import pretraining_recipe, tiny_model_recipe
 from torchrl_glam.modules.shipped import (
     SHIPPED_MODELS,
     WEIGHTS_DIR,
@@ -22,6 +21,9 @@ from torchrl_glam.modules.shipped import (
     recipe_version,
     shipped_model_path,
 )
+from torchrl_glam.offline import pretraining, tiny
+from torchrl_glam.offline.cache import build_into_cache
+from torchrl_glam.offline.pretraining import transcripts_fingerprint
 
 CODE_RECIPES = {
     "tiny-t5": tiny_model_recipe("t5"),
@@ -45,9 +47,9 @@ def _forbid(*_args, **_kwargs):
 def no_build_no_network(monkeypatch, tmp_path):
     """Any training, model build or socket connection fails the test; the cache is an empty dir."""
     monkeypatch.setattr(socket.socket, "connect", _forbid)
-    monkeypatch.setattr(offline, "build_tiny_model", _forbid)
+    monkeypatch.setattr(tiny, "build_tiny_model", _forbid)
     monkeypatch.setattr(pretraining, "_pretrain", _forbid)
-    monkeypatch.setattr(offline, "build_into_cache", _forbid)
+    monkeypatch.setattr(tiny, "build_into_cache", _forbid)
     monkeypatch.setattr(pretraining, "build_into_cache", _forbid)
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", raising=False)
@@ -130,7 +132,7 @@ def test_a_missing_shipped_file_is_an_error_naming_it_and_the_rebuild_command(we
     with pytest.raises(
         ShippedWeightsError,
         match=r"(?s)tiny-t5-pretrained/tokenizer\.json of offline:tiny-t5-pretrained "
-        r"is missing.*python -m torchrl_glam\.modules\.pretraining --ship",
+        r"is missing.*python -m torchrl_glam\.offline\.pretraining --ship",
     ):
         resolve_model_path("offline:tiny-t5-pretrained")
     (weights_copy / "manifest.json").unlink()
@@ -145,8 +147,8 @@ def test_stale_shipped_weights_are_never_used(weights_copy, monkeypatch, tmp_pat
     manifest["models"]["tiny-t5"]["recipe_version"] = "r0000000000"  # as if the code's recipe had changed
     (weights_copy / "manifest.json").write_text(json.dumps(manifest))
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path / "cache"))
-    with pytest.warns(UserWarning, match=r"(?s)built with recipe r0000000000.*not used.*modules\.offline --ship"):
-        path = offline.default_tiny_model_path("t5")
+    with pytest.warns(UserWarning, match=r"(?s)built with recipe r0000000000.*not used.*offline\.tiny --ship"):
+        path = tiny.default_tiny_model_path("t5")
     assert path == tmp_path / "cache" / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}"
     assert load_llm(LLMConfig(str(path))).model.config.d_model == 64
 
@@ -155,7 +157,7 @@ def test_shipped_weights_can_be_switched_off(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", "0")
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
     assert shipped_model_path("tiny-t5", recipe_version(tiny_model_recipe("t5"))) is None
-    assert offline.default_tiny_model_path("t5").parent == tmp_path
+    assert tiny.default_tiny_model_path("t5").parent == tmp_path
 
 
 def test_concurrent_builders_build_once_and_the_others_wait_with_a_message(tmp_path, capfd):
@@ -179,7 +181,7 @@ def test_concurrent_builders_build_once_and_the_others_wait_with_a_message(tmp_p
 
 
 def test_pretraining_says_what_it_builds_and_shows_progress(tmp_path, capfd, monkeypatch):
-    source = offline.build_tiny_model(tmp_path / "init", "t5")
+    source = tiny.build_tiny_model(tmp_path / "init", "t5")
     capfd.readouterr()
     pretraining.pretrain(tmp_path / "a", start_from=source, steps=3, batch_size=4, log_every=2, why="a test")
     err = capfd.readouterr().err  # stderr is not a terminal here: log lines instead of the bar
@@ -204,7 +206,7 @@ def test_the_bar_shows_steps_loss_and_time_left_on_a_terminal(tmp_path, monkeypa
 
     terminal = Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
-    source = offline.build_tiny_model(tmp_path / "init", "t5")
+    source = tiny.build_tiny_model(tmp_path / "init", "t5")
     pretraining.pretrain(tmp_path / "a", start_from=source, steps=3, batch_size=4, log_every=1)
     out = terminal.getvalue()
     assert "pretraining: 100%" in out and "3/3" in out and "loss=" in out and "<00:00" in out
@@ -220,7 +222,7 @@ def test_ranks_in_separate_processes_build_once(tmp_path):
 
     script = (
         "import sys, time; from pathlib import Path\n"
-        "from torchrl_glam.modules.offline import build_into_cache\n"
+        "from torchrl_glam.offline.cache import build_into_cache\n"
         "def build(d):\n"
         "    print('BUILDING', flush=True)\n"
         "    deadline = time.time() + 120\n"
@@ -270,6 +272,6 @@ def test_the_pretrained_model_of_another_environment_is_its_own_shipped_one(no_b
 
     cfg = make_config("cpu_babyai")
     assert model_of(cfg) == str(WEIGHTS_DIR / "tiny-t5-pretrained-babyai")  # shipped: nothing built
-    assert model_of(make_config("cpu")) == "offline:tiny-t5-pretrained"  # Playground-Text's own name
+    assert model_of(make_config("cpu")) == str(WEIGHTS_DIR / "tiny-t5-pretrained")  # Playground-Text's own
     tokenizer = json.loads((WEIGHTS_DIR / "tiny-t5-pretrained-babyai" / "tokenizer.json").read_text())
     assert {"toggle", "forward", "carry"} <= set(tokenizer["model"]["vocab"])

@@ -198,7 +198,7 @@ def test_a_registered_environment_trains_with_the_example_script_unchanged(line_
     evaluations = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
     assert evaluations[-1]["env_steps"] == 48 and "success/reach" in evaluations[-1]
     # the model it trained: the random-init tiny T5 of the toy environment's own words
-    from torchrl_glam.modules.offline import default_tiny_model_path
+    from torchrl_glam.offline.tiny import default_tiny_model_path
 
     vocabulary = json.loads((default_tiny_model_path("t5", line_environment) / "tokenizer.json").read_text())
     assert {"reach", "cell", "wait"} <= set(vocabulary["model"]["vocab"])
@@ -207,7 +207,8 @@ def test_a_registered_environment_trains_with_the_example_script_unchanged(line_
 def test_the_toy_environment_pretrains_the_tiny_model_on_its_own_transcripts(line_environment, tmp_path):
     from transformers import AutoTokenizer
 
-    from torchrl_glam.modules.pretraining import RandomPlayTranscripts, pretrain
+    from torchrl_glam.offline.pretraining import pretrain
+    from torchrl_glam.offline.transcripts import RandomPlayTranscripts
 
     prompts, targets = RandomPlayTranscripts(num_envs=4, seed=0, environment="line").batch(16)
     assert all(p.startswith("Goal: reach cell ") for p in prompts)

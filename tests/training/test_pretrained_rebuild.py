@@ -15,8 +15,8 @@ shipped.
 
 import pytest
 
-from torchrl_glam.modules.pretraining import pretrain, transcript_loss
 from torchrl_glam.modules.shipped import WEIGHTS_DIR, read_manifest
+from torchrl_glam.offline.pretraining import pretrain, transcript_loss
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
 from torchrl_glam.training.sac import make_agent

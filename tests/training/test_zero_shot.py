@@ -56,7 +56,7 @@ def test_zero_shot_rejects_bad_settings(tmp_path, tiny_t5_path):
 
 @pytest.fixture(scope="module")
 def tiny_t5_path(tmp_path_factory):
-    from torchrl_glam.modules import build_tiny_model
+    from torchrl_glam.offline import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "t5", kind="t5", seed=0)
 

@@ -37,7 +37,7 @@ def build_flan_t5_shape(out: Path) -> Path:
     """The Flan-T5-base-shaped T5 with random weights and the offline word tokenizer, saved in ``out``."""
     from transformers import AutoModelForSeq2SeqLM
 
-    from torchrl_glam.modules.offline import build_word_tokenizer, save_model_and_tokenizer, tiny_model_config
+    from torchrl_glam.offline.tiny import build_word_tokenizer, save_model_and_tokenizer, tiny_model_config
 
     config = tiny_model_config("t5", **FLAN_T5_BASE_SHAPE)
     return save_model_and_tokenizer(AutoModelForSeq2SeqLM.from_config(config), build_word_tokenizer("t5"), out)

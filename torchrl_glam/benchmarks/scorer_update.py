@@ -120,7 +120,7 @@ def worker(
 
     import torchrl_glam
     from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
-    from torchrl_glam.modules.offline import build_tiny_model
+    from torchrl_glam.offline.tiny import build_tiny_model
     from torchrl_glam.training.runtime import reuse_freed_memory
 
     if not Path(torchrl_glam.__file__).resolve().is_relative_to(Path(expect_tree).resolve()):

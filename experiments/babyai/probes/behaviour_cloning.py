@@ -38,7 +38,7 @@ from torch import nn
 
 from torchrl_glam.envs import ACTION_MASK_KEY
 from torchrl_glam.envs.babyai.text import ACTIONS
-from torchrl_glam.modules.offline import build_tiny_model
+from torchrl_glam.offline.tiny import build_tiny_model
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_env, make_eval_envs, make_glam_agent
 from torchrl_glam.training.sac_config import make_config, parse_overrides

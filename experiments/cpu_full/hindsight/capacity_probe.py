@@ -19,8 +19,8 @@ import torch
 from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv, render_batch
 from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
-from torchrl_glam.modules.offline import save_model_and_tokenizer
-from torchrl_glam.modules.pretraining import _lm_batch
+from torchrl_glam.offline.pretraining import _lm_batch
+from torchrl_glam.offline.tiny import save_model_and_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import training_grasp_goal  # noqa: E402  (the critic's probe draws the same goals)

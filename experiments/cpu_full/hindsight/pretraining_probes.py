@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.data.transcripts import HindsightTranscripts
 from torchrl_glam.modules.loading import resolve_model_path
-from torchrl_glam.modules.pretraining import pretrain
+from torchrl_glam.offline.pretraining import pretrain
+from torchrl_glam.offline.transcripts import HindsightTranscripts
 
 torch.set_num_threads(1)
 probe, out = sys.argv[1], sys.argv[2]

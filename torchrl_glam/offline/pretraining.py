@@ -10,7 +10,7 @@ prior, learned from the environment's own language and nothing else:
   goal, which the random actions ignore. No successful, relabeled or oracle behaviour is used.
   The ``hindsight`` data (``offline:tiny-t5-hindsight``) replaces half of them by transcripts whose
   goal line is a goal the social partner reported later in the same random episode (HER applied to
-  random play, :class:`~torchrl_glam.data.transcripts.HindsightTranscripts`): still no behaviour
+  random play, :class:`~torchrl_glam.offline.transcripts.HindsightTranscripts`): still no behaviour
   but the random policy's, and no goal outside the task sets, but the goal now says where the
   random actions went.
 * **objective**: given the prompt, predict the transcript's continuation: the random action that
@@ -33,8 +33,8 @@ prior, learned from the environment's own language and nothing else:
 
 Command line (writes a model directory that ``LLMConfig(name_or_path=DIR)`` loads)::
 
-    python -m torchrl_glam.modules.pretraining [--out DIR] [--kind t5|llama] [--steps 3000]
-    python -m torchrl_glam.modules.pretraining --ship   # maintainers: the package's shipped copy
+    python -m torchrl_glam.offline.pretraining [--out DIR] [--kind t5|llama] [--steps 3000]
+    python -m torchrl_glam.offline.pretraining --ship   # maintainers: the package's shipped copy
 
 Without ``--out`` it rebuilds the default model into the cache and says where.
 :func:`default_pretrained_model_path` returns the copy shipped in the package (see
@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import os
 import sys
 import tempfile
@@ -55,42 +54,39 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from tensordict import TensorDictBase
 
-from torchrl_glam.modules.offline import (
+from torchrl_glam.modules.offline_models import (
+    DATA,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_LR,
+    DEFAULT_SEED,
+    DEFAULT_STEPS,
+    HINDSIGHT_SHARE,
+    PRETRAINING_VERSION,
     ModelKind,
-    build_into_cache,
-    build_tiny_model,
     cache_root,
-    is_main_process,
-    save_model_and_tokenizer,
-    tiny_model_recipe,
+    offline_name,
+    pretraining_recipe,
 )
-from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, ship, shipped_enabled, shipped_model_path
+from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, shipped_enabled, shipped_model_path
+from torchrl_glam.offline.cache import build_into_cache, is_main_process
+from torchrl_glam.offline.shipping import ship
+from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
+from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
-#: Bump when the data or the objective below change (the values of the defaults are hashed into the
-#: recipe's version name by themselves), so stale cached or shipped builds are not reused.
-PRETRAINING_VERSION = 1
-DEFAULT_STEPS = 600
-DEFAULT_BATCH_SIZE = 128
-DEFAULT_LR = 1e-3
-DEFAULT_SEED = 0
 #: Seconds per step of 128 transcripts on one CPU core (tiny T5), for the "how long" of the message.
 SECONDS_PER_STEP = 1.0
 #: The held-out transcripts of :func:`transcript_loss` (a seed the training stream never uses).
 TRANSCRIPT_LOSS_SEED = 12_345
 
 
-#: The transcript streams, by name: "random" (:class:`RandomPlayTranscripts`, the ``cpu`` presets'
-#: model) and "hindsight" (:class:`~torchrl_glam.data.transcripts.HindsightTranscripts`, half of
-#: them with hindsight goals).
-DATA = ("random", "hindsight")
-HINDSIGHT_SHARE = 0.5
 #: name -> ``factory(seed, environment)`` of the stream (:func:`register_transcript_stream`).
-TRANSCRIPT_STREAMS: dict[str, Callable] = {}
-#: The module that registers a stream built in a room above this one (HER is in ``data/``): imported
-#: by name when the stream is first asked for, so this layer imports nothing above it.
-_STREAM_MODULES = {"hindsight": "torchrl_glam.data.transcripts"}
+TRANSCRIPT_STREAMS: dict[str, Callable] = {
+    "random": lambda seed, environment: RandomPlayTranscripts(seed=seed, environment=environment),
+    "hindsight": lambda seed, environment: HindsightTranscripts(
+        seed=seed, hindsight_share=HINDSIGHT_SHARE, environment=environment
+    ),
+}
 
 
 def register_transcript_stream(name: str, factory: Callable) -> None:
@@ -98,124 +94,11 @@ def register_transcript_stream(name: str, factory: Callable) -> None:
     TRANSCRIPT_STREAMS[name] = factory
 
 
-def pretraining_recipe(
-    kind: ModelKind = "t5",
-    steps: int = DEFAULT_STEPS,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    lr: float = DEFAULT_LR,
-    seed: int = DEFAULT_SEED,
-    data: str = "random",
-    environment=None,
-) -> dict:
-    """Everything the pretrained model's weights depend on, its starting point included; its hash
-    is the version name of the cache directory and of the shipped weights. ``environment``: the
-    :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the transcripts, whose
-    vocabulary the model's tokenizer holds (default Playground-Text)."""
-    from torchrl_glam.envs import get_environment
-
-    env = get_environment(environment)
-    recipe = {
-        "start_from": tiny_model_recipe(kind, seed=0, environment=env),
-        "pretraining_version": PRETRAINING_VERSION,
-        "data": (
-            f"random-play transcripts ({' + '.join(_transcript_goal_sets(env))}, 64 environments, "
-            f"{env.pretraining_max_steps} steps)"
-        ),
-        "steps": steps,
-        "batch_size": batch_size,
-        "lr": lr,
-        "seed": seed,
-        "warmup_steps": 100,
-        "grad_clip": 1.0,
-        "optimizer": "Adam",
-    }
-    if env.name != "playground":  # Playground-Text's recipe stays as it was, so its version name does too
-        recipe["environment"] = env.name
-    if data == "hindsight":  # the "random" recipe stays as it was, so its version name does too
-        recipe["data"] += f", {HINDSIGHT_SHARE:g} of them with hindsight goals (reported later in the episode)"
-    elif data != "random":
-        raise ValueError(f"unknown pretraining data {data!r}; choose one of {DATA}")
-    return recipe
-
-
-def _transcript_goal_sets(environment) -> tuple[str, ...]:
-    return environment.pretraining_goal_sets or environment.goal_sets[:1]
-
-
 def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED, environment=None) -> RandomPlayTranscripts:
     """The pretraining data of a name of :data:`DATA` (or of :func:`register_transcript_stream`)."""
-    if data not in TRANSCRIPT_STREAMS and data in _STREAM_MODULES:
-        importlib.import_module(_STREAM_MODULES[data])  # it registers the stream
     if data not in TRANSCRIPT_STREAMS:
         raise ValueError(f"unknown pretraining data {data!r}; choose one of {DATA}")
     return TRANSCRIPT_STREAMS[data](seed, environment)
-
-
-class RandomPlayTranscripts:
-    """An endless stream of (prompt, continuation) pairs from a uniformly random policy.
-
-    The environments are shared equally among the environment's ``pretraining_goal_sets``
-    (Playground-Text: half the simplified task set, 3 objects, half the training set, 6 objects,
-    so the model sees both scene sizes); episodes last ``pretraining_max_steps`` unless
-    ``max_steps`` says otherwise. The targets are the environment's ``transcript_targets``.
-    """
-
-    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment=None) -> None:
-        from torchrl_glam.envs import get_environment
-
-        self.environment = get_environment(environment)
-        goal_sets = _transcript_goal_sets(self.environment)
-        max_steps = max_steps or self.environment.pretraining_max_steps
-        share = max(num_envs // len(goal_sets), 1)
-        self.envs = [
-            self.environment.make_env(share, goals=goals, max_steps=max_steps, seed=seed + i)
-            for i, goals in enumerate(goal_sets)
-        ]
-        self.catalogue = self.envs[0].catalogue
-        self.tds = [env.reset() for env in self.envs]
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def random_step(self, index: int) -> TensorDictBase:
-        """One uniformly random legal action in every environment of half ``index``: the step."""
-        env, td = self.envs[index], self.tds[index]
-        td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=self.generator).squeeze(-1)
-        step, self.tds[index] = env.step_and_maybe_reset(td)
-        return step
-
-    @property
-    def description(self) -> str:
-        """What the stream is, in words (progress messages, the model's pretraining.txt)."""
-        return "random-play transcripts"
-
-    def _step(self, index: int) -> tuple[list[str], list[str]]:
-        return transcript_pairs(self.random_step(index), self.environment)
-
-    def batch(self, size: int) -> tuple[list[str], list[str]]:
-        prompts, targets = [], []
-        while len(prompts) < size:
-            for index in range(len(self.envs)):
-                p, t = self._step(index)
-                prompts += p
-                targets += t
-        order = torch.randperm(len(prompts), generator=self.generator)[:size].tolist()
-        return [prompts[i] for i in order], [targets[i] for i in order]
-
-
-def transcript_pairs(steps: TensorDictBase, environment=None) -> tuple[list[str], list[str]]:
-    """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
-    "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
-    candidate followed by what it did, in the prompt's words (the environment's
-    ``transcript_targets``; see the module docstring)."""
-    from torchrl_glam.envs import get_environment
-
-    environment = get_environment(environment)
-    prompts, candidates = environment.render({k: steps[k] for k in environment.state_keys})
-    return prompts, environment.transcript_targets(steps, candidates)
-
-
-register_transcript_stream(
-    "random", lambda seed, environment: RandomPlayTranscripts(seed=seed, environment=environment)
-)
 
 
 def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_decoder: bool) -> dict:
@@ -384,16 +267,6 @@ def transcripts_fingerprint(
     return hashlib.sha256("\n\0".join(prompts + targets).encode()).hexdigest()
 
 
-def offline_name(kind: ModelKind = "t5", data: str = "random", environment=None) -> str:
-    """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``
-    (Playground-Text), ``tiny-t5-pretrained-babyai`` (another environment's transcripts)."""
-    from torchrl_glam.envs import get_environment
-
-    env = get_environment(environment)
-    suffix = "" if env.name == "playground" else f"-{env.name}"
-    return f"tiny-{kind}-" + ("pretrained" if data == "random" else data) + suffix
-
-
 def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random", environment=None) -> Path:
     """The pretrained offline model of the default recipe (on the transcripts ``data`` of
     ``environment``, default Playground-Text): the copy shipped in the package (instant, checked
@@ -481,7 +354,7 @@ def main(argv: list[str] | None = None) -> None:
                     "recipe_version": version,
                     "seed": args.seed,
                     "command": " ".join(
-                        ["python -m torchrl_glam.modules.pretraining --ship"]
+                        ["python -m torchrl_glam.offline.pretraining --ship"]
                         + (["--kind", args.kind] if args.kind != "t5" else [])
                         + (["--data", args.data] if args.data != "random" else [])
                         + (["--env", env] if env is not None else [])

@@ -9,7 +9,7 @@ code that runs on ``google/flan-t5-base`` is the code the tests exercise.
 
 Command line::
 
-    python -m torchrl_glam.modules.offline --out DIR [--kind t5|llama] [--seed 0]
+    python -m torchrl_glam.offline.tiny --out DIR [--kind t5|llama] [--seed 0]
 
 From Python, :func:`default_tiny_model_path` returns the shipped tiny T5 (package data, see
 :mod:`torchrl_glam.modules.shipped`) or builds the model once into a cache directory
@@ -22,30 +22,27 @@ message and then load its build.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
 import os
-import shutil
-import sys
 import tempfile
 from pathlib import Path
-from typing import Literal
 
 import torch
 
-from torchrl_glam.modules.shipped import recipe_version, ship, shipped_model_path
-
-ModelKind = Literal["t5", "llama"]
+from torchrl_glam.modules.offline_models import (
+    OFFLINE_PREFIX,
+    OUTPUT_INIT_STD,
+    ModelKind,
+    OfflineModelNotBuilt,
+    cache_root,
+    offline_model_path,
+    tiny_config_fields,
+    tiny_model_recipe,
+)
+from torchrl_glam.modules.shipped import recipe_version
+from torchrl_glam.offline.cache import build_into_cache
+from torchrl_glam.offline.shipping import ship
 
 PAD_TOKEN, EOS_TOKEN, UNK_TOKEN, BOS_TOKEN = "<pad>", "</s>", "<unk>", "<s>"
-#: Bump when the recipe below changes, so stale cached builds are not reused.
-RECIPE_VERSION = 1
-#: Standard deviation of the output projection. A default T5 init gives token logits with a std of
-#: ~11 (peaked, far from uniform); the initial policy of SAC-GLAM should be close to uniform over the
-#: candidates, as a pre-trained LLM that knows nothing of the task would be. Only the output head is
-#: shrunk (rather than the whole network through ``initializer_factor``, which also scales the final
-#: layer norm) so that the hidden states the critic reads keep their usual unit scale.
-OUTPUT_INIT_STD = 0.01
 
 
 def build_word_tokenizer(kind: ModelKind = "t5", environment=None):
@@ -111,48 +108,6 @@ def tiny_model_config(kind: ModelKind, vocab_size: int, **overrides):
     return T5Config(**fields) if kind == "t5" else LlamaConfig(**fields)
 
 
-def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
-    """The fields of :func:`tiny_model_config` as a plain dict (also the recipe's fingerprint)."""
-    if kind == "t5":
-        fields = dict(
-            vocab_size=vocab_size,
-            d_model=64,
-            d_kv=16,
-            num_heads=4,
-            d_ff=128,
-            num_layers=2,
-            num_decoder_layers=2,
-            feed_forward_proj="gated-gelu",
-            tie_word_embeddings=False,
-            dropout_rate=0.0,
-            pad_token_id=0,
-            eos_token_id=1,
-            decoder_start_token_id=0,
-        )
-        fields.update(overrides)
-        if "num_layers" in overrides and "num_decoder_layers" not in overrides:
-            fields["num_decoder_layers"] = overrides["num_layers"]
-        return fields
-    if kind == "llama":
-        fields = dict(
-            vocab_size=vocab_size,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=512,
-            tie_word_embeddings=False,
-            attention_dropout=0.0,
-            pad_token_id=0,
-            eos_token_id=1,
-            bos_token_id=3,
-        )
-        fields.update(overrides)
-        return fields
-    raise ValueError(f"unknown tiny model kind {kind!r}: expected 't5' or 'llama'")
-
-
 def build_tiny_model(
     out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, environment=None, **overrides
 ) -> Path:
@@ -200,117 +155,15 @@ def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
     return out
 
 
-def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment=None) -> dict:
-    """Everything the random-init tiny model's weights depend on; its hash is the version name
-    (:func:`~torchrl_glam.modules.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
-    (the code of the build itself): bump it when that changes. The environment's vocabulary is
-    part of it, so each environment's model has its own version."""
-    from torchrl_glam.envs import get_environment
-
-    words = "\n".join(get_environment(environment).vocabulary_words())
-    config = tiny_config_fields(kind, vocab_size=0)
-    del config["vocab_size"]  # the vocabulary is in its own hash
-    return {
-        "model": f"tiny-{kind}",
-        "code_version": RECIPE_VERSION,
-        "seed": seed,
-        "output_init_std": OUTPUT_INIT_STD,
-        "config": config,
-        "vocabulary_sha256": hashlib.sha256(words.encode()).hexdigest(),
-    }
-
-
-def cache_root() -> Path:
-    """Where built models are cached: ``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``."""
-    return Path(os.environ.get("TORCHRL_GLAM_CACHE", Path.home() / ".cache" / "torchrl_glam"))
-
-
-def is_main_process() -> bool:
-    """Rank 0 of an initialised process group, or of the ``RANK`` that torchrun and the Slurm
-    launcher export before it is initialised; a single process is its own main process."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank() == 0
-    return os.environ.get("RANK", "0").strip() in ("", "0")
-
-
-def _is_complete(directory: Path) -> bool:
-    return (directory / "config.json").exists() and any(directory.glob("*.safetensors"))
-
-
-@contextlib.contextmanager
-def build_lock(final: Path):
-    """An exclusive lock on building ``final``, across processes (and threads): the first caller
-    gets it at once; the others print one line saying what they wait for, and block.
-
-    ``fcntl.flock`` on a lock file next to ``final``: the kernel drops it when its holder exits,
-    however it exits, so a killed build never leaves a stale lock (NFS v4 supports it, so Slurm
-    nodes sharing a home directory wait for each other too). Where ``fcntl`` does not exist
-    (Windows) there is no lock; the atomic rename of :func:`build_into_cache` still keeps a
-    half-written build out of ``final``.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with open(final.parent / f".{final.name}.lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(
-                f"waiting for another process to finish building {final} (it shows the progress; "
-                f"this process loads the result)",
-                file=sys.stderr,
-                flush=True,
-            )
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def build_into_cache(final: Path, build, rebuild: bool = False) -> Path:
-    """``final`` once it holds a model, calling ``build(directory)`` to make it if needed.
-
-    One builder at a time (:func:`build_lock`): the ranks of a data-parallel run, array jobs and
-    test workers that all ask for the model wait for the first one's build instead of each
-    building it. The build goes into a temporary directory next to ``final`` that is renamed into
-    place (atomic), so an interrupted build never leaves a half-written ``final``; a ``final``
-    without config or weights (a build interrupted by an older version) is replaced, and so is a
-    complete one with ``rebuild``.
-    """
-    if _is_complete(final) and not rebuild:
-        return final
-    with build_lock(final):
-        if _is_complete(final) and not rebuild:  # built by the process we waited for
-            return final
-        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
-        try:
-            build(staging)
-            if final.exists():
-                shutil.rmtree(final)  # a broken leftover (we hold the lock)
-            os.rename(staging, final)  # atomic on one filesystem
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return final
-
-
 def default_tiny_model_path(kind: ModelKind = "t5", environment=None) -> Path:
     """Path of the default tiny model (seed 0) of an environment's vocabulary (default
     Playground-Text): the shipped one where the package has it for the current recipe, else built
-    once into :func:`cache_root` under its recipe version."""
-    from torchrl_glam.envs import get_environment
-
-    version = recipe_version(tiny_model_recipe(kind, environment=environment))
-    if get_environment(environment).name == "playground":  # the shipped weights hold Playground-Text's words
-        shipped = shipped_model_path(f"tiny-{kind}", version)
-        if shipped is not None:
-            return shipped
-    final = cache_root() / f"tiny-{kind}-{version}"
+    once into :func:`~torchrl_glam.modules.offline_models.cache_root` under its recipe version."""
+    try:
+        return offline_model_path(f"{OFFLINE_PREFIX}tiny-{kind}", environment)
+    except OfflineModelNotBuilt:
+        pass
+    final = cache_root() / f"tiny-{kind}-{recipe_version(tiny_model_recipe(kind, environment=environment))}"
     return build_into_cache(
         final, lambda directory: build_tiny_model(directory, kind=kind, seed=0, environment=environment)
     )
@@ -341,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
                     "recipe": recipe,
                     "recipe_version": recipe_version(recipe),
                     "seed": 0,
-                    "command": f"python -m torchrl_glam.modules.offline --ship --kind {args.kind}",
+                    "command": f"python -m torchrl_glam.offline.tiny --ship --kind {args.kind}",
                     "torch_threads": torch.get_num_threads(),
                 },
             )

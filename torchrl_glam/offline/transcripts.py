@@ -1,22 +1,77 @@
-"""The hindsight pretraining transcripts (``offline:tiny-t5-hindsight``): HER applied to random play.
-
-The stream lives here, beside HER, because it relabels episodes; the pretraining that reads it is
-in :mod:`torchrl_glam.modules.pretraining`, a room below this one, which finds it by its name
-("hindsight") in its registry of transcript streams: importing this module registers it.
-"""
+"""The pretraining data of the offline models: transcripts of random play in an environment
+(:class:`RandomPlayTranscripts`), and the same with hindsight goals (:class:`HindsightTranscripts`,
+``offline:tiny-t5-hindsight``: HER applied to random play)."""
 
 from __future__ import annotations
 
 import torch
+from tensordict import TensorDictBase
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.her import relabel_episodes
-from torchrl_glam.modules.pretraining import (
-    HINDSIGHT_SHARE,
-    RandomPlayTranscripts,
-    register_transcript_stream,
-    transcript_pairs,
-)
+from torchrl_glam.modules.offline_models import transcript_goal_sets
+
+
+class RandomPlayTranscripts:
+    """An endless stream of (prompt, continuation) pairs from a uniformly random policy.
+
+    The environments are shared equally among the environment's ``pretraining_goal_sets``
+    (Playground-Text: half the simplified task set, 3 objects, half the training set, 6 objects,
+    so the model sees both scene sizes); episodes last ``pretraining_max_steps`` unless
+    ``max_steps`` says otherwise. The targets are the environment's ``transcript_targets``.
+    """
+
+    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment=None) -> None:
+        from torchrl_glam.envs import get_environment
+
+        self.environment = get_environment(environment)
+        goal_sets = transcript_goal_sets(self.environment)
+        max_steps = max_steps or self.environment.pretraining_max_steps
+        share = max(num_envs // len(goal_sets), 1)
+        self.envs = [
+            self.environment.make_env(share, goals=goals, max_steps=max_steps, seed=seed + i)
+            for i, goals in enumerate(goal_sets)
+        ]
+        self.catalogue = self.envs[0].catalogue
+        self.tds = [env.reset() for env in self.envs]
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def random_step(self, index: int) -> TensorDictBase:
+        """One uniformly random legal action in every environment of half ``index``: the step."""
+        env, td = self.envs[index], self.tds[index]
+        td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=self.generator).squeeze(-1)
+        step, self.tds[index] = env.step_and_maybe_reset(td)
+        return step
+
+    @property
+    def description(self) -> str:
+        """What the stream is, in words (progress messages, the model's pretraining.txt)."""
+        return "random-play transcripts"
+
+    def _step(self, index: int) -> tuple[list[str], list[str]]:
+        return transcript_pairs(self.random_step(index), self.environment)
+
+    def batch(self, size: int) -> tuple[list[str], list[str]]:
+        prompts, targets = [], []
+        while len(prompts) < size:
+            for index in range(len(self.envs)):
+                p, t = self._step(index)
+                prompts += p
+                targets += t
+        order = torch.randperm(len(prompts), generator=self.generator)[:size].tolist()
+        return [prompts[i] for i in order], [targets[i] for i in order]
+
+
+def transcript_pairs(steps: TensorDictBase, environment=None) -> tuple[list[str], list[str]]:
+    """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
+    "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
+    candidate followed by what it did, in the prompt's words (the environment's
+    ``transcript_targets``; see the module docstring)."""
+    from torchrl_glam.envs import get_environment
+
+    environment = get_environment(environment)
+    prompts, candidates = environment.render({k: steps[k] for k in environment.state_keys})
+    return prompts, environment.transcript_targets(steps, candidates)
 
 
 class HindsightTranscripts(RandomPlayTranscripts):
@@ -86,9 +141,3 @@ class HindsightTranscripts(RandomPlayTranscripts):
         self.pool = (self.pool[0][hindsight:], self.pool[1][hindsight:])
         order = torch.randperm(size, generator=self.generator).tolist()
         return [prompts[i] for i in order], [targets[i] for i in order]
-
-
-register_transcript_stream(
-    "hindsight",
-    lambda seed, environment: HindsightTranscripts(seed=seed, hindsight_share=HINDSIGHT_SHARE, environment=environment),
-)

@@ -1,0 +1,20 @@
+"""``python -m torchrl_glam.offline NAME [--env ENV]``: build an offline model into the cache."""
+
+import argparse
+
+from torchrl_glam.modules.offline_models import OFFLINE_MODELS, OFFLINE_PREFIX
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="build an offline model into the cache (once) and print where")
+    parser.add_argument("name", choices=OFFLINE_MODELS, help="the offline model (offline:<name> in a config)")
+    parser.add_argument("--env", default=None, help="the environment whose vocabulary (a registered name)")
+    args = parser.parse_args(argv)
+    from torchrl_glam.offline import build_offline_model
+
+    path = build_offline_model(OFFLINE_PREFIX + args.name, args.env)
+    print(f"offline:{args.name} is in {path}")
+
+
+if __name__ == "__main__":
+    main()

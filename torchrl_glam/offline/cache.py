@@ -1,0 +1,83 @@
+"""Building an offline model into the cache once, whoever asks: one builder at a time across
+processes (the ranks of a data-parallel run, Slurm array jobs, test workers), atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from torchrl_glam.modules.offline_models import is_complete
+
+
+def is_main_process() -> bool:
+    """Rank 0 of an initialised process group, or of the ``RANK`` that torchrun and the Slurm
+    launcher export before it is initialised; a single process is its own main process."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank() == 0
+    return os.environ.get("RANK", "0").strip() in ("", "0")
+
+
+@contextlib.contextmanager
+def build_lock(final: Path):
+    """An exclusive lock on building ``final``, across processes (and threads): the first caller
+    gets it at once; the others print one line saying what they wait for, and block.
+
+    ``fcntl.flock`` on a lock file next to ``final``: the kernel drops it when its holder exits,
+    however it exits, so a killed build never leaves a stale lock (NFS v4 supports it, so Slurm
+    nodes sharing a home directory wait for each other too). Where ``fcntl`` does not exist
+    (Windows) there is no lock; the atomic rename of :func:`build_into_cache` still keeps a
+    half-written build out of ``final``.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(
+                f"waiting for another process to finish building {final} (it shows the progress; "
+                f"this process loads the result)",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_into_cache(final: Path, build, rebuild: bool = False) -> Path:
+    """``final`` once it holds a model, calling ``build(directory)`` to make it if needed.
+
+    One builder at a time (:func:`build_lock`): the ranks of a data-parallel run, array jobs and
+    test workers that all ask for the model wait for the first one's build instead of each
+    building it. The build goes into a temporary directory next to ``final`` that is renamed into
+    place (atomic), so an interrupted build never leaves a half-written ``final``; a ``final``
+    without config or weights (a build interrupted by an older version) is replaced, and so is a
+    complete one with ``rebuild``.
+    """
+    if is_complete(final) and not rebuild:
+        return final
+    with build_lock(final):
+        if is_complete(final) and not rebuild:  # built by the process we waited for
+            return final
+        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+        try:
+            build(staging)
+            if final.exists():
+                shutil.rmtree(final)  # a broken leftover (we hold the lock)
+            os.rename(staging, final)  # atomic on one filesystem
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return final
