@@ -1,13 +1,13 @@
 """Runs the ppo-glam training script of the library: ``python examples/ppo_glam.py --help``.
 
-The algorithm box is ``torchrl_glam/training/scripts/ppo_glam.py`` (under 100 lines: agent,
+The algorithm box is ``torchrl_glam/algorithms/ppo_glam/train.py`` (under 100 lines: agent,
 loop body); the run harness around it is ``torchrl_glam/training/run.py``. Installed, the same
 script is the ``ppo-glam`` command, and the Slurm launcher runs it with ``--algorithm ppo_glam``.
 """
 
 import sys
 
-from torchrl_glam.training.scripts.ppo_glam import cli, main  # noqa: F401  main: for Python callers
+from torchrl_glam.algorithms.ppo_glam.train import cli, main  # noqa: F401  main: for Python callers
 
 if __name__ == "__main__":
     sys.exit(cli())

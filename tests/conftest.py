@@ -36,12 +36,12 @@ def require_smollm2():
 def filled_replay():
     """Random-play n-step transitions of the simplified environment, with HER (SAC-GLAM's replay),
     for the loss tests (tests/objectives) and the updater tests (tests/training)."""
+    from torchrl_glam.algorithms.sac_glam.config import make_config
     from torchrl_glam.data.episodes import EpisodeAssembler
     from torchrl_glam.data.her import relabel_episodes
     from torchrl_glam.data.nstep import nstep_transitions
     from torchrl_glam.data.replay import GoalReplay
     from torchrl_glam.training.factories import make_env
-    from torchrl_glam.training.sac_config import make_config
 
     env = make_env(make_config("smoke"), num_envs=16)
     assembler = EpisodeAssembler(16, env.max_steps)

@@ -6,8 +6,8 @@ import re
 import shlex
 from pathlib import Path
 
+from torchrl_glam.algorithms import get_script
 from torchrl_glam.training.run import parse_command_line
-from torchrl_glam.training.scripts import get_script
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -123,7 +123,7 @@ def package_file(root: Path, room: str, source: str) -> Path:
 
 
 #: The package's rooms, each importing only from the ones before it (torchrl_glam/__init__.py).
-ROOMS = ("envs", "modules", "data", "offline", "objectives", "training", "launch")
+ROOMS = ("envs", "modules", "data", "offline", "objectives", "training", "algorithms", "launch")
 
 
 def room_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
@@ -169,11 +169,14 @@ LIGHT = (
     "torchrl_glam.training.cli",
     "torchrl_glam.training.config",
     "torchrl_glam.training.eval_sets",
-    "torchrl_glam.training.sac_config",
-    "torchrl_glam.training.ppo_config",
     "torchrl_glam.training.scripts",
-    "torchrl_glam.training.scripts.sac_glam",
-    "torchrl_glam.training.scripts.ppo_glam",
+    "torchrl_glam.algorithms",
+    "torchrl_glam.algorithms.sac_glam",
+    "torchrl_glam.algorithms.sac_glam.config",
+    "torchrl_glam.algorithms.sac_glam.train",
+    "torchrl_glam.algorithms.ppo_glam",
+    "torchrl_glam.algorithms.ppo_glam.config",
+    "torchrl_glam.algorithms.ppo_glam.train",
 )
 
 

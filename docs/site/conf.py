@@ -50,7 +50,7 @@ napoleon_numpy_docstring = False
 
 # The API reference: one page per public module of the rooms below, generated at each build so a new
 # module appears without editing the docs. Private modules (``_x``, ``__main__``) are not imported.
-API_ROOMS = ["envs", "modules", "data", "offline", "objectives", "training", "launch"]
+API_ROOMS = ["envs", "modules", "data", "offline", "objectives", "training", "algorithms", "launch"]
 
 
 def _write_api_pages() -> None:
@@ -83,7 +83,7 @@ def _write_api_pages() -> None:
                 page += ["   :no-members:", "", *_exports_table(module)]
                 _write(out / f"{name}.rst", page)
                 continue
-            if ".scripts." in name:  # a training script is read as a whole: it is the algorithm's loop
+            if name.endswith(".train"):  # a training script is read as a whole: it is the algorithm's loop
                 source = Path(import_module(name).__file__).relative_to(ROOT)
                 page += ["", "Source", "------", "", f".. literalinclude:: /../../{source}", "   :language: python"]
             _write(out / f"{name}.rst", page)

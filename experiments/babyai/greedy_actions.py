@@ -15,10 +15,10 @@ import sys
 
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.data.episodes import step_success
 from torchrl_glam.envs.babyai.text import ACTIONS
 from torchrl_glam.training.factories import act, make_eval_envs
-from torchrl_glam.training.sac import load_trained_agent
 
 
 def rollout(agent, env, max_steps: int, greedy: bool) -> tuple[float, dict[str, float], float]:
@@ -46,7 +46,7 @@ def rollout(agent, env, max_steps: int, greedy: bool) -> tuple[float, dict[str, 
 def main(run_dir: str) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)  # the sampled actions' draws
-    cfg, agent, steps = load_trained_agent(run_dir)
+    cfg, agent, steps = load_trained_loss(run_dir)
     cfg = cfg.replace(eval_sets=["train"], eval_episodes=64)  # only the set it rolls out
     print(f"{run_dir} at {steps} environment steps")
     for greedy in (True, False):

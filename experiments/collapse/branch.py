@@ -16,8 +16,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig, parse_overrides
 from torchrl_glam.training.checkpoint import read_checkpoint, save_checkpoint
-from torchrl_glam.training.sac_config import SACGLAMConfig, parse_overrides
 
 
 def main(argv: list[str]) -> None:

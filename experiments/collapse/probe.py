@@ -15,8 +15,8 @@ import json
 import torch
 from tensordict import TensorDict
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.training.factories import make_eval_envs
-from torchrl_glam.training.sac import load_trained_agent
 
 
 @torch.no_grad()
@@ -39,8 +39,8 @@ def train_episodes(cfg):
 
 @torch.no_grad()
 def probe(run_dir: str, trained=None) -> dict:
-    """``trained``: ``load_trained_agent(run_dir)`` when the caller has it already."""
-    cfg, loss, steps = trained or load_trained_agent(run_dir)
+    """``trained``: ``load_trained_loss(run_dir)`` when the caller has it already."""
+    cfg, loss, steps = trained or load_trained_loss(run_dir)
     environment = cfg.environment
     env, td = train_episodes(cfg)
     B = env.num_envs

@@ -16,12 +16,12 @@ from pathlib import Path
 import torch
 
 from experiments.collapse.probe import probe, scores_and_q, train_episodes
-from torchrl_glam.training.sac import load_trained_agent
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 
 
 @torch.no_grad()
 def trace(run_dir: str) -> dict:
-    trained = cfg, loss, steps = load_trained_agent(run_dir)
+    trained = cfg, loss, steps = load_trained_loss(run_dir)
     _, td = train_episodes(cfg)
     state = td.select(*cfg.environment.state_keys, "action_mask")
     noop = cfg.environment.noop_actions(state)

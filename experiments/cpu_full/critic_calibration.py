@@ -17,9 +17,9 @@ import sys
 
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.envs.playground import GOAL_TYPES, STATE_KEYS
 from torchrl_glam.training.factories import act, make_eval_envs
-from torchrl_glam.training.sac import load_trained_agent
 
 HORIZON, COMPARED_STEPS, REPEATS = 40, 10, 4
 torch.set_num_threads(1)
@@ -66,7 +66,7 @@ print(
     "q_minus_return_failed_episodes,mean_q_shuffled_goal"
 )
 for run_dir in sys.argv[1:]:
-    cfg, agent, steps = load_trained_agent(run_dir)
+    cfg, agent, steps = load_trained_loss(run_dir)
     env = make_eval_envs(cfg.replace(eval_sets=["train"], max_steps=HORIZON))["train"]
     for policy, repeats in (("sampled", REPEATS), ("greedy", 1)):
         rows = []

@@ -10,9 +10,9 @@ import sys
 
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
-from torchrl_glam.training.sac import load_trained_agent
 
 torch.set_num_threads(1)
 
@@ -26,7 +26,7 @@ def critic_greedy(agent, td, greedy=True):
 
 print("run,env_steps,policy,success,grasp,grow,grow-then-grasp,grow-then-grow")
 for run_dir in sys.argv[1:]:
-    cfg, agent, steps = load_trained_agent(run_dir)
+    cfg, agent, steps = load_trained_loss(run_dir)
     env = make_eval_envs(cfg.replace(eval_sets=["train"]))["train"]
     policies = {
         "actor_greedy": (lambda td, greedy: act(agent, td, greedy), True),

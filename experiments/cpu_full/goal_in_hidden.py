@@ -12,15 +12,15 @@ import sys
 
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss, make_loss
 from torchrl_glam.envs.playground import STATE_KEYS
 from torchrl_glam.training.factories import act, make_eval_envs
-from torchrl_glam.training.sac import load_trained_agent, make_agent
 
 torch.set_num_threads(1)
 pretrained = "--pretrained" in sys.argv
 print("run,env_steps,model,states,goal_change,state_change,ratio")
 for run_dir in [a for a in sys.argv[1:] if a != "--pretrained"]:
-    cfg, agent, steps = load_trained_agent(run_dir)
+    cfg, agent, steps = load_trained_loss(run_dir)
     env = make_eval_envs(cfg.replace(eval_sets=["train"]))["train"]
     visited = []
     with torch.no_grad():  # the states of the trained policy, sampled
@@ -32,7 +32,7 @@ for run_dir in [a for a in sys.argv[1:] if a != "--pretrained"]:
             act(agent, td, greedy=False)
             td = env.step(td)["next"].exclude("reward", "done", "terminated", "truncated")
     if pretrained:  # the same states through the model the run started from
-        agent, steps = make_agent(cfg, num_actions=env.num_objects + 2), 0
+        agent, steps = make_loss(cfg, num_actions=env.num_objects + 2), 0
     goal_change, state_change = [], []
     with torch.no_grad():
         for states in visited:

@@ -10,15 +10,15 @@ import sys
 import torch
 from object_choice import train_evaluation_episodes
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.envs.playground.transforms import STEP_STATE_KEYS
 from torchrl_glam.training.factories import act
-from torchrl_glam.training.sac import load_trained_agent
 
 torch.set_num_threads(1)
 print("run,env_steps,goal_type,episodes,success,failed_in_a_cycle,cycle_from_step")
 for run_dir in sys.argv[1:]:
-    cfg, agent, steps = load_trained_agent(run_dir)
+    cfg, agent, steps = load_trained_loss(run_dir)
     env, td, goal_type = train_evaluation_episodes(cfg)
     num = env.num_envs
     seen = [set() for _ in range(num)]

@@ -35,13 +35,13 @@ import numpy as np
 import torch
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.envs.playground import GOAL_TYPES, OBJECT_NAMES, STATE_KEYS
 from torchrl_glam.envs.playground.rules import feeds
 from torchrl_glam.envs.playground.transforms import STEP_STATE_KEYS
 from torchrl_glam.envs.playground.vocabulary import SUPPLIES
 from torchrl_glam.modules import SCORES_KEY
 from torchrl_glam.training.factories import act, agent_policy, make_env, make_eval_envs
-from torchrl_glam.training.sac import load_trained_agent
 
 EPISODES = 1024  # the run's own evaluation episodes are 128 (32 per goal type): more, for a tighter share
 torch.set_num_threads(1)
@@ -55,7 +55,7 @@ def is_supply(object_id: int) -> bool:
 def as_run_dir(path: str):
     """A run directory, or one checkpoint file (e.g. a copy kept while the run went on) seen as the
     ``checkpoint.pt`` of a temporary run directory: what ``load_checkpoint`` and
-    ``load_trained_agent`` read."""
+    ``load_trained_loss`` read."""
     path = Path(path)
     if path.is_dir():
         yield path
@@ -68,7 +68,7 @@ def as_run_dir(path: str):
 def load_run_or_checkpoint(path: str):
     """(config, agent, env steps) of a run directory or of one checkpoint file (``as_run_dir``)."""
     with as_run_dir(path) as run_dir:
-        return load_trained_agent(run_dir)
+        return load_trained_loss(run_dir)
 
 
 def train_evaluation_episodes(cfg):
@@ -206,9 +206,9 @@ def print_row(run: str, steps: int, kind: str, values: list) -> None:
 @torch.no_grad()
 def zero_shot_first_step(model: str, normalization: str, chat_template: bool, episodes: int) -> list:
     """``grasp_first_step`` for a model's greedy choice before any training (critic: nan)."""
+    from torchrl_glam.algorithms.sac_glam.config import make_config
     from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
     from torchrl_glam.objectives.common import render_observations
-    from torchrl_glam.training.sac_config import make_config
     from torchrl_glam.training.zero_shot import ZeroShotPolicy
 
     env = make_eval_envs(make_config("cpu_full").replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]

@@ -5,16 +5,16 @@ import sys
 
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
-from torchrl_glam.training.sac import make_agent
-from torchrl_glam.training.sac_config import make_config
 
 torch.set_num_threads(1)
 print("seed,set,success")
 for seed in (0, 1, 2):
     cfg = make_config("cpu_full", {"seed": seed, **({"model": sys.argv[1]} if len(sys.argv) > 1 else {})})
-    agent = make_agent(cfg, num_actions=8)
+    agent = make_loss(cfg, num_actions=8)
     for name, env in make_eval_envs(cfg).items():
         result = evaluate(lambda td, greedy: act(agent, td, greedy), env, greedy=EVAL_SETS[name].greedy)
         print(f"{seed},{name},{result['success']:.4f}", flush=True)

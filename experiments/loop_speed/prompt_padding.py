@@ -12,10 +12,10 @@ the scorer pads. Prints the prompts' token lengths and the mean share of real to
 import numpy as np
 import torch
 
+from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig
 from torchrl_glam.envs.playground import STATE_KEYS
 from torchrl_glam.envs.playground.render import render_batch
 from torchrl_glam.training.factories import make_env, make_scorer_from_config
-from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 
 BATCH, ENVS, STEPS, DRAWS = 128, 128, 30, 200
 

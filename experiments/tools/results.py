@@ -39,9 +39,9 @@ import numpy as np
 
 from experiments.tools.discovery import read_records, write_discovery
 from experiments.tools.relative import relative_rows, write_relative
+from torchrl_glam.algorithms import SCRIPTS
 from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.training.evaluation import EVAL_SETS
-from torchrl_glam.training.scripts import SCRIPTS
 
 
 @dataclass(frozen=True)

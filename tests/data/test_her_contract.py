@@ -14,10 +14,10 @@ import torch
 from tensordict import TensorDict
 
 from tests.training.test_custom_environment import line_environment  # noqa: F401 (a fixture)
+from torchrl_glam.algorithms.ppo_glam.rollout import Rollout
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.data.her import HindsightRelabel, relabel_negatives, relabel_rollout
 from torchrl_glam.envs import environment_names, get_environment
-from torchrl_glam.training.ppo import Rollout
 
 SEED = 3
 

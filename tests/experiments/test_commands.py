@@ -11,7 +11,7 @@ import shlex
 import pytest
 from page_commands import ROOT, command_lines, dry_run_launch, parse_training_command
 
-from torchrl_glam.training.scripts import SCRIPTS
+from torchrl_glam.algorithms import SCRIPTS
 
 HEADLINE = [ROOT / "experiments" / name for name in ("cpu_full", "cpu_figure2", "first_run", "babyai", "smollm2")]
 # environment assignments first, then a training script or the launcher

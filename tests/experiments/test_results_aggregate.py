@@ -7,7 +7,7 @@ import json
 import pytest
 
 from experiments.tools.results import aggregate, load_run
-from torchrl_glam.training.ppo_config import PPOGLAMConfig, make_ppo_config
+from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig, make_ppo_config
 
 
 def _fake_run(root, variant, seed, values):

@@ -51,7 +51,7 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
     run_ranks(EXAMPLE, args, timeout=600)
     states = [_agent(run, r) for r in range(2)]
     assert states[0]["updater"]["updates"] == states[1]["updater"]["updates"] > 0
-    _assert_same_weights(states[0]["agent"], states[1]["agent"])
+    _assert_same_weights(states[0]["loss"], states[1]["loss"])
     # ... while each rank ran its own environments
     assert states[0]["env"]["rules"]["objects"].shape[0] == 4
     assert (states[0]["env"]["rules"]["objects"] != states[1]["env"]["rules"]["objects"]).any()
@@ -149,7 +149,7 @@ def test_preempted_job_resumes_and_ends_like_an_uninterrupted_run(slurm, tmp_pat
 
     args = [*SMOKE, "total_steps=1600", "checkpoint_every=160", "eval_every=100000", "seed=3"]
     straight = tmp_path / "straight"
-    from torchrl_glam.training.scripts import get_script
+    from torchrl_glam.algorithms import get_script
 
     example = get_script("sac_glam").load()
     assert example.main(args + ["--run-dir", str(straight)]) == 0
@@ -197,4 +197,4 @@ def test_two_task_job_trains_data_parallel_on_slurm(slurm, tmp_path):
     assert job.results() == [0, 0]
     states = [_agent(run, r) for r in range(2)]
     assert states[0]["updater"]["updates"] > 0
-    _assert_same_weights(states[0]["agent"], states[1]["agent"])
+    _assert_same_weights(states[0]["loss"], states[1]["loss"])

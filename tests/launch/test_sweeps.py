@@ -63,7 +63,7 @@ def test_every_sweep_file_expands(tmp_path, name, count):
 
 
 def test_autotelic_sweep_changes_only_who_chooses_the_goals(tmp_path):
-    from torchrl_glam.training.sac_config import make_config
+    from torchrl_glam.algorithms.sac_glam.config import make_config
 
     configs = {}
     for run in load_sweep(SLURM / "sweeps" / "autotelic.yaml", tmp_path, seeds=[0]):
@@ -86,8 +86,8 @@ def test_the_babyai_goto_pickup_sweep_trains_and_evaluates_on_those_kinds_only(t
 
 def sweep_configs(name: str, tmp_path) -> dict[str, dict]:
     """{variant: its full config (every setting, the preset's included)} of a sweep file's seed-0 runs."""
-    from torchrl_glam.training.ppo_config import make_ppo_config
-    from torchrl_glam.training.sac_config import make_config
+    from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
+    from torchrl_glam.algorithms.sac_glam.config import make_config
 
     make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}
     return {
@@ -183,12 +183,12 @@ def test_dry_run_lists_the_runs(tmp_path, capsys):
 
 
 def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
+    from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
     from torchrl_glam.launch.launcher import script_of
-    from torchrl_glam.training.ppo_config import make_ppo_config
 
     runs = load_sweep(SLURM / "sweeps" / "cpu_figure2.yaml", tmp_path)
     ppo = [r for r in runs if r.algorithm == "ppo_glam"]
-    assert len(ppo) == 6 and script_of("ppo_glam").name == "ppo_glam.py"
+    assert len(ppo) == 6 and script_of("ppo_glam").parts[-2:] == ("ppo_glam", "train.py")
     assert {r.preset for r in ppo} == {"cpu", "cpu_her"}
     for run in ppo:  # every variant is a valid config
         make_ppo_config(run.preset, run.overrides)

@@ -66,7 +66,7 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(OMP_NUM_THREADS="1", PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
     where = _run(
-        [str(python), "-c", "import torchrl_glam.training.scripts.sac_glam as m; print(m.__file__)"], cwd=work, env=env
+        [str(python), "-c", "import torchrl_glam.algorithms.sac_glam.train as m; print(m.__file__)"], cwd=work, env=env
     ).strip()
     assert Path(where).is_relative_to(venv), where  # the venv's copy, not /work/*
 

@@ -267,8 +267,8 @@ def test_the_command_rebuilds_into_the_cache_and_says_where(tmp_path, monkeypatc
 
 def test_the_pretrained_model_of_another_environment_is_its_own_shipped_one(no_build_no_network):
     pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
+    from torchrl_glam.algorithms.sac_glam.config import make_config
     from torchrl_glam.training.factories import model_of
-    from torchrl_glam.training.sac_config import make_config
 
     cfg = make_config("cpu_babyai")
     assert model_of(cfg) == str(WEIGHTS_DIR / "tiny-t5-pretrained-babyai")  # shipped: nothing built

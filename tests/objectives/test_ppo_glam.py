@@ -8,11 +8,11 @@ import torch
 from torchrl.modules import MaskedCategorical
 from torchrl.objectives import LossModule
 
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.modules import MASKED_LOGIT, make_scorer
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
 from torchrl_glam.training.factories import act, make_env
-from torchrl_glam.training.sac_config import make_config
 
 GAMMA, LMBDA = 0.9, 0.5
 

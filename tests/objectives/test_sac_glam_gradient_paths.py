@@ -4,8 +4,8 @@ designs x whether the critic's gradient reaches the LLM), on n-step HER transiti
 import pytest
 import torch
 
-from torchrl_glam.training.sac import make_agent
-from torchrl_glam.training.sac_config import make_config
+from torchrl_glam.algorithms.sac_glam.build import make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
 
 
 def llm_grad_norm(agent, loss):
@@ -20,7 +20,7 @@ def test_gradient_paths_of_the_losses(filled_replay, critic_input):
     batch = filled_replay.sample(32)
     for backprop in (True, False):
         cfg = make_config("smoke", {"critic_input": critic_input, "critic_backprop": backprop})
-        agent = make_agent(cfg, num_actions=5)
+        agent = make_loss(cfg, num_actions=5)
         out = agent(batch)
         critic_to_llm = llm_grad_norm(agent, out["loss_qvalue"])
         assert (critic_to_llm > 0) == backprop, (critic_input, backprop, critic_to_llm)

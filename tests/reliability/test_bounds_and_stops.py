@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.training.preemption import STOP
-from torchrl_glam.training.sac_config import make_config
 
 SMOKE = ["--preset", "smoke", "--no-progress"]
 

@@ -25,9 +25,9 @@ def test_a_checkpoint_that_does_not_fit_the_run_is_named(tmp_path, sac_example):
     run = tmp_path / "run"
     assert sac_example.main([*SMOKE, "--run-dir", str(run)]) == 0
     state = ckpt.load_checkpoint(run)
-    state["agent"] = {key: torch.zeros(3) for key in state["agent"]}  # tensors of other shapes
+    state["loss"] = {key: torch.zeros(3) for key in state["loss"]}  # tensors of other shapes
     ckpt.save_checkpoint(state, run)
-    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint.pt: its 'agent' does not fit this run"):
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint.pt: its 'loss' does not fit this run"):
         sac_example.main([*SMOKE, "--run-dir", str(run), "--resume", "total_steps=32"])
     del state["updater"]
     ckpt.save_checkpoint(state, run)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from reliability_helpers import PYTHON, ROOT, subprocess_env
 
-from torchrl_glam.training.sac_config import make_config
+from torchrl_glam.algorithms.sac_glam.config import make_config
 
 
 def _resume():  # imported where used: the code before the fix had no such module

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from torchrl_glam.training.ppo_config import make_ppo_config
-from torchrl_glam.training.sac_config import make_config
+from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
+from torchrl_glam.algorithms.sac_glam.config import make_config
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_quantization_needs_lora():
 
 
 def test_cuda_without_a_gpu_is_refused_in_one_line_before_the_model_loads(monkeypatch, sac_example, tmp_path, capsys):
-    import torchrl_glam.training.scripts.sac_glam as script
+    import torchrl_glam.algorithms.sac_glam.train as script
     from torchrl_glam.training import factories
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -104,7 +104,7 @@ def test_a_diverging_critic_stops_the_run(tmp_path, sac_example, capsys):
     err = capsys.readouterr().err
     assert "critic diverged" in err and "Q-value" in err and "critic_lr=1000000000.0" in err
     saved = torch.load(run / "checkpoint.pt", weights_only=True)
-    assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
+    assert all(torch.isfinite(v).all() for v in saved["loss"].values() if v.is_floating_point())
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "diverged"
 

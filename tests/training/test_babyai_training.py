@@ -8,8 +8,8 @@ import torch
 
 pytest.importorskip("minigrid")
 
+from torchrl_glam.algorithms.sac_glam.train import main
 from torchrl_glam.training.checkpoint import load_checkpoint  # noqa: E402
-from torchrl_glam.training.scripts.sac_glam import main  # noqa: E402
 
 
 def test_the_smoke_babyai_preset_trains_and_relabels(tmp_path):
@@ -45,10 +45,10 @@ def test_the_smoke_babyai_preset_trains_and_relabels(tmp_path):
 def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_path):
     """``goal_types=goto,pickup``: GoToLocal's and PickupLocal's kinds of mission, in the training
     episodes and in both evaluation sets; a type BabyAI-Text lacks is refused by name."""
+    from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
     from torchrl_glam.envs.babyai.text import BabyAIGoalCatalogue
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_eval_envs
-    from torchrl_glam.training.sac_config import SACGLAMConfig
 
     cfg = SACGLAMConfig(env="babyai", goal_types=["goto", "pickup"], num_envs=24, eval_episodes=24).validate()
     catalogue = BabyAIGoalCatalogue.default()
@@ -88,10 +88,10 @@ def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_pat
 def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_path):
     """``history=2`` (GLAM's prompt): the config's environment renders the past views, the stored
     compact state holds them, and a run trains; an environment without the option refuses it."""
+    from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
     from torchrl_glam.envs.babyai.env import MAX_HISTORY
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_glam_agent
-    from torchrl_glam.training.sac_config import SACGLAMConfig
 
     cfg = SACGLAMConfig(env="babyai", history=2, num_envs=2, model=None).validate()
     env, agent = make_env(cfg), make_glam_agent(cfg)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from torchrl_glam.training.scripts.sac_glam import cli, main
+from torchrl_glam.algorithms.sac_glam.train import cli, main
 
 SMOKE = [
     "--preset",
@@ -81,7 +81,8 @@ def test_help_lists_the_fields_and_the_default_run_dir(capsys):
 def test_every_field_has_a_help_line(config_class):
     from dataclasses import fields
 
-    from torchrl_glam.training import ppo_config, sac_config
+    from torchrl_glam.algorithms.ppo_glam import config as ppo_config
+    from torchrl_glam.algorithms.sac_glam import config as sac_config
     from torchrl_glam.training.config import field_help
 
     config_class = getattr(sac_config, config_class, None) or getattr(ppo_config, config_class)
@@ -107,8 +108,8 @@ def test_a_bad_value_on_the_command_line_is_one_error_line_and_creates_nothing(o
 
 
 def test_each_preset_and_seed_gets_its_own_run_folder_and_piped_output_has_no_bar(tmp_path, monkeypatch, capsys):
+    from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig
     from torchrl_glam.training.run import parse_command_line
-    from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 
     monkeypatch.chdir(tmp_path)
     with warnings.catch_warnings(record=True) as caught:

@@ -13,6 +13,7 @@ from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import check_env_specs
 
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.envs import (
     MissingCapability,
     TextEnvironment,
@@ -21,7 +22,6 @@ from torchrl_glam.envs import (
     unregister_environment,
 )
 from torchrl_glam.training.config import ConfigError
-from torchrl_glam.training.sac_config import make_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sac_glam.py"
 CELLS = 5

@@ -4,10 +4,10 @@ repeats itself and leaves the training's random stream alone."""
 import pytest
 import torch
 
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_env, make_eval_envs
-from torchrl_glam.training.sac_config import make_config
 
 ALL_SETS = ["train", "held_out", "train_distribution", "train_sampled"]
 

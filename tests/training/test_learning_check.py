@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from torchrl_glam.training.scripts import get_script
+from torchrl_glam.algorithms import get_script
 
 STEPS = 10_000
 MEASURED = 0.59  # seed 0 of the default job at 10k steps (the preset of e5dd920)

@@ -16,7 +16,7 @@ HEAVY = ("torch", "tensordict", "torchrl", "transformers", "torchrl_glam.envs")
 #: Runs a script's ``cli(argv)`` and prints its exit code and the heavy modules it imported.
 PROBE = """
 import json, sys
-from torchrl_glam.training.scripts.{script} import cli
+from torchrl_glam.algorithms.{script}.train import cli
 try:
     code = cli({argv!r})
 except SystemExit as stop:
@@ -56,7 +56,7 @@ def test_the_configs_and_the_script_registry_import_nothing_heavy():
     code = (
         "import json, sys\n"
         "import torchrl_glam.training.cli, torchrl_glam.training.config, torchrl_glam.training.eval_sets\n"
-        "from torchrl_glam.training.scripts import get_script\n"
+        "from torchrl_glam.algorithms import get_script\n"
         "for name in ('sac_glam', 'ppo_glam'):\n"
         "    script = get_script(name)\n"
         "    script.config_class().replace(**script.presets['cpu'])\n"
@@ -67,7 +67,7 @@ def test_the_configs_and_the_script_registry_import_nothing_heavy():
 
 
 def test_a_refusal_that_needs_the_environment_still_names_the_field(tmp_path, capsys):
-    from torchrl_glam.training.scripts.sac_glam import cli
+    from torchrl_glam.algorithms.sac_glam.train import cli
 
     assert cli(["goals=nosuch", "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err

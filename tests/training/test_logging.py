@@ -4,10 +4,10 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.training.logging import RunLogger
-from torchrl_glam.training.sac_config import make_config
 
 
 def log_one_episode(tmp_path, actions):

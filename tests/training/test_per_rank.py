@@ -3,14 +3,16 @@ scripts and updaters alike (a world of 2 faked in one process: the collectives t
 
 import pytest
 
+from torchrl_glam.algorithms import get_script
+from torchrl_glam.algorithms.ppo_glam.build import make_loss as make_ppo_loss
+from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
+from torchrl_glam.algorithms.ppo_glam.update import PPOGLAMUpdater
+from torchrl_glam.algorithms.sac_glam.build import make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
+from torchrl_glam.algorithms.sac_glam.update import SACGLAMUpdater
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.objectives.ppo_glam import PPOGLAMLoss
 from torchrl_glam.training import run as run_module
-from torchrl_glam.training.ppo import PPOGLAMUpdater, make_ppo_agent
-from torchrl_glam.training.ppo_config import make_ppo_config
-from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
-from torchrl_glam.training.sac_config import make_config
-from torchrl_glam.training.scripts import get_script
 
 
 @pytest.fixture
@@ -29,10 +31,10 @@ def world_of_two(monkeypatch):
 
 def test_updaters_take_their_ranks_share_of_every_batch():
     cfg = make_config("smoke", {"batch_size": 32})
-    assert SACGLAMUpdater(make_agent(cfg, num_actions=5), None, cfg, world=2).batch_size == 16
-    assert SACGLAMUpdater(make_agent(cfg, num_actions=5), None, cfg).batch_size == 32
+    assert SACGLAMUpdater(make_loss(cfg, num_actions=5), None, cfg, world=2).batch_size == 16
+    assert SACGLAMUpdater(make_loss(cfg, num_actions=5), None, cfg).batch_size == 32
     ppo_cfg = make_ppo_config("smoke", {"minibatch_size": 64})
-    assert PPOGLAMUpdater(make_ppo_agent(ppo_cfg), ppo_cfg, world=2).minibatch_size == 32
+    assert PPOGLAMUpdater(make_ppo_loss(ppo_cfg), ppo_cfg, world=2).minibatch_size == 32
 
 
 @pytest.mark.slow

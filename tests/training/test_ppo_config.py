@@ -2,8 +2,8 @@
 
 import pytest
 
-from torchrl_glam.training.ppo_config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
-from torchrl_glam.training.sac_config import make_config, parse_overrides
+from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
+from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
 
 
 def test_ppo_glam_preset_is_table_1():

@@ -8,14 +8,16 @@ import pytest
 import torch
 from torchrl.modules import MaskedCategorical
 
+from torchrl_glam.algorithms import get_script
+from torchrl_glam.algorithms.ppo_glam import update as ppo_update
+from torchrl_glam.algorithms.ppo_glam.build import make_loss
+from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
+from torchrl_glam.algorithms.ppo_glam.rollout import Rollout
+from torchrl_glam.algorithms.ppo_glam.update import PPOGLAMUpdater
 from torchrl_glam.envs.playground import action_mask_from_held, render_batch
 from torchrl_glam.modules import MASKED_LOGIT
-from torchrl_glam.training import ppo
 from torchrl_glam.training.checkpoint import read_checkpoint
 from torchrl_glam.training.factories import act, make_env
-from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_agent
-from torchrl_glam.training.ppo_config import make_ppo_config
-from torchrl_glam.training.scripts import get_script
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"  # run as a user runs it
 
@@ -41,7 +43,7 @@ def collect(agent, cfg, seed=0):
 def test_first_epoch_ratio_is_one_through_the_updater():
     cfg = make_ppo_config("smoke")
     torch.manual_seed(0)
-    agent = make_ppo_agent(cfg)
+    agent = make_loss(cfg)
     data = collect(agent, cfg)
     before = {name: [p.detach().clone() for p in group] for name, group in agent.param_groups().items()}
     metrics = PPOGLAMUpdater(agent, cfg).update(data)
@@ -73,11 +75,11 @@ def test_her_first_epoch_ratio_is_relabeled_over_original_goal(monkeypatch, loss
     """App. G: r = pi_theta(a | s, g') / pi_old(a | s, g), g' relabeled and g the collected goal."""
     cfg = make_ppo_config("smoke", {"her": True, "ppo_loss": loss, "her_ratio": 0.9})
     torch.manual_seed(0)
-    agent = make_ppo_agent(cfg)
+    agent = make_loss(cfg)
     rollout = collect(agent, cfg)
     # trace each transition's collected goal through the updater's own relabeling
     rollout["original_goal_id"] = rollout["goal_id"].clone()
-    monkeypatch.setattr(ppo, "UPDATE_KEYS", ppo.UPDATE_KEYS + ("original_goal_id",))
+    monkeypatch.setattr(ppo_update, "UPDATE_KEYS", ppo_update.UPDATE_KEYS + ("original_goal_id",))
     data = PPOGLAMUpdater(agent, cfg).update_data(rollout)
     relabeled = data[data["relabeled"]]
     assert len(relabeled) and (relabeled["goal_id"] != relabeled["original_goal_id"]).all()
@@ -150,8 +152,8 @@ def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path, var
     for (step_a, loss_a), (step_b, loss_b) in zip(a, b):
         assert step_a == step_b and loss_a == pytest.approx(loss_b, rel=1e-5, abs=1e-7)
     final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
-    for key, value in final[0]["agent"].items():
-        assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
+    for key, value in final[0]["loss"].items():
+        assert torch.allclose(value, final[1]["loss"][key], atol=1e-6), key
 
 
 def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
@@ -172,7 +174,7 @@ def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, m
     assert "non-finite loss" in capsys.readouterr().err
     saved = read_checkpoint(run / "checkpoint.pt")
     assert saved["updater"]["updates"] == 4
-    assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
+    assert all(torch.isfinite(v).all() for v in saved["loss"].values() if v.is_floating_point())
 
 
 @pytest.mark.slow
@@ -196,6 +198,6 @@ def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
     run_ranks(EXAMPLE, args, timeout=600)
     states = [read_checkpoint(run / sub / "checkpoint.pt") for sub in ("", "rank1")]
     assert states[0]["updater"]["updates"] == states[1]["updater"]["updates"] > 0
-    for key, value in states[0]["agent"].items():
-        assert torch.equal(value, states[1]["agent"][key]), key
+    for key, value in states[0]["loss"].items():
+        assert torch.equal(value, states[1]["loss"][key]), key
     assert (states[0]["env"]["rules"]["objects"] != states[1]["env"]["rules"]["objects"]).any()

@@ -15,12 +15,12 @@ shipped.
 
 import pytest
 
+from torchrl_glam.algorithms.sac_glam.build import make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.modules.shipped import WEIGHTS_DIR, read_manifest
 from torchrl_glam.offline.pretraining import pretrain, transcript_loss
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
-from torchrl_glam.training.sac import make_agent
-from torchrl_glam.training.sac_config import make_config
 
 SHIPPED = WEIGHTS_DIR / "tiny-t5-pretrained"
 #: Nats per token (the shipped model: 0.268). The running training loss still falls by ~0.04 over
@@ -37,7 +37,7 @@ def zero_shot_success(path) -> float:
     episodes (simplified task set, goal types sampled uniformly)."""
     cfg = make_config("cpu", {"model": str(path), "eval_episodes": EPISODES})
     env = make_eval_envs(cfg)["train"]
-    agent = make_agent(cfg, env.num_objects + 2)
+    agent = make_loss(cfg, env.num_objects + 2)
     return evaluate(lambda td, greedy: act(agent, td, greedy), env)["success"]
 
 

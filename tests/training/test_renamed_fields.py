@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig, make_ppo_config, parse_ppo_overrides
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.launch.launcher import main as launch_main
 from torchrl_glam.launch.sweeps import load_sweep
 from torchrl_glam.training.config import ConfigError
-from torchrl_glam.training.ppo_config import PPOGLAMConfig, make_ppo_config, parse_ppo_overrides
 from torchrl_glam.training.resume import resume_changes
-from torchrl_glam.training.sac_config import make_config
 
 SWEEPS = Path(__file__).resolve().parents[2] / "slurm" / "sweeps"
 FORMER_NAMES = {"value_coeff": "critic_coeff", "her_loss": "ppo_loss"}
@@ -58,7 +58,7 @@ def test_a_checkpoint_config_with_an_old_name_is_refused_on_resume():
 
 
 def test_an_old_name_on_the_command_line_is_one_error_line(tmp_path, capsys):
-    from torchrl_glam.training.scripts.ppo_glam import cli
+    from torchrl_glam.algorithms.ppo_glam.train import cli
 
     run = tmp_path / "run"
     assert cli(["--preset", "smoke", "--run-dir", str(run), "her_loss=kl"]) == 2

@@ -11,7 +11,7 @@ import pytest
 UPDATES = textwrap.dedent("""
     import resource, sys, torch
     from torchrl_glam.training.runtime import apply_runtime
-    from torchrl_glam.training.sac_config import make_config
+    from torchrl_glam.algorithms.sac_glam.config import make_config
     if sys.argv[1] == "run":
         apply_runtime(make_config("smoke", {}))
 

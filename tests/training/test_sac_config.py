@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from torchrl_glam.training.ppo_config import PPOGLAMConfig
-from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig, make_config, parse_overrides
+from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
+from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
 
 RESULTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -79,8 +79,8 @@ def test_bad_values_fail_before_training_naming_the_field(changes, field):
 
 
 def test_types_uniform_batches_draw_every_goal_type_equally():
+    from torchrl_glam.algorithms.sac_glam.build import make_replay
     from torchrl_glam.envs.playground import GOAL_TYPES
-    from torchrl_glam.training.sac import make_replay
 
     replay = make_replay(make_config("cpu_full", {"batch_strategy": "types_uniform"}))
     assert replay.names == list(GOAL_TYPES) and replay.weights == [1.0] * 4
@@ -89,8 +89,8 @@ def test_types_uniform_batches_draw_every_goal_type_equally():
 
 
 def test_level_time_limits_are_a_babyai_option():
+    from torchrl_glam.algorithms.sac_glam.config import make_config
     from torchrl_glam.training.config import ConfigError
-    from torchrl_glam.training.sac_config import make_config
 
     with pytest.raises(ConfigError, match="level_time_limits"):
         make_config("cpu", {"level_time_limits": True})

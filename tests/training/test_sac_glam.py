@@ -8,10 +8,11 @@ import math
 import pytest
 import torch
 
+from torchrl_glam.algorithms import get_script
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss, make_episode_processing, make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
+from torchrl_glam.algorithms.sac_glam.update import SACGLAMUpdater
 from torchrl_glam.training.checkpoint import load_checkpoint, read_checkpoint
-from torchrl_glam.training.sac import SACGLAMUpdater, load_trained_agent, make_agent, make_episode_processing
-from torchrl_glam.training.sac_config import make_config
-from torchrl_glam.training.scripts import get_script
 
 
 def load_example():
@@ -21,7 +22,7 @@ def load_example():
 
 def test_critic_warmup_leaves_the_actor_untouched(filled_replay):
     cfg = make_config("smoke", {"warmup_updates": 2, "batch_size": 16})
-    agent = make_agent(cfg, num_actions=5)
+    agent = make_loss(cfg, num_actions=5)
     updater = SACGLAMUpdater(agent, filled_replay, cfg)
     llm = [p.detach().clone() for p in agent.llm_parameters()]
     heads = [p.detach().clone() for p in agent.head_parameters()]
@@ -41,7 +42,7 @@ def test_critic_llm_lr_moves_the_llm_by_the_critics_gradient_at_its_own_rate(fil
     def largest_llm_change(**overrides):
         torch.manual_seed(0)
         cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "actor_lr": 1e-9, **overrides})
-        agent = make_agent(cfg, num_actions=5)
+        agent = make_loss(cfg, num_actions=5)
         before = [p.detach().clone() for p in agent.llm_parameters()]
         SACGLAMUpdater(agent, filled_replay, cfg).step()
         return max(float((p.detach() - b).abs().max()) for p, b in zip(agent.llm_parameters(), before))
@@ -70,7 +71,7 @@ def test_actor_lr_decay_scales_the_llms_rates_from_its_step_on(filled_replay):
                 **overrides,
             },
         )
-        agent = make_agent(cfg, num_actions=5)
+        agent = make_loss(cfg, num_actions=5)
         llm = [p.detach().clone() for p in agent.llm_parameters()]
         updater = SACGLAMUpdater(agent, filled_replay, cfg)
         updater.step(env_steps=env_steps)
@@ -88,7 +89,7 @@ def test_actor_lr_decay_scales_the_llms_rates_from_its_step_on(filled_replay):
 
 def test_success_loss_coef_trains_its_head_with_the_critics_optimiser(filled_replay):
     cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "success_loss_coef": 0.5, "critic_llm_lr": 1e-3})
-    agent = make_agent(cfg, num_actions=5)
+    agent = make_loss(cfg, num_actions=5)
     head = [p.detach().clone() for p in agent.success_head.parameters()]
     metrics = SACGLAMUpdater(agent, filled_replay, cfg).step()
     assert metrics["loss_success"] > 0
@@ -99,7 +100,7 @@ def test_success_loss_coef_trains_its_head_with_the_critics_optimiser(filled_rep
 
 def test_critic_dueling_reaches_the_agent_and_is_checked(filled_replay):
     cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0, "critic_dueling": True})
-    agent = make_agent(cfg, num_actions=5)
+    agent = make_loss(cfg, num_actions=5)
     assert "prompt_hidden" in agent.head_keys
     value = [p.detach().clone() for p in agent.sac.qvalue_network_params.values(True, True)]
     assert math.isfinite(SACGLAMUpdater(agent, filled_replay, cfg).step()["loss_qvalue"])
@@ -110,7 +111,7 @@ def test_critic_dueling_reaches_the_agent_and_is_checked(filled_replay):
 
 def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
     cfg = make_config("smoke", {"batch_size": 16, "warmup_updates": 0})
-    agent = make_agent(cfg, num_actions=5)
+    agent = make_loss(cfg, num_actions=5)
     targets = agent.sac.target_qvalue_network_params
     llm_numel = sum(p.numel() for p in agent.scorer.parameters())
     assert sum(p.numel() for p in targets.values(True, True)) < llm_numel
@@ -153,15 +154,15 @@ def test_smoke_run_of_the_example(tmp_path):
         assert (scalars / f"{name}.csv").exists(), name
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluations} == set(sets)
-    cfg, agent, steps = load_trained_agent(run)  # what an analysis of the run starts from
+    cfg, agent, steps = load_trained_loss(run)  # what an analysis of the run starts from
     assert steps == 400 and cfg.eval_sets == sets
-    saved = load_checkpoint(run)["agent"]
+    saved = load_checkpoint(run)["loss"]
     assert all(torch.equal(value, saved[key]) for key, value in agent.trainable_state_dict().items())
 
 
 def test_loading_a_run_without_a_checkpoint_names_the_run_dir(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint in .*--run-dir"):
-        load_trained_agent(tmp_path)
+        load_trained_loss(tmp_path)
 
 
 def _losses(run):
@@ -192,8 +193,8 @@ def run_straight_and_resumed(tmp_path, preset: str, overrides: tuple[str, ...] =
 def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke")
     final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
-    for key, value in final[0]["agent"].items():
-        assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
+    for key, value in final[0]["loss"].items():
+        assert torch.allclose(value, final[1]["loss"][key], atol=1e-6), key
 
 
 @pytest.mark.slow
@@ -274,22 +275,35 @@ def test_a_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, m
     assert "non-finite loss" in capsys.readouterr().err
     saved = read_checkpoint(run / "checkpoint.pt")
     assert saved["updater"]["updates"] <= 12
-    assert all(torch.isfinite(v).all() for v in saved["agent"].values() if v.is_floating_point())
+    assert all(torch.isfinite(v).all() for v in saved["loss"].values() if v.is_floating_point())
 
 
 def test_lora_checkpoints_hold_the_adapters_not_the_frozen_base_model():
     cfg = make_config("smoke", {"lora_rank": 4})
-    agent = make_agent(cfg, num_actions=5)
+    agent = make_loss(cfg, num_actions=5)
     state = agent.trainable_state_dict()
     assert any("lora_" in k for k in state) and any(k.startswith("sac.") for k in state)
     frozen = [k for k, p in agent.named_parameters() if not p.requires_grad]
     assert frozen and not set(frozen) & set(state)
-    other = make_agent(cfg, num_actions=5)
+    other = make_loss(cfg, num_actions=5)
     other.load_trainable_state_dict({k: v + 1 if v.is_floating_point() else v for k, v in state.items()})
     lora = next(k for k in state if "lora_" in k)
     assert torch.equal(other.state_dict()[lora], state[lora] + 1)
     with pytest.raises(ValueError, match="does not fit this agent"):
-        make_agent(make_config("smoke"), num_actions=5).load_trainable_state_dict(state)
+        make_loss(make_config("smoke"), num_actions=5).load_trainable_state_dict(state)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_naming_the_loss_agent_still_resumes(tmp_path):
+    # checkpoints of earlier 0.2 commits hold the loss's trainable weights under "agent"
+    def as_before(run_dir):
+        state = read_checkpoint(run_dir / "checkpoint.pt")
+        state["agent"] = state.pop("loss")
+        torch.save(state, run_dir / "checkpoint.pt")
+
+    straight, resumed = run_straight_and_resumed(tmp_path, "smoke", between=as_before)
+    final = [read_checkpoint(run / "checkpoint.pt")["loss"] for run in (straight, resumed)]
+    assert all(torch.allclose(value, final[1][key], atol=1e-6) for key, value in final[0].items())
 
 
 @pytest.mark.slow
@@ -297,14 +311,14 @@ def test_resume_with_a_critic_llm_lr_restores_its_optimiser(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["critic_llm_lr=3e-4"])
     final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
     assert final[0]["updater"]["critic_llm_optimizer"]["state"]
-    for key, value in final[0]["agent"].items():
-        assert torch.allclose(value, final[1]["agent"][key], atol=1e-6), key
+    for key, value in final[0]["loss"].items():
+        assert torch.allclose(value, final[1]["loss"][key], atol=1e-6), key
 
 
 @pytest.mark.slow
 def test_resume_with_a_target_llm_restores_it(tmp_path):
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["target_llm=true"])
-    final = [read_checkpoint(run / "checkpoint.pt")["agent"] for run in (straight, resumed)]
+    final = [read_checkpoint(run / "checkpoint.pt")["loss"] for run in (straight, resumed)]
     targets = [key for key in final[0] if key.startswith("target_llm.")]
     assert targets and all(torch.allclose(final[0][key], final[1][key], atol=1e-6) for key in targets)
 
@@ -329,8 +343,8 @@ def test_her_and_noop_twins_checkpoint_their_state():
 
 
 def test_a_checkpoint_in_the_layout_of_0_1_0_is_refused_with_the_version(tmp_path, capsys):
+    from torchrl_glam.algorithms.sac_glam.train import cli
     from torchrl_glam.training.checkpoint import save_checkpoint
-    from torchrl_glam.training.scripts.sac_glam import cli
 
     run = tmp_path / "run"
     common = ["--preset", "smoke", "--no-progress", "--run-dir", str(run), "her_negatives=2", "noop_twins=true"]

@@ -7,8 +7,8 @@ import pytest
 import torch
 from test_sac_glam import run_straight_and_resumed  # the goal-given exact-resume check
 
+from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
 from torchrl_glam.training.checkpoint import read_checkpoint
-from torchrl_glam.training.sac_config import make_config, parse_overrides
 
 
 def test_autotelic_config_fields_are_checked():

@@ -3,13 +3,14 @@
 import pytest
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
+from torchrl_glam.algorithms.sac_glam.update import SACGLAMUpdater
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.training.factories import make_env
-from torchrl_glam.training.sac import SACGLAMUpdater, make_agent
-from torchrl_glam.training.sac_config import make_config
 
 
 @pytest.mark.slow
@@ -26,7 +27,7 @@ def test_smollm2_lora_updates_on_cpu(require_smollm2):
         if episodes is not None:
             replay.extend(nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, cfg.gamma))
     torch.manual_seed(0)
-    agent = make_agent(cfg, num_actions=5)
+    agent = make_loss(cfg, num_actions=5)
     lora = {name: p.detach().clone() for name, p in agent.scorer.named_parameters() if "lora_" in name}
     assert lora and all(p.requires_grad for n, p in agent.scorer.named_parameters() if "lora_" in n)
     assert {name.split(".lora_")[0].rsplit(".", 1)[-1] for name in lora} == {"q_proj", "v_proj"}

@@ -61,8 +61,8 @@ def variant_runs(names: list[str], t5_path: Path) -> list[tuple[str, str, list[s
 def measure(preset: str, overrides: list[str], steps: int) -> dict:
     import torch
 
+    from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
     from torchrl_glam.benchmarks.loop_timer import time_training_loop
-    from torchrl_glam.training.sac_config import make_config, parse_overrides
 
     config = make_config(preset, parse_overrides(overrides))
     gc.collect()

@@ -4,8 +4,9 @@ of ``python -m torchrl_glam.benchmarks.training``, in-process and in its ``--com
 ``--compare`` runs this file, by path, in a subprocess whose ``PYTHONPATH`` is another tree (e.g.
 a git worktree of an older commit), so it must work with that tree's package as well as with
 today's: it imports nothing of ``torchrl_glam`` at module level, and it finds the training script
-and the names it patches the way each layout has them (``torchrl_glam.training.scripts`` today;
-``examples/sac_glam.py`` in the tree at older commits, such as 52395e1).
+and the names it patches the way each layout has them (``torchrl_glam.algorithms`` today,
+``torchrl_glam.training.scripts`` before; ``examples/sac_glam.py`` in the tree at older commits,
+such as 52395e1).
 
 What is timed, the same way in every tree: from the first environment step of the training loop
 to the moment the run's final evaluation would begin (evaluation and checkpoints are pushed past
@@ -75,13 +76,14 @@ def check_tree(expected: str | Path) -> str:
 
 def load_sac_glam_script() -> ModuleType:
     """The SAC-GLAM training script (a module with ``main(argv)``) of the imported tree."""
-    try:
-        scripts = importlib.import_module("torchrl_glam.training.scripts")
-    except ModuleNotFoundError as err:
-        if err.name != "torchrl_glam.training.scripts":
-            raise
-    else:
-        return scripts.get_script("sac_glam").load()
+    for registry in ("torchrl_glam.algorithms", "torchrl_glam.training.scripts"):  # today's layout, then 0.1's
+        try:
+            scripts = importlib.import_module(registry)
+        except ModuleNotFoundError as err:
+            if err.name != registry:
+                raise
+        else:
+            return scripts.get_script("sac_glam").load()
     # older trees: the loop lived in examples/sac_glam.py of the source checkout
     example = tree_root() / "examples" / "sac_glam.py"
     if not example.exists():

@@ -387,7 +387,7 @@ def relabel_rollout(
     gives the piece up to t with that goal, reward 1 and a terminal at t. A piece whose episode
     began in an earlier rollout is the end of the relabeled episode, which is all GAE needs (the
     section ends with a terminal), provided the goal was not reported in its earlier part:
-    ``reported_before`` (bool [B, G], :class:`~torchrl_glam.training.ppo.Rollout` keeps it) holds
+    ``reported_before`` (bool [B, G], :class:`~torchrl_glam.algorithms.ppo_glam.rollout.Rollout` keeps it) holds
     the goals each row's episode in progress reported before the rollout (``None``: none). The
     result [E', max_steps] is in the rollout's layout again,
     with "mask" (True on the piece's steps) and "relabeled"; everything else is copied from the

@@ -18,8 +18,8 @@ import threading
 
 import submitit
 
+from torchrl_glam.algorithms import get_script
 from torchrl_glam.training.preemption import PREEMPTED, STOP, requeue_on_both_user_signals
-from torchrl_glam.training.scripts import get_script
 
 
 class TrainingJob(submitit.helpers.Checkpointable):

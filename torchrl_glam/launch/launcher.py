@@ -25,11 +25,11 @@ from typing import Any, get_type_hints
 import submitit
 import yaml
 
+from torchrl_glam.algorithms import SCRIPTS, get_script
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
 from torchrl_glam.training.config import coerce_value, config_from_preset, parse_overrides
 from torchrl_glam.training.rundir import write_atomic
-from torchrl_glam.training.scripts import SCRIPTS, get_script
 
 
 def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
@@ -108,7 +108,7 @@ SLURM_FIELDS = {  # YAML / flag name -> submitit parameter
 
 
 def script_of(algorithm: str) -> Path:
-    """The file of ``algorithm``'s training script (``torchrl_glam/training/scripts/``)."""
+    """The file of ``algorithm``'s training script (``torchrl_glam/algorithms/<algorithm>/train.py``)."""
     return get_script(algorithm).path
 
 
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "--algorithm",
         default="sac_glam",
         choices=sorted(SCRIPTS),
-        help="the training script (torchrl_glam/training/scripts/<algorithm>.py)",
+        help="the training script (torchrl_glam/algorithms/<algorithm>/train.py)",
     )
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--seeds", default=None, help="e.g. 0-3 or 0,2,5 (default: the sweep's, or 0)")

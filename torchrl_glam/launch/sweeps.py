@@ -3,7 +3,7 @@
 A sweep file (YAML, under ``slurm/sweeps/``)::
 
     name: critic_designs            # the folder of the sweep's runs
-    algorithm: sac_glam             # a training script: torchrl_glam/training/scripts/<algorithm>.py
+    algorithm: sac_glam             # a training script: torchrl_glam/algorithms/<algorithm>/train.py
     preset: cpu
     overrides: {total_steps: 50000} # for every run
     grid:                           # every combination...

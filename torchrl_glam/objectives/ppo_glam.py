@@ -67,7 +67,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
             :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
             ``environment`` names one); ``glam_agent`` is the agent that acts with it.
         clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
-            0.99); the names of :class:`~torchrl_glam.training.ppo_config.PPOGLAMConfig`.
+            0.99); the names of :class:`~torchrl_glam.algorithms.ppo_glam.config.PPOGLAMConfig`.
         value_width: units of the value head's two hidden layers.
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
             name) whose compact states the loss renders; default Playground-Text.

@@ -1,10 +1,8 @@
 """What the configs of every GLAM algorithm share: :class:`GLAMConfig` (the environment, the model
 and the run's fields; validation naming the bad field; ``replace`` with nearest-name hints; JSON;
 a field's name from before 0.2.0 refused with its new name) and the module-level helpers
-(presets, typed command-line overrides).
-
-Each algorithm's config and presets live beside it: SAC-GLAM's in ``sac_config.py``, PPO-GLAM's in
-``ppo_config.py``.
+(presets, typed command-line overrides). Each algorithm's config and presets live in its folder:
+``torchrl_glam/algorithms/<algorithm>/config.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What every GLAM training script builds the same way: the environments, the scorer from a
 config, the policy module of an agent and acting with it (:func:`act`), the non-finite-loss error.
 
-Each algorithm's own agent factory and updater live beside this module: ``sac.py`` (SAC-GLAM) and
-``ppo.py`` (PPO-GLAM)."""
+Each algorithm builds its own loss, replay and updater from these in its folder
+(``torchrl_glam/algorithms/<algorithm>/``)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,17 @@ def make_glam_agent(cfg: GLAMConfig) -> GLAMAgent:
     )
     scorer = make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization)
     return GLAMAgent(scorer, environment=cfg.environment)
+
+
+def loss_arguments(loss_class: type, cfg: GLAMConfig, **renamed: str) -> dict:
+    """The keyword arguments of ``loss_class`` that ``cfg`` has a field (or property) of the same
+    name for, ``environment`` included; ``renamed`` maps an argument to a field of another name
+    (``centred="her_centred"``). The loss and its first two positional arguments stay the caller's."""
+    import inspect
+
+    names = list(inspect.signature(loss_class).parameters)[1:]  # after the agent
+    fields = {name: renamed.get(name, name) for name in names}
+    return {name: getattr(cfg, field) for name, field in fields.items() if hasattr(cfg, field)}
 
 
 #: The offline models that another environment than Playground-Text gets in its own vocabulary.

@@ -80,7 +80,7 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
 def _refuse_another_algorithm(saved: dict[str, Any], cfg: GLAMConfig) -> None:
     """Raises when ``saved`` (a checkpoint's config) is another training script's: resuming it
     would list every field the two configs do not share instead of saying so."""
-    from torchrl_glam.training.scripts import SCRIPTS  # the registry imports every config module
+    from torchrl_glam.training.scripts import SCRIPTS  # filled by torchrl_glam.algorithms, which a script imports
 
     own = set(saved) - set(type(cfg).FORMER_NAMES)  # an old name of its own fields: refused after this
     unknown = sorted(own - set(cfg.to_dict()))

@@ -1,6 +1,6 @@
 """The run harness: everything a GLAM training script does besides its algorithm.
 
-A training script (``torchrl_glam/training/scripts/<algorithm>.py``) builds its agent and writes
+A training script (``torchrl_glam/algorithms/<algorithm>/train.py``) builds its agent and writes
 its loop body; :class:`TrainingRun` does the rest, the same way for every algorithm:
 
 * the command line of any config class (:func:`parse_command_line`: ``--preset``, ``--run-dir``,
@@ -22,7 +22,7 @@ The shape of a script::
     cfg, options = parse_command_line(MyConfig, MY_PRESETS, argv)
     run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
     agent = ...                                       # built after the run seeded every rank alike
-    td = run.start({"agent": ..., "updater": ...}, greedy_policy=...)   # restore or reset
+    td = run.start({"loss": ..., "updater": ...}, greedy_policy=...)   # restore or reset
     with run:                                         # a non-finite loss ends the loop cleanly
         while run.running():
             ...                                       # act
@@ -126,6 +126,9 @@ class StateOf:
 #: Entries of torchrl_glam 0.1.0's first checkpoint layout (HER's and the no-op twins' state, now in
 #: their pieces): a checkpoint holding one is refused with the version that reads it.
 LAYOUT_0_1_ENTRIES = ("her_generator", "her_goal_memory", "noop_twins_generator")
+#: Pieces that checkpoints of earlier 0.2 commits name otherwise (the loss's trainable weights were
+#: "agent"): read under their current name, so those runs still resume.
+FORMER_PIECE_NAMES = {"agent": "loss"}
 
 
 class TrainingRun:
@@ -249,6 +252,9 @@ class TrainingRun:
         if state is None:
             return None
         self._refuse_old_layout(state)
+        for old, new in FORMER_PIECE_NAMES.items():
+            if old in state and new not in state and new in self.pieces:
+                state[new] = state.pop(old)
         self._require(state, ["config"])
         changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
         self._require(state, ["rng", "wall_seconds", *self.pieces])

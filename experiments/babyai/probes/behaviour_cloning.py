@@ -36,12 +36,12 @@ from minigrid.utils.baby_ai_bot import BabyAIBot
 from tensordict import TensorDictBase
 from torch import nn
 
+from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
 from torchrl_glam.envs import ACTION_MASK_KEY
 from torchrl_glam.envs.babyai.text import ACTIONS
 from torchrl_glam.offline.tiny import build_tiny_model
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_env, make_eval_envs, make_glam_agent
-from torchrl_glam.training.sac_config import make_config, parse_overrides
 
 
 def bot_steps(cfg, episodes: int) -> tuple[TensorDictBase, torch.Tensor, float]:

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from behaviour_cloning import bot_steps  # noqa: E402
 from sac_glam_noops_masked import register  # noqa: E402
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.envs import ACTION_MASK_KEY  # noqa: E402
 from torchrl_glam.envs.babyai.text import ACTIONS  # noqa: E402
 from torchrl_glam.modules.scoring import SCORES_KEY  # noqa: E402
-from torchrl_glam.training.sac import load_trained_agent  # noqa: E402
 
 
 @torch.no_grad()
@@ -33,7 +33,7 @@ def main(run_dirs: list[str], episodes: int = 2000, chunk: int = 256) -> None:
     torch.set_num_threads(1)
     register()  # a run of sac_glam_noops_masked.py names its environment
     for run_dir in run_dirs:
-        cfg, loss, steps = load_trained_agent(run_dir)
+        cfg, loss, steps = load_trained_loss(run_dir)
         loss.eval()
         states, actions, _ = bot_steps(cfg, episodes)
         best_q, best_actor = [], []

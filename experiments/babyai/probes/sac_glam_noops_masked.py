@@ -15,12 +15,12 @@ ARGS`` runs ``python -m torchrl_glam.training.zero_shot ARGS`` with the environm
 
 import sys
 
+from torchrl_glam.algorithms.sac_glam.config import make_config
+from torchrl_glam.algorithms.sac_glam.train import cli
 from torchrl_glam.envs import register_environment
 from torchrl_glam.envs.babyai.environment import BabyAIText
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_eval_envs
-from torchrl_glam.training.sac_config import make_config
-from torchrl_glam.training.scripts.sac_glam import cli
 from torchrl_glam.training.zero_shot import RANDOM, ZeroShotPolicy
 from torchrl_glam.training.zero_shot import main as zero_shot
 

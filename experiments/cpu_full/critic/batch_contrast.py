@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import make_replay
+from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
 from torchrl_glam.envs.playground import GOAL_TYPES, GoalCatalogue
 from torchrl_glam.training.checkpoint import load_checkpoint
-from torchrl_glam.training.sac import make_replay
-from torchrl_glam.training.sac_config import SACGLAMConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import as_run_dir  # noqa: E402

@@ -27,10 +27,10 @@ from pathlib import Path
 import torch
 from tensordict import TensorDict
 
+from torchrl_glam.algorithms.sac_glam.build import make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.objectives.common import score_states
-from torchrl_glam.training.sac import make_agent
-from torchrl_glam.training.sac_config import make_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import grasp_states, train_on_labels  # noqa: E402  (the actor's probe draws the same goals)
@@ -64,7 +64,7 @@ catalogue = GoalCatalogue.default()
 cfg = make_config("cpu_full") if args.model is None else make_config("cpu_full").replace(model=args.model)
 train_env = PlaygroundTextEnv(num_envs=256, goals="train", seed=777, text=False)  # not the evaluations' seeds
 test_env = PlaygroundTextEnv(num_envs=256, goals="train", seed=778, text=False)
-agent = make_agent(cfg, num_actions=train_env.num_objects + 2)
+agent = make_loss(cfg, num_actions=train_env.num_objects + 2)
 grasp = train_env.num_objects  # the candidates: "Go to" each object, "Grasp", "Release"
 groups = agent.param_groups()
 optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.critic_lr)]

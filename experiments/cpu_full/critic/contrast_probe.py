@@ -27,11 +27,11 @@ import torch
 from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from torchrl_glam.algorithms.sac_glam.build import make_loss
+from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.envs.playground import STATE_KEYS
 from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY
 from torchrl_glam.training.factories import agent_policy, make_env
-from torchrl_glam.training.sac import make_agent
-from torchrl_glam.training.sac_config import make_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import load_run_or_checkpoint, one_step_outcomes, train_on_labels  # noqa: E402
@@ -72,7 +72,7 @@ test, test_wins, test_no_ops = contrast_states(agent_policy(run_agent), run_cfg,
 print(f"states: {len(train)} to train on, {len(test)} to test on", file=sys.stderr, flush=True)
 
 cfg = make_config("cpu_full")
-agent = make_agent(cfg, num_actions=train["action_mask"].shape[-1])
+agent = make_loss(cfg, num_actions=train["action_mask"].shape[-1])
 groups = agent.param_groups()
 optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.critic_lr), torch.optim.Adam(groups["llm"], lr=args.llm_lr)]
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import make_episode_processing
 from torchrl_glam.envs.playground import GOAL_TYPES, GoalCatalogue
-from torchrl_glam.training.sac import make_episode_processing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import is_supply, load_run_or_checkpoint, sampled_training_episodes  # noqa: E402

@@ -12,9 +12,9 @@ import sys
 
 import torch
 
+from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
 from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.envs.playground import GOAL_TYPES
-from torchrl_glam.training.sac import load_trained_agent
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]))
 from object_choice import is_supply, sampled_training_episodes, useful_actions  # noqa: E402
@@ -22,7 +22,7 @@ from object_choice import is_supply, sampled_training_episodes, useful_actions  
 torch.set_num_threads(1)
 print("run,env_steps,grasp_sections,first_step_goal_object,first_step_goal_object_a_supply,first_step_other")
 for run_dir in sys.argv[1:]:
-    cfg, agent, steps = load_trained_agent(run_dir)
+    cfg, agent, steps = load_trained_loss(run_dir)
     episodes, env = sampled_training_episodes(agent, cfg)
     sections = relabel_episodes(episodes)
     first = sections[:, 0]

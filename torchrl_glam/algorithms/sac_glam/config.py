@@ -23,7 +23,7 @@ typed values; :meth:`SACGLAMConfig.validate` names the field of any bad value be
 What every algorithm's config shares (the environment, the model, the run, and the machinery:
 validation naming the bad field, ``replace`` with nearest-name hints, JSON, typed command-line
 overrides, presets) lives in :class:`~torchrl_glam.training.config.GLAMConfig` and the helpers of
-``config.py``, so that PPO-GLAM's config (``ppo_config.py``, beside this one) behaves exactly like
+``config.py``, so that PPO-GLAM's config (``algorithms/ppo_glam/config.py``) behaves exactly like
 this one.
 """
 

@@ -19,37 +19,35 @@ from __future__ import annotations
 
 import sys
 
+from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig
 from torchrl_glam.training.cli import command_line, parse_command_line
-from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, argv, __doc__)
     # torch, TorchRL and the agent load after the command line: --help and a refused field answer at once
-    from torchrl_glam.training.distributed import all_true, broadcast_parameters
-    from torchrl_glam.training.factories import make_glam_agent
-    from torchrl_glam.training.run import StateOf, TrainingRun
-    from torchrl_glam.training.sac import (
-        SACGLAMUpdater,
+    from torchrl_glam.algorithms.sac_glam.build import (
         make_episode_processing,
         make_goal_choice,
+        make_loss,
         make_replay,
-        make_sac_loss,
         num_actions,
     )
+    from torchrl_glam.algorithms.sac_glam.update import SACGLAMUpdater
+    from torchrl_glam.training.distributed import all_true, broadcast_parameters
+    from torchrl_glam.training.run import StateOf, TrainingRun
 
     run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
 
-    # ---- the agent (LLM scorer + actor), its loss (twin critic heads + DiscreteSACLoss), replay, episode processing
-    agent = make_glam_agent(cfg)
-    loss = make_sac_loss(cfg, agent, num_actions=num_actions(cfg, run.env))
+    # ---- the loss (the agent: LLM scorer + actor; twin critic heads + DiscreteSACLoss), replay, episode processing
+    loss = make_loss(cfg, num_actions=num_actions(cfg, run.env))
+    agent = loss.glam_agent
     broadcast_parameters(loss.parameters())  # rank 0's initial weights everywhere
     replay = make_replay(cfg)
     her, noop_twins, nstep = make_episode_processing(cfg)
     updater = SACGLAMUpdater(loss, replay, cfg, run.world)
-    # "agent": the trainable weights (LLM adapters, heads, alpha), under the checkpoints' old name
     pieces = {
-        "agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
+        "loss": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),  # LLM adapters, heads, alpha
         "updater": updater,
         "replay": replay,
     }

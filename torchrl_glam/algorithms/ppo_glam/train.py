@@ -20,30 +20,31 @@ from __future__ import annotations
 
 import sys
 
+from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, PPOGLAMConfig
 from torchrl_glam.training.cli import command_line, parse_command_line
-from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)
     # torch, TorchRL and the agent load after the command line: --help and a refused field answer at once
+    from torchrl_glam.algorithms.ppo_glam.build import make_loss
+    from torchrl_glam.algorithms.ppo_glam.rollout import Rollout
+    from torchrl_glam.algorithms.ppo_glam.update import PPOGLAMUpdater
     from torchrl_glam.training.distributed import broadcast_parameters
-    from torchrl_glam.training.factories import make_glam_agent
-    from torchrl_glam.training.ppo import PPOGLAMUpdater, Rollout, make_ppo_loss
     from torchrl_glam.training.run import StateOf, TrainingRun
 
     run = TrainingRun(cfg, options, per_rank=("num_envs", "minibatch_size"))
 
-    # ---- the agent (LLM scorer + actor), its loss (value head + PPO), its updater, the rollout
-    agent = make_glam_agent(cfg)
-    loss = make_ppo_loss(cfg, agent)
+    # ---- the loss (the agent: LLM scorer + actor; value head + PPO), its updater, the rollout
+    loss = make_loss(cfg)
+    agent = loss.glam_agent
     broadcast_parameters(loss.parameters())  # rank 0's initial weights everywhere
     updater = PPOGLAMUpdater(loss, cfg, run.world)
     rollout = Rollout(cfg.rollout_steps, cfg.environment)  # the steps collected since the last update
-    # "agent": the trainable weights (LLM adapters, value head), under the checkpoints' old name
     td = run.start(
         {
-            "agent": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
+            # the trainable weights: LLM adapters, value head
+            "loss": StateOf(loss.trainable_state_dict, loss.load_trainable_state_dict),
             "updater": updater,
             "rollout": rollout,
         },
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """The command line (``sac-glam``, ``examples/*.py``): refusals printed without a traceback."""
+    """The command line (``ppo-glam``, ``examples/ppo_glam.py``): refusals printed without a traceback."""
     return command_line(main, argv)
 
 

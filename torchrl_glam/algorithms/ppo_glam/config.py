@@ -1,7 +1,7 @@
 """Typed hyper-parameters of PPO-GLAM (the paper's baseline, Table 1) and of its HER variants (App. G).
 
 ``PPOGLAMConfig`` shares the environment, model and run fields and all the machinery (validation
-naming the field, nearest-name hints, JSON, typed overrides) with ``SACGLAMConfig`` (``sac_config.py``)
+naming the field, nearest-name hints, JSON, typed overrides) with ``SACGLAMConfig`` (``algorithms/sac_glam/config.py``)
 (:class:`~torchrl_glam.training.config.GLAMConfig`). Presets:
 
 * ``ppo_glam``: Table 1 with the paper's Flan-T5-base, LoRA and 4-bit, full task set, 32 envs;
@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from torchrl_glam.algorithms.sac_glam.config import PRESETS as SAC_PRESETS
 from torchrl_glam.training.config import GLAMConfig, config_from_preset, parse_overrides
-from torchrl_glam.training.sac_config import PRESETS as SAC_PRESETS
 
 
 @dataclass

@@ -1,8 +1,9 @@
-"""The training scripts of the library, by algorithm name: one ``main(argv) -> exit code`` each.
+"""The registry of training scripts, by algorithm name: one ``main(argv) -> exit code`` each.
 
 ``examples/<algorithm>.py``, the ``sac-glam`` / ``ppo-glam`` commands, the Slurm launcher
 (``--algorithm``) and the training benchmark all run these modules, found by import name (a wheel
-install has no ``examples/`` folder). A new algorithm registers its module with
+install has no ``examples/`` folder). The library's algorithms (:mod:`torchrl_glam.algorithms`)
+register theirs when that package is imported; a new algorithm registers its module with
 :func:`register_script`.
 """
 
@@ -16,8 +17,6 @@ from types import ModuleType
 from typing import Any
 
 from torchrl_glam.training.config import GLAMConfig
-from torchrl_glam.training.ppo_config import PPO_PRESETS, PPOGLAMConfig
-from torchrl_glam.training.sac_config import PRESETS, SACGLAMConfig
 
 
 @dataclass(frozen=True)
@@ -40,10 +39,7 @@ class TrainingScript:
         return Path(self.load().__file__)
 
 
-SCRIPTS: dict[str, TrainingScript] = {
-    "sac_glam": TrainingScript("torchrl_glam.training.scripts.sac_glam", SACGLAMConfig, PRESETS),
-    "ppo_glam": TrainingScript("torchrl_glam.training.scripts.ppo_glam", PPOGLAMConfig, PPO_PRESETS),
-}
+SCRIPTS: dict[str, TrainingScript] = {}
 
 
 def register_script(name: str, module: str, config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]]) -> None:

@@ -1,6 +1,5 @@
-"""PPO-GLAM's pieces for a training script: the agent (:func:`make_ppo_agent`), the rollout being
-collected (:class:`Rollout`) and the update (:class:`PPOGLAMUpdater`: GAE, hindsight relabeling,
-epochs x minibatches of the PPO loss, Adam, gradient clipping).
+"""PPO-GLAM's update (:class:`PPOGLAMUpdater`): GAE, hindsight relabeling, epochs x minibatches of
+the PPO loss, Adam, gradient clipping.
 
 Advantages are computed once per rollout, with the values of the policy that collected it (as
 GLAM and Stable-Baselines3 do; TorchRL's PPO example recomputes them every epoch, which here would
@@ -12,22 +11,15 @@ from __future__ import annotations
 import math
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
+from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
 from torchrl_glam.data.her import relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter
-from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
-from torchrl_glam.modules import GLAMAgent
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
 from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share
-from torchrl_glam.training.factories import NonFiniteLossError, make_glam_agent
-from torchrl_glam.training.ppo_config import PPOGLAMConfig
+from torchrl_glam.training.factories import NonFiniteLossError
 
-#: What a rollout keeps of each environment step besides the environment's compact state (its
-#: ``state_keys``, and its ``step_keys`` under "next"): what acting recorded, and under "next" what
-#: GAE and hindsight relabeling need.
-ROLLOUT_KEYS = ("action", "sample_log_prob", BEHAVIOUR_SCORES_KEY)
-ROLLOUT_NEXT_KEYS = ("reward", "done", "terminated", "truncated", ACHIEVED_GOAL_IDS_KEY, ACHIEVED_GOAL_COUNT_KEY)
 #: What a minibatch of the update holds besides the compact state (collected and relabeled
 #: transitions alike).
 UPDATE_KEYS = (
@@ -41,88 +33,6 @@ UPDATE_KEYS = (
 )
 
 
-def make_ppo_agent(cfg: PPOGLAMConfig) -> PPOGLAMLoss:
-    """The PPO-GLAM loss around a new agent of ``cfg`` (its ``glam_agent``):
-    ``make_ppo_loss(cfg, make_glam_agent(cfg))``."""
-    return make_ppo_loss(cfg, make_glam_agent(cfg))
-
-
-def make_ppo_loss(cfg: PPOGLAMConfig, agent: GLAMAgent) -> PPOGLAMLoss:
-    """The value head and the PPO loss (clipped or KL-penalised) over ``agent``."""
-    return PPOGLAMLoss(
-        agent,
-        clip_epsilon=cfg.clip_epsilon,
-        entropy_coeff=cfg.entropy_coeff,
-        critic_coeff=cfg.critic_coeff,
-        gamma=cfg.gamma,
-        gae_lambda=cfg.gae_lambda,
-        value_width=cfg.value_width,
-        ppo_loss=cfg.ppo_loss,
-        centred=cfg.her_centred,
-        kl_coeff=cfg.kl_coeff,
-        kl_target=cfg.kl_target,
-    ).to(cfg.device)
-
-
-class Rollout:
-    """The steps collected since the last update; full after ``length`` steps.
-
-    :meth:`add` takes ``env.step_and_maybe_reset``'s first output ([num_envs], with "next") and
-    returns the whole rollout [num_envs, length] (time last) once it is full, else ``None``. It
-    also follows the goals each sub-environment's episode in progress has reported: after a full
-    rollout (until the next :meth:`add`), :attr:`reported_before` (bool [num_envs, goals]) holds
-    those reported before it began, which hindsight relabeling of an episode cut by the rollout's
-    start must not relabel again.
-    """
-
-    def __init__(self, length: int, environment: TextEnvironment | str | None = None) -> None:
-        self.length = length
-        self.steps: list[TensorDict] = []
-        environment = get_environment(environment)
-        self.num_goals = len(environment.catalogue)
-        self.keys = (
-            *environment.state_keys,
-            *ROLLOUT_KEYS,
-            *(("next", k) for k in (*environment.step_keys, *ROLLOUT_NEXT_KEYS)),
-        )
-        self.reported: torch.Tensor | None = None  # [num_envs, goals], up to the last step added
-        self.reported_before: torch.Tensor | None = None  # the same when the rollout began
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-    def add(self, step: TensorDictBase) -> TensorDictBase | None:
-        kept = step.select(*self.keys).clone()
-        if self.reported is None:
-            self.reported = torch.zeros(kept.shape[0], self.num_goals, dtype=torch.bool)
-        if not self.steps:
-            self.reported_before = self.reported.clone()
-        self._follow_reports(kept["next"])
-        self.steps.append(kept)
-        if len(self.steps) < self.length:
-            return None
-        rollout = torch.stack(self.steps, dim=1).contiguous()
-        self.steps = []
-        return rollout
-
-    def _follow_reports(self, nxt: TensorDictBase) -> None:
-        ids, count = nxt[ACHIEVED_GOAL_IDS_KEY].cpu(), nxt[ACHIEVED_GOAL_COUNT_KEY].cpu().reshape(-1)
-        slots = torch.arange(ids.shape[-1]) < count.unsqueeze(-1)
-        rows = torch.arange(len(ids)).unsqueeze(-1).expand_as(ids)
-        self.reported[rows[slots], ids[slots]] = True
-        self.reported[nxt["done"].cpu().reshape(-1)] = False  # the next step begins a new episode
-
-    def state_dict(self) -> dict:
-        """The steps of the rollout in progress and the goals reported in the episodes in progress
-        (for checkpoints)."""
-        return {"steps": list(self.steps), "reported": self.reported, "reported_at_start": self.reported_before}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.steps = list(state["steps"])
-        # checkpoints of 0.1.0 lack them: relabeling then ignores the reports made before the resume
-        self.reported, self.reported_before = state.get("reported"), state.get("reported_at_start")
-
-
 class PPOGLAMUpdater:
     """One PPO update per rollout: advantages (and relabeled pieces with HER), then ``epochs``
     passes over the data in minibatches of ``minibatch_size``, each an Adam step on the summed
@@ -132,20 +42,20 @@ class PPOGLAMUpdater:
     capped at ``her_ratio``, drawn at random), with advantages computed on the relabeled pieces.
 
     Args:
-        agent: the :class:`~torchrl_glam.objectives.ppo_glam.PPOGLAMLoss`.
+        loss: the :class:`~torchrl_glam.objectives.ppo_glam.PPOGLAMLoss`.
         cfg: the run's config.
         world: the number of data-parallel ranks (each holds its share of every minibatch).
     """
 
-    def __init__(self, agent: PPOGLAMLoss, cfg: PPOGLAMConfig, world: int = 1) -> None:
-        self.agent, self.cfg, self.world = agent, cfg, world
+    def __init__(self, loss: PPOGLAMLoss, cfg: PPOGLAMConfig, world: int = 1) -> None:
+        self.loss, self.cfg, self.world = loss, cfg, world
         self.minibatch_size = rank_share(cfg, "minibatch_size", world)  # this rank's share of every minibatch
         # one Adam group (Table 1's single learning rate) over the loss's named groups, "llm" then
         # "heads": the order of parameters_to_train, so checkpoints' optimiser states still fit
-        self.parameters = [p for group in agent.param_groups().values() for p in group]
+        self.parameters = [p for group in loss.param_groups().values() for p in group]
         self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.lr)
         self.optimizers = {"lr": self.optimizer}  # by learning-rate field (a resume may change it)
-        self.keep_goal = aligned_goal_filter(environment=agent.environment) if cfg.her_filter == "aligned" else None
+        self.keep_goal = aligned_goal_filter(environment=loss.environment) if cfg.her_filter == "aligned" else None
         self.updates = 0  # gradient steps
         self.iterations = 0  # rollouts
 
@@ -153,16 +63,16 @@ class PPOGLAMUpdater:
         """The flat data [N] of one update: "advantage", "value_target", "first_epoch_log_prob",
         "relabeled" beside the rollout's keys (:data:`UPDATE_KEYS`). ``reported_before``: the goals
         each row's episode reported before the rollout (:attr:`Rollout.reported_before`)."""
-        data = self.agent.advantages(rollout).reshape(-1)
+        data = self.loss.advantages(rollout).reshape(-1)
         data["relabeled"] = torch.zeros(data.shape, dtype=torch.bool, device=data.device)
-        data = data.select(*self.agent.environment.state_keys, *UPDATE_KEYS)
+        data = data.select(*self.loss.environment.state_keys, *UPDATE_KEYS)
         if not self.cfg.her:
             return data
         pieces = relabel_rollout(rollout, self.cfg.max_steps, self.keep_goal, reported_before)
         if not pieces.numel():
             return data
-        pieces = self.agent.advantages(pieces)
-        relabeled = pieces[pieces["mask"]].select(*self.agent.environment.state_keys, *UPDATE_KEYS)
+        pieces = self.loss.advantages(pieces)
+        relabeled = pieces[pieces["mask"]].select(*self.loss.environment.state_keys, *UPDATE_KEYS)
         cap = int(len(data) * self.cfg.her_ratio / (1 - self.cfg.her_ratio))
         if len(relabeled) > cap:
             relabeled = relabeled[torch.randperm(len(relabeled))[:cap]]
@@ -179,7 +89,7 @@ class PPOGLAMUpdater:
         for epoch in range(self.cfg.epochs):
             for indices in torch.randperm(len(data)).tensor_split(num_minibatches):
                 batch = data[indices]
-                out = self.agent(batch)
+                out = self.loss(batch)
                 loss = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
                 if not all_true(torch.isfinite(loss).item()):  # every rank stops together
                     losses = ("loss_objective", "loss_critic", "loss_entropy")
