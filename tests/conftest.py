@@ -44,8 +44,8 @@ def filled_replay():
     from torchrl_glam.training.factories import make_env
 
     env = make_env(make_config("smoke"), num_envs=16)
-    assembler = EpisodeAssembler(16, env.max_steps)
-    replay = GoalReplay(capacity=5_000, strategy="ratio")
+    assembler = EpisodeAssembler(16, env.max_steps, environment="playground")
+    replay = GoalReplay(capacity=5_000, strategy="ratio", environment="playground")
     td = env.reset()
     gen = torch.Generator().manual_seed(0)
     for _ in range(30):
@@ -53,5 +53,7 @@ def filled_replay():
         step, td = env.step_and_maybe_reset(td)
         episodes = assembler.add(step)
         if episodes is not None:
-            replay.extend(nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99))
+            replay.extend(
+                nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99, environment="playground")
+            )
     return replay

@@ -140,7 +140,7 @@ def sampled_training_episodes(agent, cfg, num_envs: int = 512):
 
     torch.manual_seed(0)  # the sampled policy's draws
     env = make_env(cfg, num_envs=num_envs, goals="train", seed=4_242)
-    assembler = EpisodeAssembler(num_envs, env.max_steps)
+    assembler = EpisodeAssembler(num_envs, env.max_steps, environment=cfg.environment)
     td = env.reset()
     finished = []
     for _ in range(env.max_steps):  # every episode ends by max_steps at the latest

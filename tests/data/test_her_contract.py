@@ -26,7 +26,7 @@ def _collect(environment, num_envs: int, steps: int, max_steps: int, goals: str 
     """Random play: the finished episodes [E, T] and, per episode, what its replay starts from
     (BabyAI-Text: the level's kind and seed, from the environment's state)."""
     env = environment.make_env(num_envs, seed=SEED, goals=goals, max_steps=max_steps)
-    assembler = EpisodeAssembler(num_envs, env.max_steps, environment)
+    assembler = EpisodeAssembler(num_envs, env.max_steps, environment=environment)
     generator = torch.Generator().manual_seed(SEED)
 
     def start(b):
@@ -215,7 +215,11 @@ def test_ppo_relabeled_pieces_end_at_the_first_report_of_their_goal_in_the_episo
     first reports of each episode's goals, counted from the episode's start."""
     B, length = 8, 5
     env = line_environment.make_env(B, seed=SEED, max_steps=12)
-    rollout, generator, td = Rollout(length, line_environment), torch.Generator().manual_seed(0), env.reset()
+    rollout, generator, td = (
+        Rollout(length, environment=line_environment),
+        torch.Generator().manual_seed(0),
+        env.reset(),
+    )
     seen = [set() for _ in range(B)]  # the cells each row's episode in progress reported
     since = [0] * B  # the steps of its episode in progress within the rollout so far
     expected, continued = [], 0

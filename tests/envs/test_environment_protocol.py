@@ -44,7 +44,7 @@ def test_render_and_mask_agree_with_the_text_environment(name):
 
 
 def test_the_playground_adapter_is_the_environment_of_the_paper():
-    playground = get_environment()
+    playground = get_environment("playground")
     assert playground.name == "playground" and set(environment_names()) >= {"playground", "babyai"}
     assert playground.state_keys == ("goal_id", "objects", "agent_on", "held", "grown")
     assert isinstance(playground.render_transform(), RenderText)
@@ -87,9 +87,25 @@ def test_render_observations_of_a_mapping_of_state_keys_gives_the_environments_t
 
     env = PlaygroundTextEnv(2, seed=0, text=True)
     td = env.reset()
-    prompts, _, mask = render_observations({k: td[k] for k in get_environment().state_keys})
+    prompts, _, mask = render_observations(
+        {k: td[k] for k in get_environment("playground").state_keys}, environment="playground"
+    )
     assert prompts == list(td["prompt"]) and torch.equal(mask, td["action_mask"])
-    assert GoalReplay(capacity=4, prioritized=False).environment.name == "playground"
+    assert GoalReplay(capacity=4, prioritized=False, environment="playground").environment.name == "playground"
     # a goal catalogue where an environment goes (the catalogue= of 0.1.0) is named, not looked up
-    with pytest.raises(TypeError, match="expected a TextEnvironment or a registered name, got GoalCatalogue"):
+    refusal = r"expected a TextEnvironment or a registered name \(babyai, playground\), got GoalCatalogue"
+    with pytest.raises(TypeError, match=refusal):
         get_environment(GoalCatalogue.default())
+
+
+def test_there_is_no_default_environment():
+    # the library's pieces name their environment: nothing falls back to Playground-Text silently
+    from torchrl_glam.data.episodes import EpisodeAssembler
+    from torchrl_glam.data.replay import GoalReplay
+
+    with pytest.raises(TypeError, match=r"a registered name \(babyai, playground\), got NoneType"):
+        get_environment(None)
+    for build in (lambda: EpisodeAssembler(2, 10), lambda: GoalReplay(capacity=8)):
+        with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'environment'"):
+            build()
+    assert EpisodeAssembler(2, 10, environment="babyai").step_keys == get_environment("babyai").state_keys + ("action",)

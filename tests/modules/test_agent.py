@@ -22,7 +22,7 @@ def test_the_agent_builds_its_scorer_and_policies_once_and_holds_the_llm_once():
 
 
 def test_the_agent_acts_as_its_policy_samples_and_greedily():
-    agent = GLAMAgent(make_scorer(None).module)
+    agent = GLAMAgent(make_scorer(None).module, environment="playground")
     env = PlaygroundTextEnv(num_envs=4, seed=0, text=False)
     td = env.reset()
     torch.manual_seed(0)
@@ -39,7 +39,7 @@ def test_the_agent_acts_as_its_policy_samples_and_greedily():
 
 def test_objectives_take_an_agent_or_a_scorer_with_the_same_state_dict():
     scorer = make_scorer(None).module
-    from_scorer = SACGLAMLoss(scorer, num_actions=5, critic_width=16)
+    from_scorer = SACGLAMLoss(scorer, num_actions=5, critic_width=16, environment="playground")
     agent = GLAMAgent(scorer, environment="playground")
     from_agent = SACGLAMLoss(agent, num_actions=5, critic_width=16)
     assert from_agent.glam_agent is agent and from_agent.scorer is scorer
@@ -48,7 +48,7 @@ def test_objectives_take_an_agent_or_a_scorer_with_the_same_state_dict():
     assert from_scorer.glam_agent.llm is from_scorer.scorer
     ppo = PPOGLAMLoss(agent, value_width=16)
     assert ppo.glam_agent is agent and ppo.environment is agent.environment
-    assert set(PPOGLAMLoss(scorer, value_width=16).state_dict()) == set(ppo.state_dict())
+    assert set(PPOGLAMLoss(scorer, value_width=16, environment="playground").state_dict()) == set(ppo.state_dict())
     # the training helpers act through the objective's agent
     assert agent_policy(from_scorer) is from_scorer.glam_agent.policy()
     td = PlaygroundTextEnv(num_envs=2, seed=0, text=False).reset()

@@ -33,8 +33,8 @@ CODE_RECIPES = {
 }
 #: the pretrained models: (transcripts, environment)
 PRETRAINED = {
-    "tiny-t5-pretrained": ("random", None),
-    "tiny-t5-hindsight": ("hindsight", None),
+    "tiny-t5-pretrained": ("random", "playground"),
+    "tiny-t5-hindsight": ("hindsight", "playground"),
     "tiny-t5-pretrained-babyai": ("random", "babyai"),
 }
 

@@ -20,7 +20,9 @@ GAMMA, LMBDA = 0.9, 0.5
 @pytest.fixture(scope="module")
 def loss():
     torch.manual_seed(0)
-    return PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32)
+    return PPOGLAMLoss(
+        make_scorer(None).module, environment="playground", gamma=GAMMA, gae_lambda=LMBDA, value_width=32
+    )
 
 
 def rollout(loss, num_envs=4, steps=6, seed=0):
@@ -54,7 +56,9 @@ def rollout(loss, num_envs=4, steps=6, seed=0):
 
 
 def test_gae_matches_a_hand_computation():
-    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32)
+    loss = PPOGLAMLoss(
+        make_scorer(None).module, environment="playground", gamma=GAMMA, gae_lambda=LMBDA, value_width=32
+    )
     data = rollout(loss, num_envs=1, steps=3)
     data["next", "reward"] = torch.tensor([[[0.0], [0.0], [1.0]]])
     data["next", "done"] = torch.tensor([[[False], [False], [True]]])
@@ -82,7 +86,7 @@ def test_first_epoch_ratio_is_one_and_losses_match_their_formulas(loss):
     # ratio 1: the clipped surrogate is -mean(advantage)
     assert out["loss_objective"].item() == pytest.approx(-data["advantage"].mean().item(), abs=1e-4)
     with torch.no_grad():  # the value of the rescored prompts
-        value = loss.value.module(score_states(loss.scorer, data)["prompt_hidden"])
+        value = loss.value.module(score_states(loss.scorer, data, environment="playground")["prompt_hidden"])
     expected_critic = 0.5 * ((value - data["value_target"]) ** 2).mean()
     assert out["loss_critic"].item() == pytest.approx(expected_critic.item(), rel=1e-4)
     assert out["loss_entropy"].item() == pytest.approx(-0.01 * out["entropy"].item(), rel=1e-4)
@@ -105,11 +109,17 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     torch.manual_seed(0)
     beta = 0.7
     loss = PPOGLAMLoss(
-        make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss="kl", kl_coeff=beta
+        make_scorer(None).module,
+        environment="playground",
+        gamma=GAMMA,
+        gae_lambda=LMBDA,
+        value_width=32,
+        ppo_loss="kl",
+        kl_coeff=beta,
     )
     data = loss.advantages(rollout(loss)).reshape(-1)
     # a behaviour policy that differs from the current one, as after a few epochs (or with HER)
-    scored = score_states(loss.scorer, data)
+    scored = score_states(loss.scorer, data, environment="playground")
     mask = scored["action_mask"]
     data[BEHAVIOUR_SCORES_KEY] = data[BEHAVIOUR_SCORES_KEY] + torch.randn(data[BEHAVIOUR_SCORES_KEY].shape)
     old = policy(data[BEHAVIOUR_SCORES_KEY], mask)
@@ -127,7 +137,9 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     assert out["kl"].item() == pytest.approx(kl.mean().item(), rel=1e-4)
     assert out["ratio"].item() == pytest.approx(ratio.mean().item(), rel=1e-5)
     assert out["kl_coeff"].item() == pytest.approx(beta)  # kl_target=None: a constant beta, as in eq. 5
-    adaptive = PPOGLAMLoss(loss.scorer, value_width=32, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4)
+    adaptive = PPOGLAMLoss(
+        loss.scorer, environment="playground", value_width=32, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4
+    )
     adaptive(data)
     assert adaptive.ppo.beta.item() == pytest.approx(2 * beta)  # TorchRL's rule: doubles above 1.5 x the target
 
@@ -136,8 +148,8 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     torch.manual_seed(0)
     scorer = make_scorer(None).module
     eps = 0.2
-    centred = PPOGLAMLoss(scorer, clip_epsilon=eps, value_width=32, centred=True)
-    plain = PPOGLAMLoss(scorer, clip_epsilon=eps, value_width=32)
+    centred = PPOGLAMLoss(scorer, environment="playground", clip_epsilon=eps, value_width=32, centred=True)
+    plain = PPOGLAMLoss(scorer, environment="playground", clip_epsilon=eps, value_width=32)
     data = centred.advantages(rollout(centred)).reshape(-1)
     n = len(data)
     log_prob = data[FIRST_EPOCH_LOG_PROB_KEY].clone()  # the current policy: nothing trained yet
@@ -161,21 +173,23 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     assert out_centred["clip_fraction"].item() == pytest.approx(outside.item(), abs=1e-6)
     assert out_centred["ratio"].item() == pytest.approx(r.mean().item(), rel=1e-4)
     with pytest.raises(ValueError, match="centred=True.*needs ppo_loss='clip'"):
-        PPOGLAMLoss(scorer, centred=True, ppo_loss="kl")
+        PPOGLAMLoss(scorer, environment="playground", centred=True, ppo_loss="kl")
 
 
 def test_loss_arguments_are_named_as_the_config_fields():
     scorer = make_scorer(None).module
-    loss = PPOGLAMLoss(scorer, gae_lambda=0.5, ppo_loss="kl", value_width=32)
+    loss = PPOGLAMLoss(scorer, environment="playground", gae_lambda=0.5, ppo_loss="kl", value_width=32)
     assert loss.ppo.value_estimator.lmbda == 0.5 and loss.loss_kind == "kl"
     with pytest.raises(ValueError, match="ppo_loss='ppo'"):
-        PPOGLAMLoss(scorer, ppo_loss="ppo")
+        PPOGLAMLoss(scorer, environment="playground", ppo_loss="ppo")
 
 
 @pytest.mark.parametrize("kind", ["clip", "kl"])
 def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     torch.manual_seed(0)
-    loss = PPOGLAMLoss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind)
+    loss = PPOGLAMLoss(
+        make_scorer(None).module, environment="playground", gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
+    )
     assert isinstance(loss, LossModule)
     data = rollout(loss, num_envs=2, steps=4)
     advantaged = loss.advantages(data).reshape(-1)
@@ -190,7 +204,9 @@ def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     assert [id(p) for p in groups["llm"] + groups["heads"]] == [id(p) for p in loss.parameters_to_train()]
     assert {id(p) for p in groups["heads"]} == {id(p) for p in loss.value.parameters()}
     # set_keys: the same rollout under other names gives the same advantages and losses
-    renamed = PPOGLAMLoss(loss.scorer, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind)
+    renamed = PPOGLAMLoss(
+        loss.scorer, environment="playground", gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
+    )
     renamed.value.load_state_dict(loss.value.state_dict())
     renamed.set_keys(
         reward="r",

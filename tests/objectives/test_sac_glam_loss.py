@@ -24,7 +24,7 @@ def batch():
 
 def make_loss(**kwargs):
     torch.manual_seed(0)
-    return SACGLAMLoss(make_scorer(None).module, num_actions=5, critic_width=16, **kwargs)
+    return SACGLAMLoss(make_scorer(None).module, num_actions=5, critic_width=16, environment="playground", **kwargs)
 
 
 def test_declared_keys_and_set_keys(batch):
@@ -173,6 +173,6 @@ def test_a_dueling_critic_trains_the_llm_through_both_hidden_states(batch):
 def test_a_loss_built_for_another_number_of_candidates_is_refused(batch):
     """The heads output one value per candidate: a mismatch with the environment's candidates must
     not train on the wrong ones (the README's snippet once passed 5 for an environment with 8)."""
-    loss = SACGLAMLoss(make_scorer(None).module, num_actions=8, critic_width=16)
+    loss = SACGLAMLoss(make_scorer(None).module, num_actions=8, critic_width=16, environment="playground")
     with pytest.raises(ValueError, match=r"5 candidate actions.*num_actions=8.*num_actions=5"):
         loss(batch.clone())

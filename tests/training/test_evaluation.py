@@ -66,10 +66,10 @@ def test_a_sampled_evaluation_repeats_and_leaves_the_training_random_stream_unto
     env = make_eval_envs(make_config("cpu", {"goals": "train", "eval_episodes": 64}))["train"]
     torch.manual_seed(0)
     before = torch.get_rng_state()
-    first = evaluate(random_legal_policy, env, greedy=False)
+    first = evaluate(random_legal_policy, env, greedy=False, goal_types=GOAL_TYPES)
     assert torch.equal(torch.get_rng_state(), before)
-    assert evaluate(random_legal_policy, env, greedy=False) == first
-    assert evaluate(random_legal_policy, env, greedy=True) != first  # it did sample
+    assert evaluate(random_legal_policy, env, greedy=False, goal_types=GOAL_TYPES) == first
+    assert evaluate(random_legal_policy, env, greedy=True, goal_types=GOAL_TYPES) != first  # it did sample
 
 
 def test_a_bad_evaluation_set_is_named():

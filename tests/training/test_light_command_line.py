@@ -80,7 +80,7 @@ def test_the_configs_default_environment_is_the_registrys():
     from torchrl_glam.training import config
 
     assert config.DEFAULT_ENVIRONMENT == registry.DEFAULT_ENVIRONMENT
-    assert config.GLAMConfig().environment.name == registry.get_environment().name
+    assert config.GLAMConfig().environment.name == registry.get_environment(registry.DEFAULT_ENVIRONMENT).name
 
 
 def test_evaluation_still_exports_the_evaluation_sets():

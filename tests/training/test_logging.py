@@ -24,7 +24,7 @@ def log_one_episode(tmp_path, actions):
             batch_size=[1],
         )
     )
-    assembler = EpisodeAssembler(num_envs=1, max_steps=len(actions))
+    assembler = EpisodeAssembler(num_envs=1, max_steps=len(actions), environment="playground")
     for action in actions:  # scene slots 0-5 "Go to", 6 "Grasp", 7 "Release"
         step, td = env.step_and_maybe_reset(td.set("action", torch.tensor([action])))
         episodes = assembler.add(step)

@@ -30,7 +30,7 @@ def load_example():
 def collect(agent, cfg, seed=0):
     """One rollout [num_envs, rollout_steps], collected as the example script does."""
     env = make_env(cfg, seed=seed)
-    rollout, td = Rollout(cfg.rollout_steps), env.reset()
+    rollout, td = Rollout(cfg.rollout_steps, environment="playground"), env.reset()
     torch.manual_seed(seed)
     while True:
         act(agent, td, with_log_prob=True)

@@ -38,7 +38,7 @@ def zero_shot_success(path) -> float:
     cfg = make_config("cpu", {"model": str(path), "eval_episodes": EPISODES})
     env = make_eval_envs(cfg)["train"]
     agent = make_loss(cfg, env.num_objects + 2)
-    return evaluate(lambda td, greedy: act(agent, td, greedy), env)["success"]
+    return evaluate(lambda td, greedy: act(agent, td, greedy), env, goal_types=cfg.environment.goal_types)["success"]
 
 
 def test_the_shipped_models_transcript_loss_is_the_manifests():

@@ -12,7 +12,7 @@ from torchrl_glam.algorithms import get_script
 from torchrl_glam.algorithms.sac_glam.build import load_trained_loss, make_episode_processing, make_loss
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.algorithms.sac_glam.update import SACGLAMUpdater
-from torchrl_glam.training.checkpoint import load_checkpoint, read_checkpoint
+from torchrl_glam.training.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 
 
 def load_example():
@@ -299,7 +299,7 @@ def test_a_checkpoint_naming_the_loss_agent_still_resumes(tmp_path):
     def as_before(run_dir):
         state = read_checkpoint(run_dir / "checkpoint.pt")
         state["agent"] = state.pop("loss")
-        torch.save(state, run_dir / "checkpoint.pt")
+        save_checkpoint(state, run_dir)
 
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", between=as_before)
     final = [read_checkpoint(run / "checkpoint.pt")["loss"] for run in (straight, resumed)]
@@ -327,14 +327,20 @@ def test_her_and_noop_twins_checkpoint_their_state():
     from torchrl_glam.data.her import HindsightRelabel
     from torchrl_glam.data.noop_twins import NoOpTwins
 
-    her, twins = HindsightRelabel(seed=0, negatives_per_episode=2), NoOpTwins(seed=0)
+    her, twins = (
+        HindsightRelabel(seed=0, negatives_per_episode=2, environment="playground"),
+        NoOpTwins(seed=0, environment="playground"),
+    )
     torch.rand(3, generator=her.generator)  # states that no seed of the pieces below gives
     torch.rand(5, generator=twins.generator)
     first_seen = torch.full_like(her.memory.first_seen, -1)
     first_seen[[2, 5]] = torch.tensor([10, 40])
     her.memory.first_seen.copy_(first_seen)
     # each piece's state_dict round-trips into a fresh piece
-    fresh_her, fresh_twins = HindsightRelabel(seed=1, negatives_per_episode=2), NoOpTwins(seed=1)
+    fresh_her, fresh_twins = (
+        HindsightRelabel(seed=1, negatives_per_episode=2, environment="playground"),
+        NoOpTwins(seed=1, environment="playground"),
+    )
     fresh_her.load_state_dict(her.state_dict())
     fresh_twins.load_state_dict(twins.state_dict())
     assert torch.equal(fresh_her.generator.get_state(), her.generator.get_state())

@@ -18,14 +18,21 @@ def test_smollm2_lora_updates_on_cpu(require_smollm2):
     cfg = make_config("smollm2_her_cpu", {"batch_size": 8, "warmup_updates": 0, "critic_width": 32, "num_envs": 8})
     assert cfg.dtype == "float32" and cfg.device == "cpu" and cfg.lora_rank == 16
     env = make_env(cfg)
-    assembler, replay = EpisodeAssembler(cfg.num_envs, env.max_steps), GoalReplay(capacity=1_000, strategy="ratio")
+    assembler, replay = (
+        EpisodeAssembler(cfg.num_envs, env.max_steps, environment="playground"),
+        GoalReplay(capacity=1_000, strategy="ratio", environment="playground"),
+    )
     td, generator = env.reset(), torch.Generator().manual_seed(0)
     while len(replay) < 32:  # random play: the replay only needs transitions
         td.set("action", torch.multinomial(td["action_mask"].float(), 1, generator=generator).squeeze(-1))
         step, td = env.step_and_maybe_reset(td)
         episodes = assembler.add(step)
         if episodes is not None:
-            replay.extend(nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, cfg.gamma))
+            replay.extend(
+                nstep_transitions(
+                    torch.cat([episodes, relabel_episodes(episodes)]), 3, cfg.gamma, environment="playground"
+                )
+            )
     torch.manual_seed(0)
     agent = make_loss(cfg, num_actions=5)
     lora = {name: p.detach().clone() for name, p in agent.scorer.named_parameters() if "lora_" in name}

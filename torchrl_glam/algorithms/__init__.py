@@ -1,7 +1,7 @@
 """The library's algorithms, one folder each: its config and presets (``config.py``), what its
 script builds from the config (``build.py``: the loss in one call, replay...), its update
 (``update.py``) and its training script (``train.py``, the loop that reads like the paper's
-algorithm). The losses themselves are TorchRL ``LossModule``s in :mod:`torchrl_glam.objectives`.
+algorithm). The losses themselves are TorchRL ``LossModule`` classes in :mod:`torchrl_glam.objectives`.
 
 * :mod:`~torchrl_glam.algorithms.sac_glam`: SAC-GLAM (Gaven et al. 2024), with HER;
 * :mod:`~torchrl_glam.algorithms.ppo_glam`: PPO-GLAM (GLAM, Carta et al. 2023).

@@ -65,8 +65,8 @@ class AutotelicGoals(Transform):
         seed: seed of the choices' generator.
         task_set: the goal set the environment was built for ("simplified", ...): only for the
             logs (``autotelic/discovered_task_fraction``); the agent's choices never read it.
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
-            default Playground-Text); it must choose goals and scenes at reset
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its
+            registered name); it must choose goals and scenes at reset
             (``neutral_scene_objects``).
     """
 
@@ -80,7 +80,8 @@ class AutotelicGoals(Transform):
         groups: str = "type,category",
         seed: int | None = None,
         task_set: str | None = None,
-        environment: TextEnvironment | str | None = None,
+        *,
+        environment: TextEnvironment | str,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"autotelic strategy {strategy!r}: choose one of {STRATEGIES}")
@@ -94,7 +95,7 @@ class AutotelicGoals(Transform):
         self.num_envs, self.num_objects = num_envs, num_objects
         self.strategy, self.epsilon = strategy, epsilon
         self.memory = GoalMemory(len(catalogue))
-        self.group_of, self.group_names = goal_groups(catalogue, groups, environment)
+        self.group_of, self.group_names = goal_groups(catalogue, groups, environment=environment)
         self.progress = LearningProgress(self.group_of, len(self.group_names), window)
         self.fits = torch.as_tensor(catalogue.required_objects <= num_objects)
         self.train_ids = torch.as_tensor(catalogue.goal_set("train"))

@@ -37,7 +37,7 @@ def parse_groups(groups: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def goal_groups(
-    catalogue, groups: str | Sequence[str], environment: TextEnvironment | str | None = None
+    catalogue, groups: str | Sequence[str], *, environment: TextEnvironment | str
 ) -> tuple[torch.Tensor, list[str]]:
     """The group of every catalogue goal, and the groups' names.
 

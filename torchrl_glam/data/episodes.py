@@ -38,12 +38,12 @@ EVENT_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_COUNT_KEY)
 RETURNED_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_IDS_KEY, ACHIEVED_GOAL_COUNT_KEY)
 
 
-def step_keys(environment: TextEnvironment | str | None = None) -> tuple[str, ...]:
+def step_keys(*, environment: TextEnvironment | str) -> tuple[str, ...]:
     """The keys of an episode step at its root: the compact state and "action"."""
     return get_environment(environment).state_keys + ("action",)
 
 
-def next_keys(environment: TextEnvironment | str | None = None) -> tuple[str, ...]:
+def next_keys(*, environment: TextEnvironment | str) -> tuple[str, ...]:
     """The keys of an episode step under "next": the next state and what the step returned."""
     return get_environment(environment).step_keys + RETURNED_KEYS
 
@@ -69,12 +69,12 @@ class EpisodeAssembler:
         num_envs: the batch size of the environment.
         max_steps: the episode length limit (the padding length T).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the
-            steps, for its state keys (default Playground-Text).
+            steps, for its state keys.
     """
 
-    def __init__(self, num_envs: int, max_steps: int, environment: TextEnvironment | str | None = None) -> None:
+    def __init__(self, num_envs: int, max_steps: int, *, environment: TextEnvironment | str) -> None:
         self.num_envs, self.max_steps = num_envs, max_steps
-        self.step_keys, self.next_keys = step_keys(environment), next_keys(environment)
+        self.step_keys, self.next_keys = step_keys(environment=environment), next_keys(environment=environment)
         self._steps: list[list[TensorDictBase]] = [[] for _ in range(num_envs)]
         self.env_steps = 0  # global counter of sub-environment steps
 

@@ -150,7 +150,7 @@ def relabel_episodes(
     return _sections(episodes, e, t, goals, success=True)
 
 
-def scene_goals(scene, goal_ids: torch.Tensor, environment: TextEnvironment | str | None = None) -> torch.Tensor:
+def scene_goals(scene, goal_ids: torch.Tensor, *, environment: TextEnvironment | str) -> torch.Tensor:
     """bool [E, G]: which of the goals ``goal_ids`` [G] name only objects of each episode, as the
     environment's ``goals_in_scene`` says (Playground-Text: a goal names an object when the social
     partner would report it for an event on that object).
@@ -235,7 +235,8 @@ def relabel_twins(
     pool: torch.Tensor,
     allowed: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
-    environment: TextEnvironment | str | None = None,
+    *,
+    environment: TextEnvironment | str,
 ) -> TensorDictBase:
     """A failure beside each hindsight success: for every relabeled section (episode ``e`` up to
     step ``t``, with ``goals`` reported at ``t``; :func:`hindsight_steps`), the same section with a
@@ -290,7 +291,7 @@ class HindsightRelabel(Transform):
         twins: also a failure beside every relabeled success, with another goal of its type
             naming the episode's objects (:func:`relabel_twins`; ``False``, the paper: none).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of
-            the episodes (default Playground-Text); ``"scene"`` and twins need its
+            the episodes; ``"scene"`` and twins need its
             ``goals_in_scene``.
     """
 
@@ -303,7 +304,8 @@ class HindsightRelabel(Transform):
         negatives_from: str = "reported",
         goal_ids: Sequence[int] | torch.Tensor | None = None,
         twins: bool = False,
-        environment: TextEnvironment | str | None = None,
+        *,
+        environment: TextEnvironment | str,
     ) -> None:
         super().__init__(in_keys=[("next", ACHIEVED_GOAL_IDS_KEY)], out_keys=[GOAL_ID_KEY, "relabeled"])
         self.environment = environment = get_environment(environment)
@@ -340,7 +342,9 @@ class HindsightRelabel(Transform):
             scene = {k: episodes[k][:, 0] for k in self.environment.episode_keys}
             allowed = self.environment.goals_in_scene(scene, self.task_goals)
         if self.twins:
-            twins = relabel_twins(episodes, e, t, goals, self.task_goals, allowed, self.generator, self.environment)
+            twins = relabel_twins(
+                episodes, e, t, goals, self.task_goals, allowed, self.generator, environment=self.environment
+            )
             relabeled = torch.cat([relabeled, twins])
         if scene_negatives:
             negatives = relabel_negatives(

@@ -51,7 +51,7 @@ def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def noop_twins(
-    episodes: TensorDictBase, generator: torch.Generator | None = None, environment: TextEnvironment | str | None = None
+    episodes: TensorDictBase, generator: torch.Generator | None = None, *, environment: TextEnvironment | str
 ) -> TensorDictBase:
     """The no-op twins [M, T] of a padded episode batch [E, T] (see the module docstring): one per
     success that ends before the last step, its no-op drawn uniformly among the state's; two real
@@ -87,11 +87,11 @@ class NoOpTwins(Transform):
 
     Args:
         seed: seed of the no-ops' draw.
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
-            default Playground-Text); it must have ``noop_actions``.
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its
+            registered name); it must have ``noop_actions``.
     """
 
-    def __init__(self, seed: int | None = None, environment: TextEnvironment | str | None = None) -> None:
+    def __init__(self, seed: int | None = None, *, environment: TextEnvironment | str) -> None:
         environment = get_environment(environment)
         environment.require("noop_actions", "no-op twins")
         super().__init__(
@@ -104,7 +104,7 @@ class NoOpTwins(Transform):
             self.generator.manual_seed(seed)
 
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
-        twins = noop_twins(episodes, self.generator, self.environment)
+        twins = noop_twins(episodes, self.generator, environment=self.environment)
         return torch.cat([episodes, twins]) if len(twins) else episodes
 
     def _inv_call(self, episodes: TensorDictBase) -> TensorDictBase:

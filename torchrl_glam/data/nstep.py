@@ -33,7 +33,8 @@ def nstep_transitions(
     n: int,
     gamma: float,
     bootstrap_time_limit: bool = True,
-    environment: TextEnvironment | str | None = None,
+    *,
+    environment: TextEnvironment | str,
 ) -> TensorDict:
     """n-step transitions of a padded episode batch [E, T] (see ``episodes.py``), flattened to [M]
     over the episodes' real steps.
@@ -71,7 +72,7 @@ def nstep_transitions(
         return value.gather(1, index)
 
     out = TensorDict(
-        {key: episodes[key] for key in (*step_keys(environment), "relabeled", "collected_at")},
+        {key: episodes[key] for key in (*step_keys(environment=environment), "relabeled", "collected_at")},
         batch_size=[E, T],
     )
     for key in get_environment(environment).step_keys:
@@ -92,7 +93,8 @@ class NStepReturns(TensorDictModuleBase):
         n: int = 3,
         gamma: float = 0.99,
         bootstrap_time_limit: bool = True,
-        environment: TextEnvironment | str | None = None,
+        *,
+        environment: TextEnvironment | str,
     ) -> None:
         super().__init__()
         self.environment = get_environment(environment)
@@ -103,4 +105,4 @@ class NStepReturns(TensorDictModuleBase):
         self.out_keys = [("next", "reward"), ("next", "done"), ("next", "terminated"), "steps_to_next_obs"]
 
     def forward(self, episodes: TensorDictBase) -> TensorDict:
-        return nstep_transitions(episodes, self.n, self.gamma, self.bootstrap_time_limit, self.environment)
+        return nstep_transitions(episodes, self.n, self.gamma, self.bootstrap_time_limit, environment=self.environment)

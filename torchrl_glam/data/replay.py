@@ -62,8 +62,8 @@ class GoalReplay:
             of a task set.
         prioritized: TD-error prioritized sampling (``False``: uniform within each buffer).
         alpha, beta, eps: the ``PrioritizedSampler`` parameters.
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name;
-            default Playground-Text), for goal types.
+        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its
+            registered name), for goal types.
     """
 
     def __init__(
@@ -76,7 +76,8 @@ class GoalReplay:
         alpha: float = 0.6,
         beta: float = 0.4,
         eps: float = 1e-6,
-        environment: TextEnvironment | str | None = None,
+        *,
+        environment: TextEnvironment | str,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy={strategy!r} is not a batch composition; choose one of {STRATEGIES}")
@@ -115,7 +116,7 @@ class GoalReplay:
         ]
 
     @staticmethod
-    def type_proportions(goal_ids: np.ndarray, environment: TextEnvironment | str | None = None) -> list[float]:
+    def type_proportions(goal_ids: np.ndarray, *, environment: TextEnvironment | str) -> list[float]:
         """The share of each goal type in a task set (the "prior" weights of App. E)."""
         environment = get_environment(environment)
         types = environment.catalogue.goal_type[np.asarray(goal_ids)]

@@ -34,7 +34,7 @@ import torch
 from torchrl_glam.envs import TextEnvironment, get_environment
 
 
-def single_subgoals(environment: TextEnvironment | str | None = None) -> np.ndarray:
+def single_subgoals(*, environment: TextEnvironment | str) -> np.ndarray:
     """Rules 1 and 2 over the single goals: bool [S, S], ``[s_sub, s_goal]`` (Playground-Text:
     S = 246), the environment's ``subgoal_matrix`` (its growth rule, not a copy)."""
     environment = get_environment(environment)
@@ -42,7 +42,7 @@ def single_subgoals(environment: TextEnvironment | str | None = None) -> np.ndar
     return environment.subgoal_matrix()
 
 
-def is_subgoal(catalogue, sub_ids, goal_ids, environment: TextEnvironment | str | None = None) -> np.ndarray:
+def is_subgoal(catalogue, sub_ids, goal_ids, *, environment: TextEnvironment | str) -> np.ndarray:
     """Whether each ``sub_ids[i]`` is a sub-goal of ``goal_ids[i]`` (rules in the module docstring).
 
     Both are goal ids (arrays or tensors of one shape, or ints); the result is a bool array.
@@ -65,7 +65,7 @@ def is_subgoal(catalogue, sub_ids, goal_ids, environment: TextEnvironment | str 
     return single_of_single | single_of_sequence | sequence_of_sequence
 
 
-def aligned_goal_filter(environment: TextEnvironment | str | None = None):
+def aligned_goal_filter(*, environment: TextEnvironment | str):
     """A ``keep_goal(goal_ids, relabel_ids)`` for :func:`~torchrl_glam.data.her.relabel_episodes`:
     relabel only with sub-goals of the episode's goal (default environment: Playground-Text)."""
     environment = get_environment(environment)
@@ -73,6 +73,8 @@ def aligned_goal_filter(environment: TextEnvironment | str | None = None):
     catalogue = environment.catalogue
 
     def keep_goal(goal_ids: torch.Tensor, relabel_ids: torch.Tensor) -> torch.Tensor:
-        return torch.as_tensor(is_subgoal(catalogue, relabel_ids, goal_ids, environment), device=relabel_ids.device)
+        return torch.as_tensor(
+            is_subgoal(catalogue, relabel_ids, goal_ids, environment=environment), device=relabel_ids.device
+        )
 
     return keep_goal

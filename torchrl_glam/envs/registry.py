@@ -43,14 +43,16 @@ def environment_names() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def get_environment(name: str | TextEnvironment | None = None) -> TextEnvironment:
-    """The registered environment ``name`` (``None``: Playground-Text); an environment passes
-    through."""
+def get_environment(name: str | TextEnvironment) -> TextEnvironment:
+    """The registered environment ``name``; an environment passes through. There is no default:
+    ``None`` is refused, naming the registered names."""
     if isinstance(name, TextEnvironment):
         return name
-    name = DEFAULT_ENVIRONMENT if name is None else name
-    if not isinstance(name, str):  # e.g. a goal catalogue, which arguments took before 0.2.0
-        raise TypeError(f"environment: expected a TextEnvironment or a registered name, got {type(name).__name__}")
+    if not isinstance(name, str):  # None, or e.g. a goal catalogue, which arguments took before 0.2.0
+        raise TypeError(
+            f"environment: expected a TextEnvironment or a registered name ({', '.join(environment_names())}), "
+            f"got {type(name).__name__}"
+        )
     if name not in _INSTANCES:
         if name not in _FACTORIES:
             raise ValueError(

@@ -40,11 +40,9 @@ class GLAMAgent(nn.Module):
     """An LLM agent: ``scorer`` (a :class:`~torchrl_glam.modules.LLMScorer`, or the
     ``TensorDictModule`` of :func:`~torchrl_glam.modules.make_scorer`), ``actor``
     (:func:`~torchrl_glam.modules.make_actor`) and ``environment`` (a ``TextEnvironment`` or its
-    registered name; default Playground-Text)."""
+    registered name)."""
 
-    def __init__(
-        self, scorer: LLMScorer | TensorDictModuleBase, environment: TextEnvironment | str | None = None
-    ) -> None:
+    def __init__(self, scorer: LLMScorer | TensorDictModuleBase, *, environment: TextEnvironment | str) -> None:
         super().__init__()
         if not isinstance(scorer, TensorDictModuleBase):
             scorer = TensorDictModule(

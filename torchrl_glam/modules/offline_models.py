@@ -102,7 +102,7 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
     raise ValueError(f"unknown tiny model kind {kind!r}: expected 't5' or 'llama'")
 
 
-def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment=None) -> dict:
+def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment="playground") -> dict:
     """Everything the random-init tiny model's weights depend on; its hash is the version name
     (:func:`~torchrl_glam.modules.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
     (the code of the build itself): bump it when that changes. The environment's vocabulary is
@@ -127,7 +127,7 @@ def pretraining_recipe(
     lr: float = DEFAULT_LR,
     seed: int = DEFAULT_SEED,
     data: str = "random",
-    environment=None,
+    environment="playground",
 ) -> dict:
     """Everything the pretrained model's weights depend on, its starting point included; its hash
     is the version name of the cache directory and of the shipped weights. ``environment``: the
@@ -162,7 +162,7 @@ def transcript_goal_sets(environment) -> tuple[str, ...]:
     return environment.pretraining_goal_sets or environment.goal_sets[:1]
 
 
-def offline_name(kind: ModelKind = "t5", data: str = "random", environment=None) -> str:
+def offline_name(kind: ModelKind = "t5", data: str = "random", environment="playground") -> str:
     """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``
     (Playground-Text), ``tiny-t5-pretrained-babyai`` (another environment's transcripts)."""
     env = get_environment(environment)
@@ -183,14 +183,14 @@ class OfflineModelNotBuilt(FileNotFoundError):
     """An offline model that is neither shipped nor built on this machine."""
 
 
-def build_command(name: str, environment=None) -> str:
+def build_command(name: str, environment="playground") -> str:
     """The command that builds the offline model ``name`` into the cache."""
     key = name.removeprefix(OFFLINE_PREFIX)
-    env = get_environment(environment).name if environment is not None else None
-    return f"python -m torchrl_glam.offline {key}" + ("" if env in (None, "playground") else f" --env {env}")
+    env = get_environment(environment).name
+    return f"python -m torchrl_glam.offline {key}" + ("" if env == "playground" else f" --env {env}")
 
 
-def offline_location(name: str, environment=None) -> tuple[str, str]:
+def offline_location(name: str, environment="playground") -> tuple[str, str]:
     """(directory name, recipe version) of the offline model ``name`` in the vocabulary of
     ``environment`` (a ``TextEnvironment`` or its registered name; default the one the name says:
     Playground-Text, or the suffix's, e.g. ``-babyai``)."""
@@ -208,7 +208,7 @@ def offline_location(name: str, environment=None) -> tuple[str, str]:
     return f"tiny-{kind}", recipe_version(tiny_model_recipe(kind, environment=environment))
 
 
-def offline_model_path(name: str, environment=None) -> Path:
+def offline_model_path(name: str, environment="playground") -> Path:
     """The directory of the offline model ``name`` (see :func:`offline_location`): its shipped copy
     (checked against the manifest), else its build in the cache. Builds nothing:
     :class:`OfflineModelNotBuilt` names the command that builds it."""

@@ -22,7 +22,7 @@ from torchrl_glam.modules import (
 )
 
 
-def render_observations(state, *, environment: TextEnvironment | str | None = None):
+def render_observations(state, *, environment: TextEnvironment | str):
     """Prompts [B], candidates [B][A] and action mask [B, A] of a flat batch of compact states
     (``state[k]`` for each of the environment's state keys; default environment: Playground-Text)."""
     environment = get_environment(environment)
@@ -34,7 +34,8 @@ def score_states(
     scorer: LLMScorer,
     batch: TensorDictBase,
     next_obs: bool = False,
-    environment: TextEnvironment | str | None = None,
+    *,
+    environment: TextEnvironment | str,
 ) -> dict[str, torch.Tensor]:
     """Scores and hidden states of the observations of a flat batch of compact transitions
     (``next_obs``: of the states under "next", with the same episode keys, e.g. goal and objects).
@@ -68,7 +69,9 @@ def attach_agent(loss, agent: GLAMAgent | None) -> None:
     """Sets ``loss.glam_agent``, the agent acting with the loss's LLM (``None``: one built around
     ``loss.scorer`` and ``loss.environment``)."""
     # off the module tree (object.__setattr__): the loss's state dict holds the LLM once, as "scorer"
-    object.__setattr__(loss, "glam_agent", agent if agent is not None else GLAMAgent(loss.scorer, loss.environment))
+    object.__setattr__(
+        loss, "glam_agent", agent if agent is not None else GLAMAgent(loss.scorer, environment=loss.environment)
+    )
 
 
 class TrainableState:

@@ -70,7 +70,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
             0.99); the names of :class:`~torchrl_glam.algorithms.ppo_glam.config.PPOGLAMConfig`.
         value_width: units of the value head's two hidden layers.
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
-            name) whose compact states the loss renders; default Playground-Text.
+            name) whose compact states the loss renders; default the agent's (required with a bare scorer).
         ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
         centred: clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
         kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL

@@ -80,7 +80,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         critic_width: units of the heads' two hidden layers (1024 in App. C).
         gamma, alpha_init, target_entropy: SAC's discount and entropy settings (Tables 2-3).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
-            name) whose compact states the loss renders; default Playground-Text.
+            name) whose compact states the loss renders; default the agent's (required with a bare scorer).
         target_llm: the target heads read the next observation through a Polyak-averaged copy of
             the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
         success_loss_coef: weight of the immediate-success head's loss (see the module docstring);
@@ -256,7 +256,7 @@ class SACGLAMLoss(TrainableState, LossModule):
     # ------------------------------------------------------------------ forward
     def score(self, batch: TensorDictBase, next_obs: bool = False):
         """Scores and hidden states of the observation (or next observation) of a compact batch."""
-        return score_states(self.scorer, batch, next_obs, self.environment)
+        return score_states(self.scorer, batch, next_obs, environment=self.environment)
 
     def forward(self, batch: TensorDictBase, warmup: bool | None = None) -> TensorDict:
         """Losses of a batch of compact n-step transitions (``warmup``: overrides the state).

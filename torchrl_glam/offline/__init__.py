@@ -18,7 +18,7 @@ from torchrl_glam.offline.tiny import build_tiny_model, build_word_tokenizer, de
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
 
-def build_offline_model(name: str | None, environment=None) -> Path:
+def build_offline_model(name: str | None, environment="playground") -> Path:
     """The directory of the offline model ``name`` (``offline:<one of OFFLINE_MODELS>``; ``None``:
     ``offline:tiny-t5``) in the vocabulary of ``environment``: shipped, already built, or built now
     into the cache (once: concurrent callers wait for one build)."""

@@ -94,7 +94,9 @@ def register_transcript_stream(name: str, factory: Callable) -> None:
     TRANSCRIPT_STREAMS[name] = factory
 
 
-def transcript_stream(data: str = "random", seed: int = DEFAULT_SEED, environment=None) -> RandomPlayTranscripts:
+def transcript_stream(
+    data: str = "random", seed: int = DEFAULT_SEED, environment="playground"
+) -> RandomPlayTranscripts:
     """The pretraining data of a name of :data:`DATA` (or of :func:`register_transcript_stream`)."""
     if data not in TRANSCRIPT_STREAMS:
         raise ValueError(f"unknown pretraining data {data!r}; choose one of {DATA}")
@@ -153,7 +155,7 @@ def pretrain(
     log_every: int = 50,
     why: str | None = None,
     data: str | RandomPlayTranscripts = "random",
-    environment=None,
+    environment="playground",
 ) -> Path:
     """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
     random-play transcripts (``data``: a name of :data:`DATA`, or a stream such as
@@ -169,7 +171,7 @@ def pretrain(
 
 
 def _pretrain(
-    out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random", environment=None
+    out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random", environment="playground"
 ) -> tuple[Path, dict]:
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -235,7 +237,11 @@ def _pretrain(
 
 
 def transcript_loss(
-    path: str | os.PathLike, batches: int = 8, batch_size: int = 128, seed: int = TRANSCRIPT_LOSS_SEED, environment=None
+    path: str | os.PathLike,
+    batches: int = 8,
+    batch_size: int = 128,
+    seed: int = TRANSCRIPT_LOSS_SEED,
+    environment="playground",
 ) -> float:
     """Mean token negative log-likelihood of the model at ``path`` on fixed random-play transcripts
     that pretraining never sees (their own seed): the quality measure of a pretrained build."""
@@ -257,7 +263,7 @@ def transcript_loss(
 
 
 def transcripts_fingerprint(
-    batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random", environment=None
+    batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random", environment="playground"
 ) -> str:
     """sha256 of the first batch of the pretraining stream: it changes when anything that makes the
     data changes (environment dynamics, rendering, the target format), which the recipe's values
@@ -267,7 +273,7 @@ def transcripts_fingerprint(
     return hashlib.sha256("\n\0".join(prompts + targets).encode()).hexdigest()
 
 
-def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random", environment=None) -> Path:
+def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random", environment="playground") -> Path:
     """The pretrained offline model of the default recipe (on the transcripts ``data`` of
     ``environment``, default Playground-Text): the copy shipped in the package (instant, checked
     against its manifest), else built once into the cache (about ten minutes on a CPU; concurrent
@@ -310,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
         help="the transcripts: random play, or half of it with hindsight goals (offline:tiny-<kind>-hindsight)",
     )
     parser.add_argument(
-        "--env", default=None, help="the environment whose transcripts (a registered name; default playground)"
+        "--env", default="playground", help="the environment whose transcripts (a registered name; default playground)"
     )
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument(
@@ -357,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
                         ["python -m torchrl_glam.offline.pretraining --ship"]
                         + (["--kind", args.kind] if args.kind != "t5" else [])
                         + (["--data", args.data] if args.data != "random" else [])
-                        + (["--env", env] if env is not None else [])
+                        + (["--env", env] if env != "playground" else [])
                     ),
                     "torch_threads": torch.get_num_threads(),
                     "build_seconds": round(stats["seconds"]),

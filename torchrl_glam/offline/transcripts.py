@@ -21,7 +21,9 @@ class RandomPlayTranscripts:
     ``max_steps`` says otherwise. The targets are the environment's ``transcript_targets``.
     """
 
-    def __init__(self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment=None) -> None:
+    def __init__(
+        self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment="playground"
+    ) -> None:
         from torchrl_glam.envs import get_environment
 
         self.environment = get_environment(environment)
@@ -62,7 +64,7 @@ class RandomPlayTranscripts:
         return [prompts[i] for i in order], [targets[i] for i in order]
 
 
-def transcript_pairs(steps: TensorDictBase, environment=None) -> tuple[list[str], list[str]]:
+def transcript_pairs(steps: TensorDictBase, environment="playground") -> tuple[list[str], list[str]]:
     """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
     "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
     candidate followed by what it did, in the prompt's words (the environment's
@@ -95,7 +97,7 @@ class HindsightTranscripts(RandomPlayTranscripts):
         max_steps: int | None = None,
         hindsight_share: float = 0.5,
         window: int | None = None,
-        environment=None,
+        environment="playground",
     ) -> None:
         if not 0.0 < hindsight_share <= 1.0:
             raise ValueError(f"hindsight_share={hindsight_share} must be in (0, 1]")

@@ -8,14 +8,13 @@ import torch
 from torchrl.envs import EnvBase
 
 from torchrl_glam.data.episodes import step_success
-from torchrl_glam.envs import get_environment
 from torchrl_glam.training.eval_sets import EVAL_SETS, EvalSet
 
 __all__ = ["EVAL_SETS", "EvalSet", "evaluate"]
 
 
 @torch.no_grad()
-def evaluate(policy, env: EnvBase, greedy: bool = True, goal_types: tuple[str, ...] | None = None) -> dict[str, float]:
+def evaluate(policy, env: EnvBase, greedy: bool = True, *, goal_types: tuple[str, ...]) -> dict[str, float]:
     """Runs one episode in every sub-environment of ``env`` (reset with its seed, so every
     evaluation sees the same scenes and goals) and returns the success rates.
 
@@ -23,9 +22,8 @@ def evaluate(policy, env: EnvBase, greedy: bool = True, goal_types: tuple[str, .
     stream, seeded by the environment's seed: it is the same for every algorithm and leaves the
     training's stream untouched (adding it to a run does not change the run). Keys: "success",
     "success/<goal type>" for the types present (``goal_types``: the names of the environment's
-    types, default Playground-Text's), "episode_length".
+    types, ``TextEnvironment.goal_types``), "episode_length".
     """
-    goal_types = get_environment().goal_types if goal_types is None else goal_types
     if greedy:
         return _episodes(policy, env, greedy, goal_types)
     # a policy on a GPU samples from that device's generator: fork it too (fork_rng forks the CPU's)

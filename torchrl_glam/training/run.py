@@ -160,7 +160,7 @@ class TrainingRun:
         seed_everything(cfg.seed)  # the same initial weights on every rank
         self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)
-        self.assembler = EpisodeAssembler(self.env.num_envs, cfg.max_steps, cfg.environment)
+        self.assembler = EpisodeAssembler(self.env.num_envs, cfg.max_steps, environment=cfg.environment)
         # one checkpoint per rank: each holds its own environments and replay
         self.checkpoint_dir = Path(cfg.run_dir) / ("" if self.main_rank else f"rank{self.rank}")
         self.logger: RunLogger | None = None

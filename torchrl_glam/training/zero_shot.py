@@ -73,7 +73,7 @@ class ZeroShotPolicy:
         mode: str = "greedy",
         chat_template: bool = False,
         seed: int = 0,
-        environment: str | TextEnvironment | None = None,
+        environment: str | TextEnvironment = "playground",
     ):
         if mode not in MODES + (RANDOM,):
             raise ValueError(f"mode must be one of {MODES + (RANDOM,)}, got {mode!r}")
@@ -126,7 +126,7 @@ def make_zero_shot_env(
     goals: str,
     episodes: int,
     seed: int,
-    environment: str | TextEnvironment | None = None,
+    environment: str | TextEnvironment = "playground",
     max_steps: int | None = None,
     goal_types: Sequence[str] | None = None,
 ):
@@ -177,7 +177,7 @@ def run_zero_shot(
     dtype: str = "float32",
     device: str = "cpu",
     log=print,
-    environment: str | TextEnvironment | None = None,
+    environment: str | TextEnvironment = "playground",
     max_steps: int | None = None,
     goal_types: Sequence[str] | None = None,
 ) -> list[dict]:
@@ -284,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--label", help="the model's name in the CSV (default: --model)")
     parser.add_argument("--out", required=True, help="CSV file; rows are appended, settings already there skipped")
-    parser.add_argument("--env", default=None, help="a registered environment (default playground)")
+    parser.add_argument("--env", default="playground", help="a registered environment")
     parser.add_argument(
         "--goals",
         nargs="+",

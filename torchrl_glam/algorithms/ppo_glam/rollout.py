@@ -27,7 +27,7 @@ class Rollout:
     start must not relabel again.
     """
 
-    def __init__(self, length: int, environment: TextEnvironment | str | None = None) -> None:
+    def __init__(self, length: int, *, environment: TextEnvironment | str) -> None:
         self.length = length
         self.steps: list[TensorDict] = []
         environment = get_environment(environment)
