@@ -36,9 +36,9 @@ DEFAULT_STEPS = 600
 DEFAULT_BATCH_SIZE = 128
 DEFAULT_LR = 1e-3
 DEFAULT_SEED = 0
-#: The transcript streams, by name: "random" (:class:`RandomPlayTranscripts`, the ``cpu`` presets'
-#: model) and "hindsight" (:class:`~torchrl_glam.offline.transcripts.HindsightTranscripts`, half of
-#: them with hindsight goals).
+#: The transcript streams, by name: "random" (:class:`~torchrl_glam.offline.transcripts.RandomPlayTranscripts`,
+#: the ``cpu`` presets' model) and "hindsight" (:class:`~torchrl_glam.offline.transcripts.HindsightTranscripts`,
+#: half of them with hindsight goals).
 DATA = ("random", "hindsight")
 HINDSIGHT_SHARE = 0.5
 
@@ -47,7 +47,8 @@ OFFLINE_PREFIX = "offline:"
 #: random-play transcripts (``-pretrained``) or on random-play transcripts half of them with hindsight
 #: goals (``-hindsight``), or on BabyAI-Text's (``-pretrained-babyai``; see
 #: :mod:`torchrl_glam.offline.pretraining`). The T5 ones ship with the package
-#: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache on first use.
+#: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache by a training run that
+#: names one, or by ``python -m torchrl_glam.offline NAME``.
 OFFLINE_MODELS = (
     "tiny-t5",
     "tiny-llama",
