@@ -62,6 +62,18 @@ def test_resume_refuses_a_mixed_run_and_applies_learning_rates(tmp_path, example
     assert event["event"] == "resume" and event["changed"][lr_field] == {"saved": 1e-4, "now": 0.0123}
 
 
+def test_a_resume_continues_the_saved_config_without_repeating_its_overrides(tmp_path, sac_example):
+    # the run was started with non-default values; --resume names only what changes now
+    run = tmp_path / "run"
+    assert sac_example.main(["--preset", "smoke", "--run-dir", str(run), *SMOKE, "batch_size=16", "n_step=2"]) == 0
+    assert (
+        sac_example.main(["--preset", "smoke", "--run-dir", str(run), "--no-progress", "--resume", "total_steps=96"])
+        == 0
+    )
+    saved = json.loads((run / "config.json").read_text())
+    assert (saved["batch_size"], saved["n_step"], saved["total_steps"]) == (16, 2, 96)
+
+
 def test_an_existing_run_dir_is_refused_without_resume_and_cleared_with_overwrite(tmp_path, sac_example):
     run = tmp_path / "run"
     common = ["--preset", "smoke", "--run-dir", str(run), *SMOKE]

@@ -13,6 +13,7 @@ parsed (tests/training/test_light_command_line.py checks this).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,12 +144,26 @@ def parse_command_line(
     cfg = config_from_preset(config_class, presets, args.preset, overrides)
     if "run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
         cfg = cfg.replace(run_dir=default_run_dir(cfg, args.preset))
+    if args.resume:  # a resume continues the saved run: only the overrides given now change it
+        saved = _saved_config(config_class, Path(cfg.run_dir))
+        if saved is not None:
+            cfg = saved.replace(**{**overrides, "run_dir": cfg.run_dir}).validate()
     return cfg, RunOptions(
         preset=args.preset,
         resume=args.resume,
         overwrite=args.overwrite,
         progress=True if args.progress else False if args.no_progress else None,
     )
+
+
+def _saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | None:
+    """The config a run dir's ``config.json`` holds, or ``None`` when it has none or holds another
+    algorithm's (the resume's refusal then names it)."""
+    try:
+        values = json.loads((run_dir / "config.json").read_text())
+        return config_class().replace(**values)
+    except (OSError, ValueError, TypeError):  # no file, torn JSON, another config class (ConfigError)
+        return None
 
 
 def _one_line(text: str, limit: int = 100) -> str:
