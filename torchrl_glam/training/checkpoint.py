@@ -204,6 +204,18 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     return _read(Path(path))
 
 
+#: Entries that checkpoints of earlier 0.2 commits name otherwise (the loss's trainable weights were
+#: "agent"): read under their current name, so those runs still resume and load.
+FORMER_ENTRY_NAMES = {"agent": "loss"}
+
+
+def _current_names(state: dict) -> dict:
+    for old, new in FORMER_ENTRY_NAMES.items():
+        if old in state and new not in state:
+            state[new] = state.pop(old)
+    return state
+
+
 def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     """The state saved in ``run_dir``, or ``None`` when there is none.
 
@@ -219,7 +231,7 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     try:
         if not path.exists():
             raise CheckpointError(f"{path} is missing")
-        return _read(path)
+        return _current_names(_read(path))
     except UnsafeCheckpointError:
         raise  # a crafted file is not a torn write: no fallback, whatever the previous one holds
     except CheckpointError as err:
@@ -234,7 +246,7 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
             stacklevel=2,
         )
         print(f"warning: {err}; resuming from the previous checkpoint {previous}")
-        return state
+        return _current_names(state)
 
 
 def seed_everything(seed: int) -> None:

@@ -126,9 +126,6 @@ class StateOf:
 #: Entries of torchrl_glam 0.1.0's first checkpoint layout (HER's and the no-op twins' state, now in
 #: their pieces): a checkpoint holding one is refused with the version that reads it.
 LAYOUT_0_1_ENTRIES = ("her_generator", "her_goal_memory", "noop_twins_generator")
-#: Pieces that checkpoints of earlier 0.2 commits name otherwise (the loss's trainable weights were
-#: "agent"): read under their current name, so those runs still resume.
-FORMER_PIECE_NAMES = {"agent": "loss"}
 
 
 class TrainingRun:
@@ -252,9 +249,6 @@ class TrainingRun:
         if state is None:
             return None
         self._refuse_old_layout(state)
-        for old, new in FORMER_PIECE_NAMES.items():
-            if old in state and new not in state and new in self.pieces:
-                state[new] = state.pop(old)
         self._require(state, ["config"])
         changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
         self._require(state, ["rng", "wall_seconds", *self.pieces])
