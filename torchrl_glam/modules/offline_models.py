@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from torchrl_glam.envs import get_environment
 from torchrl_glam.modules.shipped import recipe_version, shipped_model_path
@@ -181,7 +181,12 @@ def is_complete(directory: Path) -> bool:
 
 
 class OfflineModelNotBuilt(FileNotFoundError):
-    """An offline model that is neither shipped nor built on this machine."""
+    """An offline model that is neither shipped nor built on this machine; ``path``: the cache
+    directory it is built into (:mod:`torchrl_glam.offline` builds it there)."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def build_command(name: str, environment="playground") -> str:
@@ -191,19 +196,26 @@ def build_command(name: str, environment="playground") -> str:
     return f"python -m torchrl_glam.offline {key}" + ("" if env == "playground" else f" --env {env}")
 
 
-def offline_location(name: str, environment="playground") -> tuple[str, str]:
-    """(directory name, recipe version) of the offline model ``name`` in the vocabulary of
-    ``environment`` (a ``TextEnvironment`` or its registered name; default the one the name says:
-    Playground-Text, or the suffix's, e.g. ``-babyai``)."""
+def parse_offline_name(name: str, environment="playground") -> tuple[ModelKind, str | None, Any]:
+    """(kind, pretraining data or ``None`` for a random-init model, environment) of the offline
+    model ``name``; the environment is the name's suffix (``-babyai``) when it has one, else
+    ``environment``."""
     key = name.removeprefix(OFFLINE_PREFIX)
     if key not in OFFLINE_MODELS:
         raise ValueError(
             f"unknown offline model {name!r}; choose one of {[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}"
         )
     _, kind, *trained = key.split("-")  # "tiny", "t5", then e.g. "pretrained", "babyai"
-    if trained:
-        environment = trained[1] if len(trained) > 1 else environment
-        data = "hindsight" if trained[0] == "hindsight" else "random"
+    if not trained:
+        return kind, None, environment
+    return kind, "hindsight" if trained[0] == "hindsight" else "random", trained[1] if len(trained) > 1 else environment
+
+
+def offline_location(name: str, environment="playground") -> tuple[str, str]:
+    """(directory name, recipe version) of the offline model ``name`` in the vocabulary of
+    ``environment`` (see :func:`parse_offline_name`)."""
+    kind, data, environment = parse_offline_name(name, environment)
+    if data is not None:
         recipe = pretraining_recipe(kind, data=data, environment=environment)
         return offline_name(kind, data, environment), recipe_version(recipe)
     return f"tiny-{kind}", recipe_version(tiny_model_recipe(kind, environment=environment))
@@ -213,10 +225,10 @@ def offline_model_path(name: str, environment="playground") -> Path:
     """The directory of the offline model ``name`` (see :func:`offline_location`): its shipped copy
     (checked against the manifest), else its build in the cache. Builds nothing:
     :class:`OfflineModelNotBuilt` names the command that builds it."""
+    _, data, named_environment = parse_offline_name(name, environment)
     directory, version = offline_location(name, environment)
-    random_init = name.removeprefix(OFFLINE_PREFIX).count("-") == 1  # "tiny-t5", "tiny-llama"
     # a shipped random-init model holds Playground-Text's words; a pretrained one's name says its own
-    if not random_init or get_environment(environment).name == "playground":
+    if data is not None or get_environment(named_environment).name == "playground":
         shipped = shipped_model_path(directory, version)
         if shipped is not None:
             return shipped
@@ -225,5 +237,6 @@ def offline_model_path(name: str, environment="playground") -> Path:
         return cached
     raise OfflineModelNotBuilt(
         f"the offline model {name} (recipe {version}) is not built on this machine (looked in {cached}). "
-        f"Build it once with `{build_command(name, environment)}` (a training run that names it builds it itself)"
+        f"Build it once with `{build_command(name, environment)}` (a training run that names it builds it itself)",
+        cached,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchrl_glam.modules.offline_models import OFFLINE_MODELS, OFFLINE_PREFIX, OfflineModelNotBuilt, offline_model_path
+from torchrl_glam.modules.offline_models import OFFLINE_MODELS, OFFLINE_PREFIX, parse_offline_name
 from torchrl_glam.offline.pretraining import default_pretrained_model_path, pretrain
 from torchrl_glam.offline.tiny import build_tiny_model, build_word_tokenizer, default_tiny_model_path
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
@@ -22,16 +22,10 @@ def build_offline_model(name: str | None, environment="playground") -> Path:
     """The directory of the offline model ``name`` (``offline:<one of OFFLINE_MODELS>``; ``None``:
     ``offline:tiny-t5``) in the vocabulary of ``environment``: shipped, already built, or built now
     into the cache (once: concurrent callers wait for one build)."""
-    name = name or f"{OFFLINE_PREFIX}tiny-t5"
-    try:
-        return offline_model_path(name, environment)
-    except OfflineModelNotBuilt:
-        pass
-    _, kind, *trained = name.removeprefix(OFFLINE_PREFIX).split("-")
-    if not trained:
+    kind, data, environment = parse_offline_name(name or f"{OFFLINE_PREFIX}tiny-t5", environment)
+    if data is None:
         return default_tiny_model_path(kind, environment)
-    environment = trained[1] if len(trained) > 1 else environment
-    return default_pretrained_model_path(kind, "hindsight" if trained[0] == "hindsight" else "random", environment)
+    return default_pretrained_model_path(kind, data, environment)
 
 
 __all__ = [

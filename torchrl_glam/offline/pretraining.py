@@ -62,13 +62,16 @@ from torchrl_glam.modules.offline_models import (
     DEFAULT_SEED,
     DEFAULT_STEPS,
     HINDSIGHT_SHARE,
+    OFFLINE_PREFIX,
     PRETRAINING_VERSION,
     ModelKind,
+    OfflineModelNotBuilt,
     cache_root,
+    offline_model_path,
     offline_name,
     pretraining_recipe,
 )
-from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, shipped_enabled, shipped_model_path
+from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, shipped_enabled
 from torchrl_glam.offline.cache import build_into_cache, is_main_process
 from torchrl_glam.offline.shipping import ship
 from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
@@ -278,24 +281,22 @@ def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random", 
     ``environment``, default Playground-Text): the copy shipped in the package (instant, checked
     against its manifest), else built once into the cache (about ten minutes on a CPU; concurrent
     callers wait for one build, see ``build_into_cache``)."""
-    recipe = pretraining_recipe(kind, data=data, environment=environment)
-    version = recipe_version(recipe)
-    name = offline_name(kind, data, environment)
-    shipped = shipped_model_path(name, version)
-    if shipped is not None:
-        return shipped
-    why = (
-        "the package ships no weights for this recipe; once, then cached"
-        if shipped_enabled()
-        else f"{SHIPPED_ENV}=0; once, then cached"
-    )
-    final = cache_root() / f"{name}-{version}"
-    return build_into_cache(
-        final,
-        lambda directory: pretrain(
-            directory, kind=kind, why=f"offline:{name} {version}: {why}", data=data, environment=environment
-        ),
-    )
+    name = f"{OFFLINE_PREFIX}tiny-{kind}-" + ("pretrained" if data == "random" else data)
+    try:
+        return offline_model_path(name, environment)
+    except OfflineModelNotBuilt as missing:
+        final = missing.path
+        why = "the package ships no weights for this recipe" if shipped_enabled() else f"{SHIPPED_ENV}=0"
+        return build_into_cache(
+            final,
+            lambda directory: pretrain(
+                directory,
+                kind=kind,
+                why=f"offline:{final.name}: {why}; once, then cached",
+                data=data,
+                environment=environment,
+            ),
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

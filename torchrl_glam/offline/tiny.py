@@ -33,7 +33,6 @@ from torchrl_glam.modules.offline_models import (
     OUTPUT_INIT_STD,
     ModelKind,
     OfflineModelNotBuilt,
-    cache_root,
     offline_model_path,
     tiny_config_fields,
     tiny_model_recipe,
@@ -161,12 +160,10 @@ def default_tiny_model_path(kind: ModelKind = "t5", environment="playground") ->
     once into :func:`~torchrl_glam.modules.offline_models.cache_root` under its recipe version."""
     try:
         return offline_model_path(f"{OFFLINE_PREFIX}tiny-{kind}", environment)
-    except OfflineModelNotBuilt:
-        pass
-    final = cache_root() / f"tiny-{kind}-{recipe_version(tiny_model_recipe(kind, environment=environment))}"
-    return build_into_cache(
-        final, lambda directory: build_tiny_model(directory, kind=kind, seed=0, environment=environment)
-    )
+    except OfflineModelNotBuilt as missing:
+        return build_into_cache(
+            missing.path, lambda directory: build_tiny_model(directory, kind=kind, seed=0, environment=environment)
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
