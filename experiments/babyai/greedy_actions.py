@@ -50,7 +50,7 @@ def main(run_dir: str) -> None:
     cfg = cfg.replace(eval_sets=["train"], eval_episodes=64)  # only the set it rolls out
     print(f"{run_dir} at {steps} environment steps")
     for greedy in (True, False):
-        success, shares, repeated = rollout(agent, make_eval_envs(cfg)["train"], cfg.max_steps, greedy)
+        success, shares, repeated = rollout(agent, make_eval_envs(cfg)["train"], cfg.env.max_steps, greedy)
         print(
             f"{'greedy' if greedy else 'sampled'}: success {success:.3f}; actions "
             + ", ".join(f"{a} {s:.2f}" for a, s in shares.items())

@@ -24,8 +24,7 @@ def main(argv: list[str]) -> None:
     src, dst, *pairs = argv
     state = read_checkpoint(Path(src) / "checkpoint.pt")
     changes = parse_overrides(pairs)
-    config = {**state["config"], **changes, "run_dir": dst}
-    SACGLAMConfig.from_dict(config).validate()
+    config = SACGLAMConfig.from_dict(state["config"]).replace({**changes, "run.run_dir": dst}).validate().to_dict()
     state["config"] = config
     Path(dst).mkdir(parents=True, exist_ok=False)
     save_checkpoint(state, dst)

@@ -73,7 +73,7 @@ for run_dir in sys.argv[1:]:
         for r in range(repeats):
             torch.manual_seed(r)
             q, rewards, ended, goal_type = rollout(agent, env, greedy=policy == "greedy")
-            returns = discounted_returns(rewards, cfg.gamma)
+            returns = discounted_returns(rewards, cfg.algorithm.gamma)
             success = rewards.sum(1) > 0
             rows.append(
                 (

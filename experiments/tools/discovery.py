@@ -169,8 +169,8 @@ def load_discovery(run: Path, config: dict, catalogue: GoalCatalogue) -> dict | 
     if exact is None:
         exact = first_seen_from_checkpoint(run, catalogue)
     task_ids = None
-    if config.get("goals") in ("train", "simplified", "held_out"):
-        task_ids = catalogue.goal_set(config["goals"])
+    if config.get("env.goals") in ("train", "simplified", "held_out"):
+        task_ids = catalogue.goal_set(config["env.goals"])
     return {
         "logged": logged,
         "seconds": seconds,

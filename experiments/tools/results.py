@@ -41,6 +41,7 @@ from experiments.tools.discovery import read_records, write_discovery
 from experiments.tools.relative import relative_rows, write_relative
 from torchrl_glam.algorithms import SCRIPTS
 from torchrl_glam.envs.playground import GOAL_TYPES
+from torchrl_glam.training.config import config_paths
 from torchrl_glam.training.evaluation import EVAL_SETS
 
 
@@ -126,9 +127,14 @@ def load_run(run: Path) -> dict:
             raise ValueError(f"{run / 'config.json'} is not readable JSON ({err})") from None
         if not isinstance(config, dict):
             raise ValueError(f"{run / 'config.json'} holds a {type(config).__name__}, not a config")
-    # a run written before a field's rename groups with the runs written after it
-    for script in SCRIPTS.values():
-        config = {script.config_class.FORMER_NAMES.get(k, k): v for k, v in config.items()}
+
+    # by path, so that a run of earlier 0.2 commits (flat names) groups with the runs written after it
+    def knows(script, name):
+        return script.config_class.has_field(name) or name in script.config_class.FORMER_NAMES
+
+    script = next((s for s in SCRIPTS.values() if all(knows(s, k) for k in config)), SCRIPTS["sac_glam"])
+    config = {script.config_class.FORMER_NAMES.get(k, k): v for k, v in config.items()}  # 0.1.0's names
+    config = config_paths(config, script.config_class)
     return {"run": run, "config": config, "evaluations": evaluations}
 
 
@@ -158,7 +164,7 @@ def _goal_types(runs: list[dict]) -> list[str]:
 
 def group_of(run: dict, group_by: str) -> str:
     if group_by == "config":
-        config = {k: v for k, v in run["config"].items() if k not in ("seed", "run_dir")}
+        config = {k: v for k, v in run["config"].items() if k not in ("run.seed", "run.run_dir")}
         return json.dumps(config, sort_keys=True)
     path = run["run"]
     return path.parent.name if path.name.startswith("seed") else path.name

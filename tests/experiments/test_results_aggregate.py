@@ -50,10 +50,16 @@ def test_results_aggregate_mean_and_std_over_seeds(tmp_path):
 RENAMED_BACK = {new: old for old, new in PPOGLAMConfig.FORMER_NAMES.items()}
 
 
+def _flat(cfg):
+    """(name, path, value) of each field, as the flat config.json of earlier commits named it."""
+    short = {path: name for name, path in type(cfg).short_names().items()}
+    return [(short[path], path, value) for path, value in cfg.flat_dict().items()]
+
+
 def test_results_group_old_and_new_runs_together(tmp_path):
     cfg = make_ppo_config("smoke")
     for name, config in (
-        ("old", {RENAMED_BACK.get(k, k): v for k, v in cfg.to_dict().items()}),
+        ("old", {RENAMED_BACK.get(path, name): value for name, path, value in _flat(cfg)}),  # 0.1.0's names
         ("new", cfg.to_dict()),
     ):
         (tmp_path / name).mkdir()

@@ -126,7 +126,7 @@ def test_seed_array_on_slurm_gives_one_run_directory_per_seed(slurm, tmp_path):
     for seed in (0, 1):
         run = tmp_path / "smoke" / f"seed{seed}"
         assert (run / "checkpoint.pt").exists() and (run / "evaluations.jsonl").exists()
-        assert _agent(run)["config"]["seed"] == seed
+        assert _agent(run)["config"]["run"]["seed"] == seed
     job_id = __import__("json").loads((tmp_path / "smoke" / "seed0" / "launch.json").read_text())["job_id"]
     assert "_" in job_id  # one array job, one task per seed
     deadline = time.time() + 60

@@ -67,7 +67,7 @@ def test_autotelic_sweep_changes_only_who_chooses_the_goals(tmp_path):
 
     configs = {}
     for run in load_sweep(SLURM / "sweeps" / "autotelic.yaml", tmp_path, seeds=[0]):
-        configs[run.name] = make_config(run.preset, run.overrides).to_dict()  # every variant is valid
+        configs[run.name] = by_name(make_config(run.preset, run.overrides))  # every variant is valid
     for task_set in ("simplified", "full"):
         given = configs[f"{task_set}_goal_given"]
         for strategy in ("uniform", "lp"):
@@ -84,6 +84,12 @@ def test_the_babyai_goto_pickup_sweep_trains_and_evaluates_on_those_kinds_only(t
     assert configs["sac_glam_her"]["her"] and not configs["sac_glam"]["her"]
 
 
+def by_name(cfg) -> dict:
+    """A config's values by field name (``env`` and ``model`` for their section's name)."""
+    short = {path: name for name, path in type(cfg).short_names().items()}
+    return {short[path]: value for path, value in cfg.flat_dict().items()}
+
+
 def sweep_configs(name: str, tmp_path) -> dict[str, dict]:
     """{variant: its full config (every setting, the preset's included)} of a sweep file's seed-0 runs."""
     from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
@@ -91,7 +97,7 @@ def sweep_configs(name: str, tmp_path) -> dict[str, dict]:
 
     make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}
     return {
-        run.name: make[run.algorithm](run.preset, run.overrides).to_dict()
+        run.name: by_name(make[run.algorithm](run.preset, run.overrides))
         for run in load_sweep(SLURM / "sweeps" / f"{name}.yaml", tmp_path, seeds=[0])
     }
 

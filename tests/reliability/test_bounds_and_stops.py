@@ -25,16 +25,16 @@ SMOKE = ["--preset", "smoke", "--no-progress"]
 )
 def test_values_that_hang_or_crash_are_refused_before_the_run_dir_exists(tmp_path, sac_example, override, named):
     run = tmp_path / "run"
-    with pytest.raises(ValueError, match=rf"bad config value {named}=.*expected"):
+    with pytest.raises(ValueError, match=rf"bad config value (\w+\.)*{named}=.*expected"):
         sac_example.main([*SMOKE, "--run-dir", str(run), override])
     assert not run.exists()
 
 
 @pytest.mark.parametrize(
-    "field, value", [("num_envs", 8.5), ("num_envs", True), ("seed", 1.0), ("her", 1), ("eval_sets", "train")]
+    "field, value", [("num_envs", 8.5), ("num_envs", True), ("seed", 1.0), ("her", 1), ("eval_sets", 3)]
 )
 def test_values_of_the_wrong_type_are_refused(field, value):
-    with pytest.raises(ValueError, match=rf"bad config value {field}=.*expected .*got"):
+    with pytest.raises(ValueError, match=rf"bad config value (\w+\.)*{field}=.*expected"):
         make_config("smoke", {field: value})
 
 

@@ -17,7 +17,7 @@ def _sweep(tmp_path, **sweep):
     "sweep,match",
     [
         ({"overrides": {"critic_widht": 64}}, "unknown config field.*critic_widht.*critic_width"),
-        ({"grid": {"gamma": [0.9, 1.5]}}, "bad config value gamma=1.5"),
+        ({"grid": {"gamma": [0.9, 1.5]}}, "bad config value algorithm.gamma=1.5"),
         ({"variants": {"a": {"preset": "nope"}}}, "unknown preset 'nope'"),
         ({"algorithm": "dqn_glam"}, "unknown algorithm 'dqn_glam'"),
         ({"overrides": {"seed": 3}}, "sets 'seed'.*seeds"),
@@ -33,7 +33,7 @@ def test_bad_sweeps_fail_at_dry_run(tmp_path, sweep, match):
 
 def test_command_line_runs_are_validated_too(tmp_path):
     root = ["--runs-root", str(tmp_path), "--dry-run", "--preset", "smoke"]
-    with pytest.raises(ValueError, match="bad config value max_grad_norm"):
+    with pytest.raises(ValueError, match="bad config value algorithm.max_grad_norm"):
         launch_main([*root, "--seeds", "0-1", "max_grad_norm=-1"])
     with pytest.raises(ValueError, match="--seeds"):
         launch_main([*root, "seed=4"])

@@ -35,11 +35,11 @@ def test_resume_changes_refuses_settings_a_checkpoint_fixes():
     with pytest.raises(ValueError) as err:
         resume_changes(saved, make_config("smoke", {"gamma": 0.5, "n_step": 2, "actor_lr": 0.01}))
     message = str(err.value)
-    assert "gamma: saved 0.99, now 0.5" in message and "n_step: saved 3, now 2" in message
+    assert "algorithm.gamma: saved 0.99, now 0.5" in message and "algorithm.n_step: saved 3, now 2" in message
     assert "actor_lr" not in message.split("(")[1].split(")")[0]  # allowed: not among the refused
     assert "--run-dir" in message
     changes = resume_changes(saved, make_config("smoke", {"total_steps": 800, "critic_lr": 0.01}))
-    assert changes == {"total_steps": (400, 800), "critic_lr": (1e-4, 0.01)}
+    assert changes == {"run.total_steps": (400, 800), "algorithm.critic_lr": (1e-4, 0.01)}
 
 
 @pytest.mark.parametrize("example", ["sac_glam", "ppo_glam"])
@@ -49,7 +49,7 @@ def test_resume_refuses_a_mixed_run_and_applies_learning_rates(tmp_path, example
     common = ["--preset", "smoke", "--run-dir", str(run), *SMOKE]
     assert main(common) == 0
     config_before = (run / "config.json").read_text()
-    with pytest.raises(ValueError, match=r"gamma: saved 0.99, now 0.5"):
+    with pytest.raises(ValueError, match=r"algorithm.gamma: saved 0.99, now 0.5"):
         main([*common, "--resume", "gamma=0.5"])
     assert (run / "config.json").read_text() == config_before  # config.json stays truthful
     lr_field = "actor_lr" if example == "sac_glam" else "lr"
@@ -57,9 +57,9 @@ def test_resume_refuses_a_mixed_run_and_applies_learning_rates(tmp_path, example
     state = torch.load(run / "checkpoint.pt", weights_only=True)
     optimizer = state["updater"]["llm_optimizer" if example == "sac_glam" else "optimizer"]
     assert {group["lr"] for group in optimizer["param_groups"]} == {0.0123}
-    assert json.loads((run / "config.json").read_text())[lr_field] == 0.0123
+    assert json.loads((run / "config.json").read_text())["algorithm"][lr_field] == 0.0123
     event = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()][-1]
-    assert event["event"] == "resume" and event["changed"][lr_field] == {"saved": 1e-4, "now": 0.0123}
+    assert event["event"] == "resume" and event["changed"][f"algorithm.{lr_field}"] == {"saved": 1e-4, "now": 0.0123}
 
 
 def test_a_resume_continues_the_saved_config_without_repeating_its_overrides(tmp_path, sac_example):
@@ -71,7 +71,7 @@ def test_a_resume_continues_the_saved_config_without_repeating_its_overrides(tmp
         == 0
     )
     saved = json.loads((run / "config.json").read_text())
-    assert (saved["batch_size"], saved["n_step"], saved["total_steps"]) == (16, 2, 96)
+    assert (saved["algorithm"]["batch_size"], saved["algorithm"]["n_step"], saved["run"]["total_steps"]) == (16, 2, 96)
 
 
 def test_an_existing_run_dir_is_refused_without_resume_and_cleared_with_overwrite(tmp_path, sac_example):

@@ -33,7 +33,7 @@ def test_the_smoke_babyai_preset_trains_and_relabels(tmp_path):
         ]
     )
     assert code == 0
-    assert json.loads((run_dir / "config.json").read_text())["env"] == "babyai"
+    assert json.loads((run_dir / "config.json").read_text())["env"]["name"] == "babyai"
     evaluation = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluation} == {"train", "held_out"}  # held_out: MixedTestLocal
     state = load_checkpoint(Path(run_dir))
@@ -50,15 +50,15 @@ def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_pat
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_eval_envs
 
-    cfg = SACGLAMConfig(env="babyai", goal_types=["goto", "pickup"], num_envs=24, eval_episodes=24).validate()
+    cfg = SACGLAMConfig().replace(env="babyai", goal_types=["goto", "pickup"], num_envs=24, eval_episodes=24).validate()
     catalogue = BabyAIGoalCatalogue.default()
     for env in (make_env(cfg), *make_eval_envs(cfg).values()):
         kinds = {catalogue.type_of(int(g)) for g in env.reset()["goal_id"]}
         assert kinds == {"goto", "pickup"}, kinds
     with pytest.raises(ConfigError, match="goal_types=.*'goto', 'pickup', 'open'"):
-        SACGLAMConfig(env="babyai", goal_types=["goto", "fly"]).validate()
+        SACGLAMConfig().replace(env="babyai", goal_types=["goto", "fly"]).validate()
     with pytest.raises(ConfigError, match="env='playground' has no goal_types option"):
-        SACGLAMConfig(goal_types=["goto"]).validate()
+        SACGLAMConfig().replace(goal_types=["goto"]).validate()
 
     run_dir = tmp_path / "run"
     assert (
@@ -93,7 +93,7 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_glam_agent
 
-    cfg = SACGLAMConfig(env="babyai", history=2, num_envs=2, model=None).validate()
+    cfg = SACGLAMConfig().replace(env="babyai", history=2, num_envs=2, model=None).validate()
     env, agent = make_env(cfg), make_glam_agent(cfg)
     assert agent.environment is cfg.environment and "past_actions" in cfg.environment.state_keys
     td = env.reset()
@@ -102,10 +102,12 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
     assert all(p.count("Observation: ") == 2 for p in prompts)
     assert "Action: go forward\nObservation: " in prompts[0] and "Action: turn left\nObservation: " in prompts[1]
     with pytest.raises(ConfigError, match="history=2: expected 0: env='playground' has no history option"):
-        SACGLAMConfig(history=2).validate()
+        SACGLAMConfig().replace(history=2).validate()
     too_long = MAX_HISTORY + 1  # the environment's bound is the config's
-    with pytest.raises(ConfigError, match=f"bad config value history={too_long}: expected from 0 to {MAX_HISTORY} "):
-        SACGLAMConfig(env="babyai", history=too_long).validate()
+    with pytest.raises(
+        ConfigError, match=f"bad config value env.options.history={too_long}: expected from 0 to {MAX_HISTORY} "
+    ):
+        SACGLAMConfig().replace(env="babyai", history=too_long).validate()
 
     run_dir = tmp_path / "run"
     assert (
@@ -128,7 +130,7 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
         )
         == 0
     )
-    assert json.loads((run_dir / "config.json").read_text())["history"] == 2
+    assert json.loads((run_dir / "config.json").read_text())["env"]["options"]["history"] == 2
     stored = load_checkpoint(Path(run_dir))["replay"]["buffers"][0]
     assert (stored["_storage"]["_storage"]["next.past_actions"] >= 0).any()  # TorchRL storage state: flat keys
 

@@ -73,21 +73,22 @@ def test_help_lists_the_fields_and_the_default_run_dir(capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "total_steps=50000" in out and "batch_size=" in out and "run_dir" in out
-    # one help line per field, from its comment in the config's source
-    assert re.search(r"\n  batch_size=128 +transitions per gradient step\n", out), out
+    # one help line per field, from its comment in the config's source, under its section
+    assert re.search(r"\n  \[algorithm\]\n(    .*\n)*    batch_size=128 +transitions per gradient step\n", out), out
+    assert re.search(r"\n  \[env.options\]\n    num_objects=None +Playground-Text: objects per scene", out), out
+    # the presets, each with its purpose
+    assert re.search(r"\n  cpu_babyai_goto_pickup +cpu_babyai's go to and pick up missions", out), out
 
 
 @pytest.mark.parametrize("config_class", ["SACGLAMConfig", "PPOGLAMConfig"])
 def test_every_field_has_a_help_line(config_class):
-    from dataclasses import fields
-
     from torchrl_glam.algorithms.ppo_glam import config as ppo_config
     from torchrl_glam.algorithms.sac_glam import config as sac_config
     from torchrl_glam.training.config import field_help
 
     config_class = getattr(sac_config, config_class, None) or getattr(ppo_config, config_class)
     help_lines = field_help(config_class)
-    assert [f.name for f in fields(config_class) if not help_lines.get(f.name)] == []
+    assert [path for path in config_class.field_types() if not help_lines.get(path)] == []
 
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="tensorboard is installed")
@@ -124,7 +125,7 @@ def test_each_preset_and_seed_gets_its_own_run_folder_and_piped_output_has_no_ba
     assert (tmp_path / "runs" / "sac_glam" / "smoke" / "seed0" / "config.json").exists()
 
     def run_dir(*argv):
-        return parse_command_line(SACGLAMConfig, PRESETS, list(argv))[0].run_dir
+        return parse_command_line(SACGLAMConfig, PRESETS, list(argv))[0].run.run_dir
 
     assert run_dir() == str(Path("runs/sac_glam/cpu/seed0"))
     assert run_dir("--preset", "cpu_babyai", "seed=3") == str(Path("runs/sac_glam/cpu_babyai/seed3"))

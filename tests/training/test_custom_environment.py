@@ -194,7 +194,7 @@ def test_a_registered_environment_trains_with_the_example_script_unchanged(line_
         ]
     )
     assert code == 0
-    assert json.loads((run_dir / "config.json").read_text())["env"] == "line"
+    assert json.loads((run_dir / "config.json").read_text())["env"]["name"] == "line"
     evaluations = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
     assert evaluations[-1]["env_steps"] == 48 and "success/reach" in evaluations[-1]
     # the model it trained: the random-init tiny T5 of the toy environment's own words
@@ -231,7 +231,7 @@ def test_features_the_toy_environment_lacks_are_refused_by_name(line_environment
 
 
 def test_the_config_names_unknown_environments_and_playground_only_fields():
-    with pytest.raises(ConfigError, match="env='nowhere'.*register_environment"):
+    with pytest.raises(ConfigError, match="env.name='nowhere'.*register_environment"):
         make_config("smoke", {"env": "nowhere"})
     with pytest.raises(ConfigError, match="goal set of env='babyai'"):
         make_config("smoke", {"env": "babyai"})  # smoke's goals are Playground's "simplified"
@@ -243,8 +243,8 @@ def test_the_config_names_unknown_environments_and_playground_only_fields():
 
 def test_configs_written_before_the_env_field_load_as_playground():
     values = make_config("smoke").to_dict()
-    del values["env"]
-    assert type(make_config("smoke")).from_dict(values).env == "playground"
+    del values["env"]["name"]
+    assert type(make_config("smoke")).from_dict(values).env.name == "playground"
 
 
 @pytest.mark.parametrize(

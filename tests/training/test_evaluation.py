@@ -51,7 +51,7 @@ def test_training_can_draw_goal_types_equally_often_and_the_evaluation_sets_keep
     assert types.min() > 0.18 and types.max() < 0.32
     as_training = goal_type_shares(make_eval_envs(cfg)["train_distribution"])  # the paper's measure still
     assert as_training[[GOAL_TYPES.index("grow-then-grasp"), GOAL_TYPES.index("grow-then-grow")]].sum() > 0.95
-    with pytest.raises(ValueError, match="bad config value goal_sampling='types'"):
+    with pytest.raises(ValueError, match="bad config value env.goal_sampling='types'"):
         make_config("cpu", {"goal_sampling": "types"})
 
 

@@ -39,8 +39,8 @@ def probe(code: str) -> tuple[subprocess.CompletedProcess, list]:
         ("sac_glam", ["--help"], 0, "batch_size="),
         ("ppo_glam", ["--help"], 0, "minibatch_size="),
         ("sac_glam", ["nosuchfield=1"], 2, "unknown config field 'nosuchfield'"),
-        ("sac_glam", ["batch_size=abc"], 2, "bad config value batch_size='abc'"),
-        ("sac_glam", ["--preset", "nosuch"], 2, "invalid choice: 'nosuch'"),
+        ("sac_glam", ["batch_size=abc"], 2, "bad config value algorithm.batch_size='abc'"),
+        ("sac_glam", ["--preset", "nosuch"], 2, "unknown preset 'nosuch'; choose one of"),
         ("sac_glam", ["batch_size"], 2, "is not key=value"),
     ],
 )
@@ -71,7 +71,7 @@ def test_a_refusal_that_needs_the_environment_still_names_the_field(tmp_path, ca
 
     assert cli(["goals=nosuch", "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: bad config value goals='nosuch'") and "Traceback" not in err
+    assert err.startswith("error: bad config value env.goals='nosuch'") and "Traceback" not in err
     assert not (tmp_path / "run").exists()
 
 

@@ -1,5 +1,7 @@
 """Presets and command-line overrides of the PPO-GLAM config (Table 1, App. G variants)."""
 
+import dataclasses
+
 import pytest
 
 from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
@@ -8,53 +10,78 @@ from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
 
 def test_ppo_glam_preset_is_table_1():
     cfg = make_ppo_config("ppo_glam")
-    assert (cfg.num_envs, cfg.rollout_steps, cfg.transitions_per_update) == (32, 64, 2048)
-    assert (cfg.epochs, cfg.minibatch_size, cfg.entropy_coeff, cfg.critic_coeff) == (16, 256, 0.01, 0.5)
-    assert (cfg.gamma, cfg.gae_lambda, cfg.lr, cfg.clip_epsilon, cfg.max_grad_norm) == (0.99, 0.99, 1e-4, 0.2, 0.5)
-    assert (cfg.model, cfg.lora_rank, cfg.quantization, cfg.device) == ("google/flan-t5-base", 16, "4bit", "cuda")
-    assert (cfg.goals, cfg.her, cfg.ppo_loss) == ("train", False, "clip")
+    assert (cfg.env.num_envs, cfg.algorithm.rollout_steps, cfg.transitions_per_update) == (32, 64, 2048)
+    assert (
+        cfg.algorithm.epochs,
+        cfg.algorithm.minibatch_size,
+        cfg.algorithm.entropy_coeff,
+        cfg.algorithm.critic_coeff,
+    ) == (16, 256, 0.01, 0.5)
+    assert (
+        cfg.algorithm.gamma,
+        cfg.algorithm.gae_lambda,
+        cfg.algorithm.lr,
+        cfg.algorithm.clip_epsilon,
+        cfg.algorithm.max_grad_norm,
+    ) == (0.99, 0.99, 1e-4, 0.2, 0.5)
+    assert (cfg.model.name, cfg.model.lora_rank, cfg.model.quantization, cfg.model.device) == (
+        "google/flan-t5-base",
+        16,
+        "4bit",
+        "cuda",
+    )
+    assert (cfg.env.goals, cfg.algorithm.her, cfg.algorithm.ppo_loss) == ("train", False, "clip")
     sac = make_config("sac_glam")  # the same model as the SAC-GLAM run it is compared with
-    assert (cfg.model, cfg.lora_rank, cfg.quantization, cfg.normalization) == (
-        sac.model,
-        sac.lora_rank,
-        sac.quantization,
-        sac.normalization,
+    assert (cfg.model.name, cfg.model.lora_rank, cfg.model.quantization, cfg.model.normalization) == (
+        sac.model.name,
+        sac.model.lora_rank,
+        sac.model.quantization,
+        sac.model.normalization,
     )
     assert set(PPO_PRESETS) >= {"ppo_glam", "cpu", "cpu_her", "smoke"}
 
 
-def test_cpu_preset_follows_the_sac_cpu_preset():
-    ppo, sac = make_ppo_config(), make_config("cpu")  # cpu is the default
-    for name in ("goals", "model", "normalization", "gamma", "num_objects", "max_steps", "total_steps", "eval_every"):
-        assert getattr(ppo, name) == getattr(sac, name), name
-    assert ppo.value_width == sac.critic_width
-    assert ppo.model == "offline:tiny-t5-pretrained" and ppo.goals == "simplified" and not ppo.her
-    assert ppo.transitions_per_update == 2048 and ppo.epochs == 16  # Table 1's schedule
-    her = make_ppo_config("cpu_her")
+@pytest.mark.parametrize(
+    "ppo_preset, sac_preset",
+    [
+        ("cpu", "cpu"),
+        ("cpu_her", "cpu"),
+        ("cpu_full", "cpu_full"),
+        ("cpu_full_her", "cpu_full"),
+        ("cpu_babyai", "cpu_babyai"),
+    ],
+)
+def test_the_comparison_presets_differ_from_sac_glams_by_the_algorithm_only(ppo_preset, sac_preset):
+    # the preset files are written out in full; a change to SAC-GLAM's must be made to PPO-GLAM's too
+    ppo, sac = make_ppo_config(ppo_preset), make_config(sac_preset)
+    assert ppo.env == sac.env and ppo.model == sac.model
+    assert dataclasses.replace(ppo.run, run_dir="") == dataclasses.replace(sac.run, run_dir="")
+    assert ppo.algorithm.gamma == sac.algorithm.gamma
+    assert ppo.algorithm.value_width == sac.algorithm.critic_width
+
+
+def test_cpu_preset_is_table_1_on_the_simplified_set():
+    ppo = make_ppo_config()  # cpu is the default
+    assert ppo.model.name == "offline:tiny-t5-pretrained" and ppo.env.goals == "simplified" and not ppo.algorithm.her
+    assert ppo.transitions_per_update == 2048 and ppo.algorithm.epochs == 16  # Table 1's schedule
+    her = make_ppo_config("cpu_her").algorithm
     assert (her.her, her.ppo_loss, her.her_filter, her.her_centred) == (True, "clip", "aligned", False)
 
 
 def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
     ppo, sac = make_ppo_config("cpu_babyai"), make_config("cpu_babyai")
-    for name in (
-        "env",
-        "goals",
-        "model",
-        "max_steps",
-        "level_time_limits",
-        "history",
-        "gamma",
-        "total_steps",
-        "eval_every",
-        "eval_sets",
-    ):
-        assert getattr(ppo, name) == getattr(sac, name), name
     # GLAM's BabyAI-Text tasks: each mission's own time limit (64 or 128 steps), 2 past observations shown
-    assert (sac.max_steps, sac.level_time_limits, sac.history) == (128, True, 2)
+    assert (sac.env.max_steps, sac.env.options.level_time_limits, sac.env.options.history) == (128, True, 2)
     # GLAM's PPO on BabyAI-Text (Carta et al. 2023): 40 steps x 32 environments, 4 epochs of minibatches of 64
-    assert (ppo.num_envs, ppo.rollout_steps, ppo.epochs, ppo.minibatch_size, ppo.her) == (32, 40, 4, 64, False)
+    assert (
+        ppo.env.num_envs,
+        ppo.algorithm.rollout_steps,
+        ppo.algorithm.epochs,
+        ppo.algorithm.minibatch_size,
+        ppo.algorithm.her,
+    ) == (32, 40, 4, 64, False)
     # the comparison spends the same scorer updates per environment step on each algorithm
-    assert ppo.epochs == sac.num_updates * sac.batch_size / sac.update_frequency
+    assert ppo.algorithm.epochs == sac.algorithm.num_updates * sac.algorithm.batch_size / sac.algorithm.update_frequency
 
 
 def test_overrides_are_typed_by_the_ppo_fields():
@@ -62,14 +89,14 @@ def test_overrides_are_typed_by_the_ppo_fields():
         ["her=true", "ppo_loss=kl", "kl_target=none", "max_grad_norm=none", "epochs=4", "lr=3e-4"]
     )
     assert overrides == {
-        "her": True,
-        "ppo_loss": "kl",
-        "kl_target": None,
-        "max_grad_norm": None,
-        "epochs": 4,
-        "lr": 3e-4,
+        "algorithm.her": True,
+        "algorithm.ppo_loss": "kl",
+        "algorithm.kl_target": None,
+        "algorithm.max_grad_norm": None,
+        "algorithm.epochs": 4,
+        "algorithm.lr": 3e-4,
     }
-    assert make_ppo_config("cpu", overrides).epochs == 4
+    assert make_ppo_config("cpu", overrides).algorithm.epochs == 4
     with pytest.raises(ValueError, match="unknown config field.*epochs"):
         parse_ppo_overrides(["epoch=3"])
     with pytest.raises(ValueError, match="unknown config field"):
@@ -92,7 +119,7 @@ def test_overrides_are_typed_by_the_ppo_fields():
     ],
 )
 def test_bad_values_fail_before_training_naming_the_field(changes, field):
-    with pytest.raises(ValueError, match=f"bad config value {field}="):
+    with pytest.raises(ValueError, match=rf"bad config value (\w+\.)*{field}="):
         make_ppo_config("cpu", changes)
 
 

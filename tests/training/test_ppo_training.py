@@ -30,7 +30,7 @@ def load_example():
 def collect(agent, cfg, seed=0):
     """One rollout [num_envs, rollout_steps], collected as the example script does."""
     env = make_env(cfg, seed=seed)
-    rollout, td = Rollout(cfg.rollout_steps, environment="playground"), env.reset()
+    rollout, td = Rollout(cfg.algorithm.rollout_steps, environment="playground"), env.reset()
     torch.manual_seed(seed)
     while True:
         act(agent, td, with_log_prob=True)
@@ -47,8 +47,8 @@ def test_first_epoch_ratio_is_one_through_the_updater():
     data = collect(agent, cfg)
     before = {name: [p.detach().clone() for p in group] for name, group in agent.param_groups().items()}
     metrics = PPOGLAMUpdater(agent, cfg).update(data)
-    steps_per_epoch = len(metrics) // cfg.epochs
-    assert len(metrics) == cfg.epochs * steps_per_epoch and steps_per_epoch == 2
+    steps_per_epoch = len(metrics) // cfg.algorithm.epochs
+    assert len(metrics) == cfg.algorithm.epochs * steps_per_epoch and steps_per_epoch == 2
     assert metrics[0]["ratio/first_epoch"] == pytest.approx(1.0, abs=1e-5)  # the collecting policy is scored
     assert metrics[0]["clip_fraction"] == 0.0 and metrics[0]["update/relabeled_share"] == 0.0
     assert metrics[1]["ratio/first_epoch"] == pytest.approx(1.0, abs=2e-2)  # moved by the first step only
@@ -100,7 +100,7 @@ def run_example(args):
 def test_smoke_run_of_the_example(tmp_path):
     run = tmp_path / "run"
     assert run_example(["--run-dir", str(run), "her=true", "her_filter=aligned"]) == 0
-    assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["her"]
+    assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["algorithm"]["her"]
     scalars = run / "logs" / "scalars"
     for name in [
         "loss_objective",

@@ -2,6 +2,7 @@
 is refused, with the new name, everywhere a config is written down: overrides, config.json, sweep
 files, the launcher, a checkpoint's saved config."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,22 +15,29 @@ from torchrl_glam.training.config import ConfigError
 from torchrl_glam.training.resume import resume_changes
 
 SWEEPS = Path(__file__).resolve().parents[2] / "slurm" / "sweeps"
-FORMER_NAMES = {"value_coeff": "critic_coeff", "her_loss": "ppo_loss"}
-OLD_AND_NEW = [("value_coeff", "critic_coeff", "0.25"), ("her_loss", "ppo_loss", "kl")]
+FORMER_NAMES = {"value_coeff": "algorithm.critic_coeff", "her_loss": "algorithm.ppo_loss"}
+OLD_AND_NEW = [("value_coeff", "algorithm.critic_coeff", "0.25"), ("her_loss", "algorithm.ppo_loss", "kl")]
 
 
 def _refusal(old: str, new: str) -> str:
+    new = re.escape(new)
     return rf"config field '{old}' was renamed '{new}' in 0\.2\.0: use {new}"
+
+
+def _flat(cfg) -> dict:
+    """A config as the flat config.json of 0.1.0 and earlier 0.2 commits wrote it (field names)."""
+    short = {path: name for name, path in type(cfg).short_names().items()}
+    return {short[path]: value for path, value in cfg.flat_dict().items()}
 
 
 def test_ppo_fields_have_the_new_names():
     cfg = make_ppo_config("ppo_glam", {"critic_coeff": 0.25, "ppo_loss": "kl", "gae_lambda": 0.9})
-    assert (cfg.critic_coeff, cfg.ppo_loss, cfg.gae_lambda) == (0.25, "kl", 0.9)
+    assert (cfg.algorithm.critic_coeff, cfg.algorithm.ppo_loss, cfg.algorithm.gae_lambda) == (0.25, "kl", 0.9)
     assert PPOGLAMConfig.FORMER_NAMES == FORMER_NAMES
-    assert not set(cfg.to_dict()) & set(FORMER_NAMES)  # config.json is written with the new names only
+    assert not set(_flat(cfg)) & set(FORMER_NAMES)  # config.json is written with the new names only
     # the concepts both algorithms have are spelled alike
-    assert {"critic_backprop", "per_alpha"} <= set(make_config("smoke").to_dict())
-    assert make_ppo_config("cpu_her").ppo_loss == "clip"
+    assert {"critic_backprop", "per_alpha"} <= set(_flat(make_config("smoke")))
+    assert make_ppo_config("cpu_her").algorithm.ppo_loss == "clip"
 
 
 @pytest.mark.parametrize("old, new, text", OLD_AND_NEW)
@@ -43,17 +51,18 @@ def test_an_old_name_as_an_override_is_refused_with_the_new_name(old, new, text)
 
 @pytest.mark.parametrize("old, new, text", OLD_AND_NEW)
 def test_a_saved_config_with_an_old_name_is_refused_by_from_dict(old, new, text):
-    saved = make_ppo_config("smoke").to_dict()
-    saved[old] = saved.pop(new)  # config.json as written before the rename
+    saved = _flat(make_ppo_config("smoke"))
+    saved[old] = saved.pop(new.split(".")[-1])  # config.json as written before the rename
     with pytest.raises(ConfigError, match=_refusal(old, new)):
         PPOGLAMConfig.from_dict(saved)
 
 
 def test_a_checkpoint_config_with_an_old_name_is_refused_on_resume():
     cfg = make_ppo_config("smoke")
-    saved = cfg.to_dict()
+    saved = _flat(cfg)
     saved["her_loss"] = saved.pop("ppo_loss")
-    with pytest.raises(ConfigError, match=_refusal("her_loss", "ppo_loss") + r" \(.*resume it with 0\.1\.0"):
+    refusal = r"names her_loss, renamed algorithm\.ppo_loss in 0\.2\.0.*resume it with 0\.1\.0"
+    with pytest.raises(ConfigError, match=refusal):
         resume_changes(saved, cfg)
 
 
@@ -63,7 +72,7 @@ def test_an_old_name_on_the_command_line_is_one_error_line(tmp_path, capsys):
     run = tmp_path / "run"
     assert cli(["--preset", "smoke", "--run-dir", str(run), "her_loss=kl"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: config field 'her_loss' was renamed 'ppo_loss'") and "Traceback" not in err
+    assert err.startswith("error: config field 'her_loss' was renamed 'algorithm.ppo_loss'") and "Traceback" not in err
     assert not run.exists()
 
 
@@ -71,9 +80,9 @@ def test_an_old_name_in_a_sweep_or_a_launch_is_refused_at_submission(tmp_path):
     sweep = tmp_path / "old_names.yaml"
     sweep.write_text("name: old_names\nalgorithm: ppo_glam\npreset: smoke\nseeds: [0]\ngrid:\n  her_loss: [kl]\n")
     argv = ["--algorithm", "ppo_glam", "--runs-root", str(tmp_path / "runs"), "--dry-run"]
-    with pytest.raises(ValueError, match=_refusal("her_loss", "ppo_loss")):
+    with pytest.raises(ValueError, match=_refusal("her_loss", "algorithm.ppo_loss")):
         launch_main([*argv, "--sweep", str(sweep)])
-    with pytest.raises(ConfigError, match=_refusal("value_coeff", "critic_coeff")):
+    with pytest.raises(ConfigError, match=_refusal("value_coeff", "algorithm.critic_coeff")):
         launch_main([*argv, "--preset", "smoke", "--seeds", "0", "value_coeff=0.25"])
 
 
@@ -81,3 +90,11 @@ def test_committed_sweeps_use_the_new_names(tmp_path):
     for path in sorted(SWEEPS.glob("*.yaml")):
         for run in load_sweep(path, tmp_path):
             assert not set(run.overrides) & set(FORMER_NAMES), (path.name, run.overrides)
+
+
+@pytest.mark.parametrize("make, preset", [(make_config, "cpu_babyai_goto_pickup"), (make_ppo_config, "cpu_her")])
+def test_a_flat_config_json_of_earlier_commits_still_loads(make, preset):
+    # the run dirs of earlier 0.2 commits (the default job's included) wrote field names, not sections
+    cfg = make(preset, {"seed": 3})
+    assert type(cfg).from_dict(_flat(cfg)) == cfg
+    assert type(cfg).from_dict(cfg.to_dict()) == cfg

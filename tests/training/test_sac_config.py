@@ -13,14 +13,29 @@ RESULTS = Path(__file__).resolve().parents[2] / "experiments"
 
 def test_paper_presets_follow_tables_2_and_3():
     table2 = make_config("sac_glam")
-    assert (table2.update_frequency, table2.num_updates, table2.batch_size, table2.gamma) == (32, 2, 256, 0.99)
-    assert (table2.actor_lr, table2.critic_lr, table2.alpha_lr, table2.n_step) == (1e-4, 1e-4, 2e-3, 3)
-    assert (table2.alpha_init, table2.target_entropy, table2.her) == (0.005, 0.0, False)
-    assert (table2.buffer_capacity, table2.num_envs, table2.goals) == (100_000, 32, "train")
-    table3 = make_config("sac_glam_her")
-    assert (table3.alpha_init, table3.target_entropy, table3.her, table3.her_ratio) == (0.05, 0.01, True, 0.5)
     assert (
-        make_config().model == "offline:tiny-t5-pretrained" and make_config().goals == "simplified"
+        table2.algorithm.update_frequency,
+        table2.algorithm.num_updates,
+        table2.algorithm.batch_size,
+        table2.algorithm.gamma,
+    ) == (32, 2, 256, 0.99)
+    assert (
+        table2.algorithm.actor_lr,
+        table2.algorithm.critic_lr,
+        table2.algorithm.alpha_lr,
+        table2.algorithm.n_step,
+    ) == (1e-4, 1e-4, 2e-3, 3)
+    assert (table2.algorithm.alpha_init, table2.algorithm.target_entropy, table2.replay.her) == (0.005, 0.0, False)
+    assert (table2.replay.buffer_capacity, table2.env.num_envs, table2.env.goals) == (100_000, 32, "train")
+    table3 = make_config("sac_glam_her")
+    assert (
+        table3.algorithm.alpha_init,
+        table3.algorithm.target_entropy,
+        table3.replay.her,
+        table3.replay.her_ratio,
+    ) == (0.05, 0.01, True, 0.5)
+    assert (
+        make_config().model.name == "offline:tiny-t5-pretrained" and make_config().env.goals == "simplified"
     )  # the cpu default
     assert set(PRESETS) >= {"sac_glam", "sac_glam_her", "cpu", "smoke"}
 
@@ -32,23 +47,34 @@ def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
     )
     for seed in (0, 1, 2, 3):
         # as a resume loads it: fields added since (env, history) take their defaults
-        committed = SACGLAMConfig.from_dict(json.loads((runs / f"seed{seed}" / "config.json").read_text())).to_dict()
-        preset = make_config("cpu_full_twins", {"seed": seed}).to_dict()
+        committed = SACGLAMConfig.from_dict(json.loads((runs / f"seed{seed}" / "config.json").read_text())).flat_dict()
+        preset = make_config("cpu_full_twins", {"seed": seed}).flat_dict()
         differ = {k for k in set(committed) | set(preset) if committed.get(k) != preset.get(k)}
-        assert differ == {"run_dir", "loggers"}, differ  # where the run wrote and in which formats
+        assert differ == {"run.run_dir", "run.loggers"}, differ  # where the run wrote and in which formats
 
 
 def test_overrides_are_typed():
     overrides = parse_overrides(["batch_size=64", "her=false", "model=none", "gamma=0.9", "loggers=csv,tensorboard"])
-    assert overrides == {"batch_size": 64, "her": False, "model": None, "gamma": 0.9, "loggers": ["csv", "tensorboard"]}
-    assert make_config("cpu", overrides).batch_size == 64
+    assert overrides == {
+        "algorithm.batch_size": 64,
+        "replay.her": False,
+        "model.name": None,
+        "algorithm.gamma": 0.9,
+        "run.loggers": ["csv", "tensorboard"],
+    }
+    assert make_config("cpu", overrides).algorithm.batch_size == 64
+    assert parse_overrides(["replay.her=false", "env.options.history=0"]) == {
+        "replay.her": False,
+        "env.options.history": 0,
+    }
 
 
 @pytest.mark.parametrize(
     "pairs, message",
     [
-        (["batch_size=lots"], "batch_size='lots'"),
-        (["her=maybe"], "her='maybe'"),
+        (["batch_size=lots"], "algorithm.batch_size='lots'"),
+        (["her=maybe"], "replay.her='maybe'"),
+        (["name=x"], "'name' is ambiguous: say env.name or model.name"),
         (["bach_size=3"], "unknown config field.*batch_size"),
         (["batch_size"], "not key=value"),
     ],
@@ -71,11 +97,11 @@ def test_bad_overrides_name_the_field(pairs, message):
     ],
 )
 def test_bad_values_fail_before_training_naming_the_field(changes, field):
-    with pytest.raises(ValueError, match=f"bad config value {field}="):
+    with pytest.raises(ValueError, match=rf"bad config value (\w+\.)*{field}="):
         make_config("cpu", changes)
     with pytest.raises(ValueError, match="unknown preset"):
         make_config("fast")
-    assert SACGLAMConfig().validate().warmup_updates == 100
+    assert SACGLAMConfig().validate().algorithm.warmup_updates == 100
 
 
 def test_types_uniform_batches_draw_every_goal_type_equally():

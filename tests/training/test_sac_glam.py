@@ -155,7 +155,7 @@ def test_smoke_run_of_the_example(tmp_path):
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     assert {e["set"] for e in evaluations} == set(sets)
     cfg, agent, steps = load_trained_loss(run)  # what an analysis of the run starts from
-    assert steps == 400 and cfg.eval_sets == sets
+    assert steps == 400 and cfg.run.eval_sets == sets
     saved = load_checkpoint(run)["loss"]
     assert all(torch.equal(value, saved[key]) for key, value in agent.trainable_state_dict().items())
 

@@ -12,12 +12,13 @@ from torchrl_glam.training.checkpoint import read_checkpoint
 
 
 def test_autotelic_config_fields_are_checked():
-    assert make_config("cpu").autotelic == "off"
+    assert make_config("cpu").algorithm.autotelic == "off"
     assert (
-        make_config("cpu_autotelic").autotelic == "lp" and make_config("cpu_autotelic_uniform").autotelic == "uniform"
+        make_config("cpu_autotelic").algorithm.autotelic == "lp"
+        and make_config("cpu_autotelic_uniform").algorithm.autotelic == "uniform"
     )
-    cpu, autotelic = make_config("cpu").to_dict(), make_config("cpu_autotelic").to_dict()
-    assert {k for k in cpu if cpu[k] != autotelic[k]} == {"autotelic"}  # only who picks the goals differs
+    cpu, autotelic = make_config("cpu").flat_dict(), make_config("cpu_autotelic").flat_dict()
+    assert {k for k in cpu if cpu[k] != autotelic[k]} == {"algorithm.autotelic"}  # only who picks the goals differs
     for field, value, hint in [
         ("autotelic", "random", "'off', 'uniform' or 'lp'"),
         ("lp_epsilon", 1.5, "probability"),
@@ -27,8 +28,8 @@ def test_autotelic_config_fields_are_checked():
         with pytest.raises(ValueError, match=hint):
             make_config("cpu", {field: value})
     assert parse_overrides(["autotelic=uniform", "lp_groups=type,colour"]) == {
-        "autotelic": "uniform",
-        "lp_groups": "type,colour",
+        "algorithm.autotelic": "uniform",
+        "algorithm.lp_groups": "type,colour",
     }
 
 

@@ -16,10 +16,10 @@ from torchrl_glam.training.factories import make_env
 @pytest.mark.slow
 def test_smollm2_lora_updates_on_cpu(require_smollm2):
     cfg = make_config("smollm2_her_cpu", {"batch_size": 8, "warmup_updates": 0, "critic_width": 32, "num_envs": 8})
-    assert cfg.dtype == "float32" and cfg.device == "cpu" and cfg.lora_rank == 16
+    assert cfg.model.dtype == "float32" and cfg.model.device == "cpu" and cfg.model.lora_rank == 16
     env = make_env(cfg)
     assembler, replay = (
-        EpisodeAssembler(cfg.num_envs, env.max_steps, environment="playground"),
+        EpisodeAssembler(cfg.env.num_envs, env.max_steps, environment="playground"),
         GoalReplay(capacity=1_000, strategy="ratio", environment="playground"),
     )
     td, generator = env.reset(), torch.Generator().manual_seed(0)
@@ -30,7 +30,7 @@ def test_smollm2_lora_updates_on_cpu(require_smollm2):
         if episodes is not None:
             replay.extend(
                 nstep_transitions(
-                    torch.cat([episodes, relabel_episodes(episodes)]), 3, cfg.gamma, environment="playground"
+                    torch.cat([episodes, relabel_episodes(episodes)]), 3, cfg.algorithm.gamma, environment="playground"
                 )
             )
     torch.manual_seed(0)

@@ -69,7 +69,11 @@ def measure(preset: str, overrides: list[str], steps: int) -> dict:
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     timing = time_training_loop(steps, preset, overrides)
-    updates = max(0, timing["steps"] - config.learning_starts) // config.update_frequency * config.num_updates
+    updates = (
+        max(0, timing["steps"] - config.algorithm.learning_starts)
+        // config.algorithm.update_frequency
+        * config.algorithm.num_updates
+    )
     return {
         "steps": timing["steps"],
         "steps_per_second": timing["steps_per_second"],

@@ -120,8 +120,11 @@ def _rebind(original, replacement, modules: list[ModuleType]) -> list[tuple[Modu
 
 
 def config_has_field(name: str) -> bool:
+    """Whether the timed tree's config takes ``name`` (a tree of earlier commits has flat fields)."""
     from torchrl_glam.training import config
 
+    if hasattr(config.GLAMConfig, "has_field"):
+        return config.GLAMConfig.has_field(name)
     return any(f.name == name for f in dataclasses.fields(config.GLAMConfig))
 
 

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 import submitit
 import yaml
@@ -28,7 +28,7 @@ import yaml
 from torchrl_glam.algorithms import SCRIPTS, get_script
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.config import coerce_value, config_from_preset, parse_overrides
+from torchrl_glam.training.config import config_from_preset, parse_overrides, preset_name
 from torchrl_glam.training.rundir import write_atomic
 
 
@@ -49,17 +49,16 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
             )
         script = get_script(run.algorithm)
         config_class = script.config_class
-        hints = get_type_hints(config_class)
-        overrides = {}
-        for key, value in run.overrides.items():
-            if key in ("seed", "run_dir"):
+        overrides = dict(run.overrides)  # text values (YAML reads 1e-3 as text) are typed by the config
+        for key in overrides:
+            if config_class.has_field(key) and config_class.path_of(key) in ("run.seed", "run.run_dir"):
                 raise ValueError(f"{where}: {key!r} is set by the launcher (--seeds / --runs-root), not in overrides")
-            if key in hints and isinstance(value, str):
-                value = coerce_value(key, value, hints[key])  # YAML reads 1e-3 as text
-            overrides[key] = value
         try:
             config_from_preset(
-                config_class, script.presets, run.preset, {**overrides, "seed": run.seed, "run_dir": run.run_dir}
+                config_class,
+                script.presets,
+                run.preset,
+                {**overrides, "run.seed": run.seed, "run.run_dir": run.run_dir},
             )
         except (ValueError, TypeError) as err:
             raise ValueError(f"{where} ({run.algorithm}, preset {run.preset!r}): {err}") from None
@@ -178,9 +177,9 @@ def build_runs(args) -> list[RunSpec]:
         runs = load_sweep(args.sweep, args.runs_root, seeds, max_runs)
     else:
         overrides = parse_overrides(args.overrides, get_script(args.algorithm).config_class)
-        if "seed" in overrides:
+        if "run.seed" in overrides:
             raise ValueError("seed=... in the overrides would give every run the same seed: use --seeds")
-        name = args.name or args.preset
+        name = args.name or preset_name(args.preset)
         runs = [
             RunSpec(
                 name, args.algorithm, args.preset, overrides, seed, str(Path(args.runs_root) / name / f"seed{seed}")
@@ -199,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(SCRIPTS),
         help="the training script (torchrl_glam/algorithms/<algorithm>/train.py)",
     )
-    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--preset", default="cpu", help="a preset of the algorithm or a YAML file like theirs")
     parser.add_argument("--seeds", default=None, help="e.g. 0-3 or 0,2,5 (default: the sweep's, or 0)")
     parser.add_argument("--sweep", default=None, help="a sweep file (slurm/sweeps/*.yaml)")
     parser.add_argument("--name", default=None, help="folder of the runs (default: the preset)")

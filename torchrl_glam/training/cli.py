@@ -18,9 +18,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from torchrl_glam.training.config import ConfigError, GLAMConfig, config_from_preset, field_help, parse_overrides
+from torchrl_glam.training.config import (
+    GLAMConfig,
+    Presets,
+    config_from_preset,
+    field_help,
+    parse_overrides,
+    preset_name,
+    preset_overrides,
+)
 from torchrl_glam.training.eval_sets import EVAL_SETS
 
 __all__ = [
@@ -72,17 +79,25 @@ def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None
         return USAGE_ERROR
 
 
-def _fields_epilog(config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]], preset: str) -> str:
-    """The config fields a command line may set, with the default preset's values (not validated:
-    validation imports the environment, and a preset of the library is valid)."""
-    if preset not in presets:
-        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
-    cfg = config_class().replace(**presets[preset])
+def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str) -> str:
+    """The presets with their purposes, and the config fields a command line may set by section,
+    with the default preset's values (not validated: validation imports the environment, and a
+    preset of the library is valid)."""
+    cfg = config_class().replace(preset_overrides(presets, preset))
     help_lines = field_help(config_class)
-    lines = [f"fields (field=value; the values of --preset {preset}, which other presets change):"]
-    for name, value in cfg.to_dict().items():
-        setting = f"{name}={value}"
-        lines.append(f"  {setting:<34} {_one_line(help_lines.get(name, ''))}".rstrip())
+    short = {path: name for name, path in config_class.short_names().items() if "." in path}
+    lines = ["presets (--preset NAME; the files are in " + str(presets.folder) + "):"]
+    lines += [f"  {name:<28} {_one_line(presets.purpose(name), 90)}" for name in presets]
+    lines.append(
+        f"\nfields (section.field=value, or field=value where the name is unique; the values of --preset {preset}):"
+    )
+    section = None
+    for path, value in cfg.flat_dict().items():
+        if path.rsplit(".", 1)[0] != section:
+            section = path.rsplit(".", 1)[0]
+            lines.append(f"  [{section}]")
+        setting = f"{short.get(path, path)}={value}"
+        lines.append(f"    {setting:<34} {_one_line(help_lines.get(path, ''))}".rstrip())
     lines.append(
         f"\nlogs, checkpoints and the report go to {default_run_dir(cfg, preset)} (<run_dir>/<preset>/seed<seed>) "
         "unless --run-dir says otherwise"
@@ -102,12 +117,12 @@ class RunOptions:
 
 def default_run_dir(cfg: GLAMConfig, preset: str) -> str:
     """Where a run goes without ``--run-dir``: ``<the config's run_dir>/<preset>/seed<k>``."""
-    return str(Path(cfg.run_dir) / preset / f"seed{cfg.seed}")
+    return str(Path(cfg.run.run_dir) / preset_name(preset) / f"seed{cfg.run.seed}")
 
 
 def parse_command_line(
     config_class: type[GLAMConfig],
-    presets: dict[str, dict[str, Any]],
+    presets: Presets,
     argv: list[str] | None = None,
     description: str | None = None,
     default_preset: str = "cpu",
@@ -125,7 +140,13 @@ def parse_command_line(
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_fields_epilog(config_class, presets, default_preset),
     )
-    parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
+    parser.add_argument(
+        "--preset",
+        default=default_preset,
+        metavar="NAME|FILE.yaml",
+        help=f"a preset (listed below; default: {default_preset}) or a YAML file of your own written like "
+        "theirs, e.g. 'extends: cpu' and the sections it changes",
+    )
     parser.add_argument(
         "--run-dir",
         default=None,
@@ -140,14 +161,14 @@ def parse_command_line(
     args = parser.parse_intermixed_args(argv)
     overrides = parse_overrides(args.overrides, config_class)
     if args.run_dir:
-        overrides["run_dir"] = args.run_dir
+        overrides["run.run_dir"] = args.run_dir
     cfg = config_from_preset(config_class, presets, args.preset, overrides)
-    if "run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
+    if "run.run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
         cfg = cfg.replace(run_dir=default_run_dir(cfg, args.preset))
     if args.resume:  # a resume continues the saved run: only the overrides given now change it
-        saved = _saved_config(config_class, Path(cfg.run_dir))
+        saved = _saved_config(config_class, Path(cfg.run.run_dir))
         if saved is not None:
-            cfg = saved.replace(**{**overrides, "run_dir": cfg.run_dir}).validate()
+            cfg = saved.replace({**overrides, "run.run_dir": cfg.run.run_dir}).validate()
     return cfg, RunOptions(
         preset=args.preset,
         resume=args.resume,
@@ -160,8 +181,7 @@ def _saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig |
     """The config a run dir's ``config.json`` holds, or ``None`` when it has none or holds another
     algorithm's (the resume's refusal then names it)."""
     try:
-        values = json.loads((run_dir / "config.json").read_text())
-        return config_class().replace(**values)
+        return config_class.from_dict(json.loads((run_dir / "config.json").read_text()))
     except (OSError, ValueError, TypeError):  # no file, torn JSON, another config class (ConfigError)
         return None
 

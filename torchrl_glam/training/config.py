@@ -1,22 +1,30 @@
-"""What the configs of every GLAM algorithm share: :class:`GLAMConfig` (the environment, the model
-and the run's fields; validation naming the bad field; ``replace`` with nearest-name hints; JSON;
-a field's name from before 0.2.0 refused with its new name) and the module-level helpers
-(presets, typed command-line overrides). Each algorithm's config and presets live in its folder:
-``torchrl_glam/algorithms/<algorithm>/config.py``.
+"""What the configs of every GLAM algorithm share: the sections (``env`` with its ``options``,
+``model``, ``run``), :class:`GLAMConfig` (typed by OmegaConf structured configs, validation naming
+the field, the bad value and what is allowed), presets as YAML files, and typed ``key=value``
+overrides. Each algorithm adds its own sections (``algorithm``, SAC-GLAM's ``replay``) in its
+folder: ``torchrl_glam/algorithms/<algorithm>/config.py`` and ``presets/``.
+
+A field is named by its path (``replay.her``) or, where no other field has its name, by its name
+alone (``her``); ``env=babyai`` and ``model=none`` name their section's ``name``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import inspect
 import json
 import math
 import re
-import types
-from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from torchrl_glam.training.eval_sets import EVAL_SETS
 
@@ -25,10 +33,9 @@ if TYPE_CHECKING:
 
 C = TypeVar("C", bound="GLAMConfig")
 
-#: The environment of a config that names none: ``torchrl_glam.envs.DEFAULT_ENVIRONMENT``
-#: (a test checks they agree), written here so that a config, its presets and the command line
-#: (``--help``, a refused field) need no import of the environments, torch or TorchRL: those load
-#: when a config is validated or its :attr:`~GLAMConfig.environment` is asked for.
+#: The environment of a config that names none: ``torchrl_glam.envs.DEFAULT_ENVIRONMENT`` (a test
+#: checks they agree), written here so that a config, its presets and the command line need no
+#: import of the environments, torch or TorchRL.
 DEFAULT_ENVIRONMENT = "playground"
 
 
@@ -45,44 +52,45 @@ MAX_TOTAL_STEPS = 10**12
 
 
 @dataclass
-class GLAMConfig:
-    """The fields and behaviour shared by the configs of every GLAM algorithm.
+class EnvOptions:
+    """Options that only some environments have (``TextEnvironment.config_options`` and
+    ``state_options``); one an environment lacks must keep its default."""
 
-    A subclass adds its fields and, in :meth:`_checks` / :meth:`_expected`, the conditions on them
-    (it extends the base's dictionaries, so every config checks the shared fields the same way).
+    num_objects: int | None = None  # Playground-Text: objects per scene; None: 6, or 3 for "simplified"
+    # BabyAI-Text: the goal types (task kinds) its Mixed levels draw, for training and evaluation
+    # alike, e.g. [goto, pickup]; None: all five
+    goal_types: list[str] | None = None
+    # BabyAI-Text: past observations shown in the prompt before the current one, each with the
+    # action taken after it (GLAM shows 2); 0: the current observation only
+    history: int = 0
+    # BabyAI-Text: each episode's time limit is minigrid's for its mission (GLAM: 64 steps for go to
+    # / pick up, 128 for open, put next to and the sequences), at most max_steps
+    level_time_limits: bool = False
 
-    A field renamed in 0.2.0 is refused under its old name (``FORMER_NAMES``: old name -> new
-    name, kept for the message only) wherever a config is written down: :meth:`replace`,
-    :meth:`from_dict` (a saved config.json), :func:`parse_overrides`, the launcher's sweeps and a
-    resume's saved config raise a :class:`ConfigError` naming the new name.
-    """
 
-    FORMER_NAMES: ClassVar[dict[str, str]] = {}
+@dataclass
+class EnvConfig:
+    """The environment (App. A)."""
 
-    # --- environment (App. A)
     # a registered environment's name ("playground", "babyai", or one a script registered with
     # torchrl_glam.envs.register_environment before main)
-    env: str = DEFAULT_ENVIRONMENT
+    name: str = DEFAULT_ENVIRONMENT
     goals: str = "train"  # the training goal set, e.g. Playground-Text's "train" or "simplified"
     # how training draws each episode's goal: "uniform" over the task set (the paper: the full set is
     # then 97.85% sequential) or "by_type" (a goal type uniformly, then a goal of it)
     goal_sampling: str = "uniform"
-    num_objects: int | None = None  # Playground-Text only; None: 6, or 3 for "simplified"
-    # BabyAI-Text only: the goal types (task kinds) its Mixed levels draw, for training and
-    # evaluation alike, e.g. [goto, pickup]; None: all five
-    goal_types: list[str] | None = None
-    # BabyAI-Text only: past observations shown in the prompt before the current one, each with the
-    # action taken after it (GLAM shows 2); 0: the current observation only
-    history: int = 0
-    # BabyAI-Text only: each episode's time limit is minigrid's for its mission (GLAM: 64 steps for go
-    # to / pick up, 128 for open, put next to and the sequences), at most max_steps
-    level_time_limits: bool = False
     max_steps: int = 10  # the time limit (the longest episode)
     num_envs: int = 32  # environments stepped together (a batch of episodes)
-    # --- model (App. C)
+    options: EnvOptions = field(default_factory=EnvOptions)
+
+
+@dataclass
+class ModelConfig:
+    """The LLM (App. C)."""
+
     # a hub name or local folder, a .gguf file, "offline:<name>" (the shipped tiny models) or
     # "smollm2-135m"; None: the offline tiny T5, random-init
-    model: str | None = None
+    name: str | None = None
     lora_rank: int = 0  # LoRA adapters' rank (peft); 0: train all weights
     lora_alpha: int = 32  # LoRA's scaling numerator (the adapters' output times lora_alpha / lora_rank)
     quantization: str | None = None  # None, "4bit" or "8bit" (bitsandbytes; with lora_rank >= 1)
@@ -91,7 +99,12 @@ class GLAMConfig:
     normalization: str = "sum"  # "sum" of token log-probs (the paper) or "mean"
     # "exact": candidates tokenised as lm-evaluation-harness's continuations; "separate": Lamorel's
     tokenization: str = "exact"
-    # --- run
+
+
+@dataclass
+class RunConfig:
+    """The run: its length, evaluations, logs, checkpoints and folder."""
+
     total_steps: int = 400_000  # environment steps (Figure 2)
     eval_every: int = 10_000  # environment steps between two evaluations
     eval_episodes: int = 128  # episodes per evaluation set (fixed seeds: the same every time)
@@ -110,217 +123,420 @@ class GLAMConfig:
     # "csv" (TorchRL's CSVLogger); "tensorboard" with the [tensorboard] extra; "wandb" with wandb
     loggers: list[str] = field(default_factory=lambda: ["csv"])
 
+
+#: Sections whose ``name`` a bare ``section=value`` sets (``env=babyai``, ``model=none``).
+NAMED_SECTIONS = ("env", "model")
+
+
+@dataclass
+class GLAMConfig:
+    """The sections and behaviour shared by the configs of every GLAM algorithm.
+
+    A subclass adds its sections and, in :meth:`_checks` / :meth:`_expected`, the conditions on
+    them keyed by path (it extends the base's dictionaries, so every config checks the shared
+    fields the same way). ``FORMER_NAMES``: a field's name from before 0.2.0 -> its path now, for
+    the refusal's message only.
+    """
+
+    FORMER_NAMES: ClassVar[dict[str, str]] = {}
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    # --- the fields: paths, short names, values
+
+    @classmethod
+    def field_types(cls) -> dict[str, Any]:
+        """Every field's path -> its type, in the order of the sections."""
+        return _leaf_types(cls)
+
+    @classmethod
+    def short_names(cls) -> dict[str, str]:
+        """The names that stand for a path: a field's own name where no other field has it, and
+        ``env`` / ``model`` for their section's ``name``."""
+        return _short_names(cls)
+
+    @classmethod
+    def path_of(cls, name: str) -> str:
+        """The path of ``name`` (a path or a short name); raises a :class:`ConfigError` naming the
+        nearest fields for an unknown one and the new path for a name from before 0.2.0."""
+        types = cls.field_types()
+        if name in types:
+            return name
+        short = cls.short_names()
+        if name in short:
+            return short[name]
+        if name in cls.FORMER_NAMES:
+            new = cls.FORMER_NAMES[name]
+            raise ConfigError(f"config field {name!r} was renamed {new!r} in 0.2.0: use {new}")
+        leaves = [path.rsplit(".", 1)[-1] for path in types]
+        if leaves.count(name) > 1:
+            paths = [path for path in types if path.rsplit(".", 1)[-1] == name]
+            raise ConfigError(f"config field {name!r} is ambiguous: say {' or '.join(paths)}")
+        close = difflib.get_close_matches(name, [*types, *short], n=1)
+        if close:
+            return _raise(f"unknown config field {name!r}; did you mean {close[0]!r}?")
+        return _raise(f"unknown config field {name!r}: not a field of {cls.__name__} (--help lists them)")
+
+    @classmethod
+    def has_field(cls, name: str) -> bool:
+        """Whether ``name`` is a field's path or short name."""
+        return name in cls.field_types() or name in cls.short_names()
+
+    def get(self, name: str) -> Any:
+        """The value of a field named by its path or short name."""
+        value: Any = self
+        for part in type(self).path_of(name).split("."):
+            value = getattr(value, part)
+        return value
+
+    def flat_dict(self) -> dict[str, Any]:
+        """``{path: value}`` for every field."""
+        return {path: self.get(path) for path in type(self).field_types()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The nested sections as plain dicts (a run's config.json)."""
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def replace(self: C, changes: Mapping[str, Any] | None = None, /, **more: Any) -> C:
+        """A copy with ``changes`` (paths or short names -> values; text is converted to the field's
+        type as on the command line). Unknown names and values of the wrong type raise a
+        :class:`ConfigError` naming them."""
+        updates = typed_overrides(type(self), {**(changes or {}), **more})
+        return _merged(type(self), OmegaConf.structured(self), _nested(updates))
+
+    @classmethod
+    def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:
+        """The config of a saved ``to_dict()`` (a run's config.json), validated. A flat dict of
+        field names (the config.json of earlier 0.2 commits) is read by the names' paths."""
+        if any(key in _section_types(cls) and isinstance(value, Mapping) for key, value in values.items()):
+            return _merged(cls, OmegaConf.structured(cls), dict(values)).validate()
+        return cls().replace(values).validate()
+
+    # --- validation
+
     @property
     def environment(self) -> TextEnvironment:
-        """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env``, with the
+        """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env.name``, with the
         config's values of its ``state_options`` (BabyAI-Text: ``history``)."""
         from torchrl_glam.envs import get_environment
 
         try:
-            environment = get_environment(self.env)
+            environment = get_environment(self.env.name)
         except ImportError as error:  # an optional dependency (BabyAI-Text: minigrid)
             raise ConfigError(
-                f"env={self.env!r} needs a package that is not installed ({error}); "
+                f"env.name={self.env.name!r} needs a package that is not installed ({error}); "
                 "for env=babyai: pip install minigrid"
             ) from None
         except ValueError as error:
-            raise ConfigError(f"bad config value env={self.env!r}: {error}") from None
-        return environment.with_options(**{name: getattr(self, name) for name in environment.state_options})
+            raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}") from None
+        return environment.with_options(**{name: getattr(self.env.options, name) for name in environment.state_options})
+
+    def environment_options(self) -> dict[str, Any]:
+        """The ``env.options`` the environment's ``make_env`` takes (its ``config_options``)."""
+        return {name: getattr(self.env.options, name) for name in self.environment.config_options}
 
     def _has(self, capability: str) -> bool:
         """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
         own check first)."""
-        return self.env not in _environment_names() or self.environment.has(capability)
+        return self.env.name not in _environment_names() or self.environment.has(capability)
 
     def _lacks(self, capability: str) -> str:
         """The end of an error message for a field whose value needs ``capability``."""
-        return "" if self._has(capability) else f" (env={self.env!r} has no {capability!r}: switch it off)"
+        return "" if self._has(capability) else f" (env={self.env.name!r} has no {capability!r}: switch it off)"
 
     def _checks(self) -> dict[str, bool]:
-        """Field name -> whether its value is acceptable (checked in this order)."""
-        if self.env not in _environment_names():
-            return {"env": False}
+        """Field path -> whether its value is acceptable (checked in this order)."""
+        if self.env.name not in _environment_names():
+            return {"env.name": False}
         environment = self.environment
+        env, options, model, run = self.env, self.env.options, self.model, self.run
         return {
-            "goals": self.goals in environment.goal_sets,
-            "goal_sampling": self.goal_sampling in ("uniform", "by_type"),
-            "normalization": self.normalization in ("sum", "mean"),
-            "tokenization": self.tokenization in ("exact", "separate"),
-            "quantization": self.quantization in (None, "4bit", "8bit"),
-            "seed": 0 <= self.seed <= MAX_SEED,
-            "num_envs": self.num_envs >= 1,
-            "max_steps": 1 <= self.max_steps <= MAX_EPISODE_STEPS,
-            "total_steps": 1 <= self.total_steps <= MAX_TOTAL_STEPS,
-            "eval_every": self.eval_every >= 1,
-            "eval_episodes": self.eval_episodes >= 1,
-            "eval_sets": (
-                len(self.eval_sets) >= 1
-                and len(set(self.eval_sets)) == len(self.eval_sets)
-                and set(self.eval_sets) <= set(EVAL_SETS)
-                and (
-                    environment.held_out_goal_set is not None
-                    or all(EVAL_SETS[name].goals != "held_out" for name in self.eval_sets)
-                )
+            "env.goals": env.goals in environment.goal_sets,
+            "env.goal_sampling": env.goal_sampling in ("uniform", "by_type"),
+            "env.num_envs": env.num_envs >= 1,
+            "env.max_steps": 1 <= env.max_steps <= MAX_EPISODE_STEPS,
+            "env.options.num_objects": options.num_objects is None
+            or (
+                "num_objects" in environment.config_options
+                and 2 <= options.num_objects <= len(environment.object_names)
             ),
-            "log_every": self.log_every >= 1,
-            "checkpoint_every": self.checkpoint_every >= 1,
-            "num_threads": 1 <= self.num_threads <= MAX_THREADS,
-            "lora_rank": self.lora_rank >= 0,
-            "lora_alpha": self.lora_alpha >= 1,
-            "num_objects": self.num_objects is None
-            or ("num_objects" in environment.config_options and 2 <= self.num_objects <= len(environment.object_names)),
-            "goal_types": self.goal_types is None
+            "env.options.goal_types": options.goal_types is None
             or (
                 "goal_types" in environment.config_options
-                and len(self.goal_types) >= 1
-                and len(set(self.goal_types)) == len(self.goal_types)
-                and set(self.goal_types) <= set(environment.goal_types)
+                and len(options.goal_types) >= 1
+                and len(set(options.goal_types)) == len(options.goal_types)
+                and set(options.goal_types) <= set(environment.goal_types)
             ),
-            "history": self.history == 0
-            or ("history" in environment.state_options and 1 <= self.history <= environment.max_history),
-            "level_time_limits": not self.level_time_limits or "level_time_limits" in environment.config_options,
+            "env.options.history": options.history == 0
+            or ("history" in environment.state_options and 1 <= options.history <= environment.max_history),
+            "env.options.level_time_limits": not options.level_time_limits
+            or "level_time_limits" in environment.config_options,
+            "model.normalization": model.normalization in ("sum", "mean"),
+            "model.tokenization": model.tokenization in ("exact", "separate"),
+            "model.quantization": model.quantization in (None, "4bit", "8bit"),
             # the hindsight transcripts are Playground-Text's only
-            "model": not (self.env != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(self.model)),
+            "model.name": not (env.name != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(model.name)),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
-            "quantization_needs_lora": self.quantization is None or self.lora_rank >= 1,
-            "device": _is_device(self.device),
-            "dtype": self.dtype in ("float32", "float16", "bfloat16"),
-            "loggers": all(name in ("csv", "tensorboard", "wandb") for name in self.loggers),
-            "run_dir": isinstance(self.run_dir, str) and bool(self.run_dir.strip()),
+            "quantization_needs_lora": model.quantization is None or model.lora_rank >= 1,
+            "model.device": _is_device(model.device),
+            "model.dtype": model.dtype in ("float32", "float16", "bfloat16"),
+            "model.lora_rank": model.lora_rank >= 0,
+            "model.lora_alpha": model.lora_alpha >= 1,
+            "run.seed": 0 <= run.seed <= MAX_SEED,
+            "run.total_steps": 1 <= run.total_steps <= MAX_TOTAL_STEPS,
+            "run.eval_every": run.eval_every >= 1,
+            "run.eval_episodes": run.eval_episodes >= 1,
+            "run.eval_sets": (
+                len(run.eval_sets) >= 1
+                and len(set(run.eval_sets)) == len(run.eval_sets)
+                and set(run.eval_sets) <= set(EVAL_SETS)
+                and (
+                    environment.held_out_goal_set is not None
+                    or all(EVAL_SETS[name].goals != "held_out" for name in run.eval_sets)
+                )
+            ),
+            "run.log_every": run.log_every >= 1,
+            "run.checkpoint_every": run.checkpoint_every >= 1,
+            "run.num_threads": 1 <= run.num_threads <= MAX_THREADS,
+            "run.loggers": all(name in ("csv", "tensorboard", "wandb") for name in run.loggers),
+            "run.run_dir": bool(run.run_dir.strip()),
         }
 
     def _expected(self) -> dict[str, str]:
-        """Field name -> what a good value is, for the error message (default: see the class)."""
-        if self.env not in _environment_names():
+        """Field path -> what a good value is, for the error message (default: see the class)."""
+        if self.env.name not in _environment_names():
             return {
-                "env": f"a registered environment: one of {_environment_names()} (register your own "
+                "env.name": f"a registered environment: one of {_environment_names()} (register your own "
                 "with torchrl_glam.envs.register_environment before main)"
             }
         environment = self.environment
+        name = self.env.name
         return {
-            "goals": f"a goal set of env={self.env!r}: one of {environment.goal_sets}",
-            "seed": f"an integer from 0 to {MAX_SEED} (numpy's generators take seeds below 2**32)",
-            "max_steps": f"an episode length from 1 to {MAX_EPISODE_STEPS}",
-            "total_steps": f"a number of environment steps from 1 to {MAX_TOTAL_STEPS:.0e}",
-            "num_threads": f"from 1 to {MAX_THREADS} torch threads (about the cores of the node)",
-            "num_objects": (
+            "env.goals": f"a goal set of env={name!r}: one of {environment.goal_sets}",
+            "env.goal_sampling": "'uniform' (over the task set) or 'by_type' (goal types equally often)",
+            "env.max_steps": f"an episode length from 1 to {MAX_EPISODE_STEPS}",
+            "env.options.num_objects": (
                 f"none, or from 2 to {len(environment.object_names)} objects per scene"
                 if "num_objects" in environment.config_options
-                else f"none: env={self.env!r} has no num_objects option"
+                else f"none: env={name!r} has no num_objects option"
             ),
-            "goal_types": (
+            "env.options.goal_types": (
                 f"none, or a non-empty list of distinct goal types among {environment.goal_types}"
                 if "goal_types" in environment.config_options
-                else f"none: env={self.env!r} has no goal_types option"
+                else f"none: env={name!r} has no goal_types option"
             ),
-            "history": (
+            "env.options.history": (
                 f"from 0 to {environment.max_history} past observations in the prompt (GLAM: 2)"
                 if "history" in environment.state_options
-                else f"0: env={self.env!r} has no history option"
+                else f"0: env={name!r} has no history option"
             ),
-            "level_time_limits": f"false: env={self.env!r} has no level time limits (BabyAI-Text has)",
-            "model": (
-                f"a model for env={self.env!r}: the tiny models pretrained with hindsight goals exist "
+            "env.options.level_time_limits": f"false: env={name!r} has no level time limits (BabyAI-Text has)",
+            "model.name": (
+                f"a model for env={name!r}: the tiny models pretrained with hindsight goals exist "
                 "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
                 "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"
             ),
-            "goal_sampling": "'uniform' (over the task set) or 'by_type' (goal types equally often)",
-            "normalization": "'sum' or 'mean'",
-            "tokenization": "'exact' or 'separate'",
-            "quantization": "none, '4bit' or '8bit'",
-            "loggers": "a list of 'csv', 'tensorboard', 'wandb'",
-            "eval_sets": f"a non-empty list of distinct names among {sorted(EVAL_SETS)}"
-            + (
-                ""
-                if environment.held_out_goal_set
-                else f" but the held-out ones (env={self.env!r} has no held-out goals)"
-            ),
+            "model.normalization": "'sum' or 'mean'",
+            "model.tokenization": "'exact' or 'separate'",
+            "model.quantization": "none, '4bit' or '8bit'",
             "quantization_needs_lora": "lora_rank >= 1 with quantization (quantized weights cannot "
             "be trained; only LoRA adapters on them), or quantization=none",
-            "device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
-            "dtype": "'float32', 'float16' or 'bfloat16'",
-            "run_dir": "a directory path (pass --run-dir DIR; an empty one would mean the current folder)",
+            "model.device": "'cpu', 'cuda', 'cuda:N' or another torch device name",
+            "model.dtype": "'float32', 'float16' or 'bfloat16'",
+            "model.lora_rank": "an integer >= 0 (0: every weight of the LLM trains, no adapters)",
+            "model.lora_alpha": "an integer >= 1",
+            "run.seed": f"an integer from 0 to {MAX_SEED} (numpy's generators take seeds below 2**32)",
+            "run.total_steps": f"a number of environment steps from 1 to {MAX_TOTAL_STEPS:.0e}",
+            "run.num_threads": f"from 1 to {MAX_THREADS} torch threads (about the cores of the node)",
+            "run.loggers": "a list of 'csv', 'tensorboard', 'wandb'",
+            "run.eval_sets": f"a non-empty list of distinct names among {sorted(EVAL_SETS)}"
+            + ("" if environment.held_out_goal_set else f" but the held-out ones (env={name!r} has no held-out goals)"),
+            "run.run_dir": "a directory path (pass --run-dir DIR; an empty one would mean the current folder)",
             **dict.fromkeys(
-                ["num_envs", "eval_every", "eval_episodes", "log_every", "checkpoint_every"], "an integer >= 1"
+                ["env.num_envs", "run.eval_every", "run.eval_episodes", "run.log_every", "run.checkpoint_every"],
+                "an integer >= 1",
             ),
-            "lora_rank": "an integer >= 0 (0: every weight of the LLM trains, no adapters)",
-            "lora_alpha": "an integer >= 1",
         }
 
     def validate(self: C) -> C:
-        """Raises a :class:`ConfigError` naming the first field with a bad value (of the wrong type first:
-        ``num_envs: 8.5`` or ``true`` from a YAML file would pass the comparisons below)."""
-        hints = get_type_hints(type(self))
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not _has_type(value, hints[f.name]):
-                raise ConfigError(
-                    f"bad config value {f.name}={value!r}: expected {_type_name(hints[f.name])}, "
-                    f"got {type(value).__name__}"
-                )
-        for f in fields(self):  # inf and nan pass every comparison below the wrong way
-            value = getattr(self, f.name)
+        """Raises a :class:`ConfigError` naming the first field with a bad value: of the wrong type
+        first (a config built in Python is typed here, one from text when it is read), then out of
+        range or unknown to the environment."""
+        try:
+            OmegaConf.structured(self)
+        except OmegaConfBaseException as error:
+            raise _config_error(type(self), error) from None
+        for path, value in self.flat_dict().items():  # inf and nan pass every comparison the wrong way
             if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"bad config value {f.name}={value!r}: expected a finite number")
+                raise ConfigError(f"bad config value {path}={value!r}: expected a finite number")
         expected = self._expected()
-        for name, ok in self._checks().items():
+        for path, ok in self._checks().items():
             if not ok:
-                hint = expected.get(name, f"see {type(self).__name__}")
+                hint = expected.get(path, f"see {type(self).__name__}")
                 shown = (
-                    f"quantization={self.quantization!r} with lora_rank={self.lora_rank}"
-                    if name == "quantization_needs_lora"
-                    else f"{name}={getattr(self, name)!r}"
+                    f"model.quantization={self.model.quantization!r} with model.lora_rank={self.model.lora_rank}"
+                    if path == "quantization_needs_lora"
+                    else f"{path}={self.get(path)!r}"
                 )
                 raise ConfigError(f"bad config value {shown}: expected {hint}")
         return self
 
     def check_device(self) -> None:
-        """Raises before any model loads when ``device`` names an accelerator this machine lacks
-        (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
+        """Raises before any model loads when ``model.device`` names an accelerator this machine
+        lacks (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
         import torch
 
-        kind = torch.device(self.device).type
+        kind = torch.device(self.model.device).type
         if kind == "cuda" and not torch.cuda.is_available():
             raise ConfigError(
-                f"device={self.device!r} but torch sees no CUDA GPU here (torch {torch.__version__}, "
+                f"model.device={self.model.device!r} but torch sees no CUDA GPU here (torch {torch.__version__}, "
                 f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
                 "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
             )
 
-    @classmethod
-    def refuse_former_names(cls, names: Iterable[str], reason: str = "") -> None:
-        """Raises a :class:`ConfigError` when ``names`` holds a field's name from before 0.2.0
-        (``FORMER_NAMES``), naming the new one; ``reason``: appended to the message."""
-        former = [name for name in names if name in cls.FORMER_NAMES]
-        if former:
+
+def _raise(message: str):
+    raise ConfigError(message)
+
+
+def _section_types(config_class: type) -> dict[str, type]:
+    hints = get_type_hints(config_class)
+    return {f.name: hints[f.name] for f in fields(config_class) if is_dataclass(hints[f.name])}
+
+
+@functools.cache
+def _leaf_types(config_class: type, prefix: str = "") -> dict[str, Any]:
+    hints = get_type_hints(config_class)
+    out: dict[str, Any] = {}
+    for f in fields(config_class):
+        hint = hints[f.name]
+        if is_dataclass(hint):
+            out.update(_leaf_types(hint, f"{prefix}{f.name}."))
+        else:
+            out[f"{prefix}{f.name}"] = hint
+    return out
+
+
+@functools.cache
+def _short_names(config_class: type) -> dict[str, str]:
+    paths = list(_leaf_types(config_class))
+    leaves = [path.rsplit(".", 1)[-1] for path in paths]
+    short = {leaf: path for leaf, path in zip(leaves, paths, strict=True) if leaves.count(leaf) == 1}
+    short.update({section: f"{section}.name" for section in NAMED_SECTIONS if f"{section}.name" in paths})
+    return short
+
+
+def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"replay.her": True}`` -> ``{"replay": {"her": True}}``."""
+    out: dict[str, Any] = {}
+    for path, value in flat.items():
+        *sections, name = path.split(".")
+        node = out
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[name] = value
+    return out
+
+
+def _merged(config_class: type[C], base: Any, changes: dict[str, Any], given: Mapping[str, Any] = {}) -> C:
+    """``changes`` merged over ``base`` as a ``config_class``; ``given``: the values as the user gave
+    them (by path), for the refusal's message."""
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(base, changes))
+    except OmegaConfBaseException as error:
+        raise _config_error(config_class, error, given) from None
+
+
+def _config_error(config_class: type, error: OmegaConfBaseException, given: Mapping[str, Any] = {}) -> ConfigError:
+    """OmegaConf's refusal as one line naming the field, the value and the type it needs."""
+    path = str(getattr(error, "full_key", "") or "")
+    message = str(getattr(error, "msg", error)).splitlines()[0]
+    if path in _leaf_types(config_class):
+        expected = _type_name(_leaf_types(config_class)[path])
+        if path in given:
+            return ConfigError(f"bad config value {path}={given[path]!r}: expected {expected}")
+        value = re.match(r"(?:Value|Incompatible value) '(.*?)'", message)
+        if value:
+            return ConfigError(f"bad config value {path}={value.group(1)!r}: expected {expected}")
+        return ConfigError(f"bad config value {path}: {message}; expected {expected}")
+    if path:
+        return ConfigError(f"bad config field {path}: {message}")
+    return ConfigError(f"bad config: {message}")
+
+
+def typed_overrides(config_class: type[GLAMConfig], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Overrides (paths or short names -> values) -> ``{path: typed value}``.
+
+    Text is read as on the command line: ``none``/``null`` for an optional field, comma-separated
+    items for a list (``eval_sets=train,held_out``) or YAML's ``[a, b]``, the rest converted by
+    OmegaConf to the field's type. Other values must have the field's type already (``true`` or
+    ``8.5`` from a YAML file is no integer). A wrong type or an unknown name raises a
+    :class:`ConfigError` naming it."""
+    types = config_class.field_types()
+    flat: dict[str, Any] = {}
+    for name, value in flatten_sections(values).items():  # {"replay": {"her": true}} as replay.her
+        path = config_class.path_of(name)
+        if isinstance(value, str):
+            value = _from_text(value, types[path])
+        elif not _has_type(value, types[path]):
             raise ConfigError(
-                "; ".join(
-                    f"config field {old!r} was renamed {cls.FORMER_NAMES[old]!r} in 0.2.0: use {cls.FORMER_NAMES[old]}"
-                    for old in former
-                )
-                + reason
+                f"bad config value {path}={value!r}: expected {_type_name(types[path])}, got {type(value).__name__}"
             )
+        flat[path] = value
+    typed = _merged(config_class, OmegaConf.structured(config_class), _nested(flat), flat)
+    return {path: _value_at(typed, path) for path in flat}
 
-    def replace(self: C, **changes: Any) -> C:
-        """A copy with ``changes``; unknown names raise with the nearest field names (a field's
-        name from before 0.2.0 with its new name)."""
-        type(self).refuse_former_names(changes)
-        names = [f.name for f in fields(self)]
-        unknown = sorted(set(changes) - set(names))
-        if unknown:
-            raise ConfigError("; ".join(_unknown_field(name, names, type(self).__name__) for name in unknown))
-        return dataclasses.replace(self, **changes)
 
-    @classmethod
-    def from_dict(cls: type[C], values: dict[str, Any]) -> C:
-        """The config of a saved ``to_dict()`` (a run's config.json), validated."""
-        return cls().replace(**values).validate()
+def _has_type(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the field type ``hint`` (bool is no int here; an int is a float)."""
+    if type(None) in get_args(hint) or get_origin(hint) is Union:
+        return any(_has_type(value, option) for option in get_args(hint))
+    if get_origin(hint) is list:
+        (item,) = get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_has_type(v, item) for v in value)
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+def _value_at(config: Any, path: str) -> Any:
+    for part in path.split("."):
+        config = getattr(config, part)
+    return config
+
+
+def _from_text(text: str, hint: Any) -> Any:
+    optional = type(None) in get_args(hint)
+    if optional and text.strip().lower() in ("none", "null", "~"):
+        return None
+    kind = next((arg for arg in get_args(hint) if arg is not type(None)), hint) if optional else hint
+    if get_origin(kind) is list:
+        if text.strip().startswith("["):
+            return yaml.safe_load(text)
+        return [item.strip() for item in text.split(",") if item.strip()]
+    return text
+
+
+def parse_overrides(pairs: Iterable[str], config_class: type[GLAMConfig]) -> dict[str, Any]:
+    """``["batch_size=64", "replay.her=false", "model=none"]`` -> ``{path: typed value}``."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
+        name, text = pair.split("=", 1)
+        values[name] = text
+    return typed_overrides(config_class, values)
 
 
 def _environment_names() -> list[str]:
@@ -335,37 +551,49 @@ def _is_hindsight_tiny(model: str | None) -> bool:
     return model is not None and model.startswith("offline:tiny-") and model.endswith("-hindsight")
 
 
-def _has_type(value: Any, hint: Any) -> bool:
-    """Whether ``value`` is of the field type ``hint`` (bool is no int here; an int is a float)."""
-    origin = get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return any(_has_type(value, option) for option in get_args(hint))
-    if origin is list:
-        (item,) = get_args(hint) or (Any,)
-        return isinstance(value, list) and all(_has_type(v, item) for v in value)
-    if hint is Any:
-        return True
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
+def _type_name(hint: Any) -> str:
+    names = {int: "an integer", float: "a number", bool: "true or false", str: "text", type(None): "none"}
+    if get_origin(hint) is Union or type(None) in get_args(hint):
+        return " or ".join(_type_name(option) for option in get_args(hint))
+    if get_origin(hint) is list:
+        return f"a list of {_type_name(get_args(hint)[0])}"
+    return names.get(hint, str(hint))
+
+
+def _is_device(name: str) -> bool:
+    import torch
+
+    try:
+        torch.device(name)
+    except (RuntimeError, TypeError):
+        return False
+    return True
 
 
 def field_help(config_class: type[GLAMConfig]) -> dict[str, str]:
-    """Each field's help line: the comment above the field or at the end of its line in the source
-    of ``config_class`` and its bases (``# ---`` lines head sections and are skipped).
+    """Each field's help line, by path: the comment above the field or at the end of its line in
+    the source of its section's class (``# ---`` lines head groups and are skipped).
 
     Hand-written: dataclasses keep no comments, and the parsers that read them (tyro's) are not
     public APIs. Without the source (a frozen install) the help is empty."""
+    out: dict[str, str] = {}
+    for path in config_class.field_types():
+        *sections, name = path.split(".")
+        klass: Any = config_class
+        for section in sections:
+            klass = get_type_hints(klass)[section]
+        out[path] = _class_comments(klass).get(name, "")
+    return out
+
+
+@functools.cache
+def _class_comments(klass: type) -> dict[str, str]:
     help_lines: dict[str, str] = {}
-    for klass in reversed(config_class.__mro__):
-        if "__dataclass_fields__" not in vars(klass):
+    for base in reversed(klass.__mro__):
+        if "__dataclass_fields__" not in vars(base):
             continue
         try:
-            lines = inspect.getsource(klass).splitlines()
+            lines = inspect.getsource(base).splitlines()
         except (OSError, TypeError):
             continue
         above: list[str] = []
@@ -383,76 +611,138 @@ def field_help(config_class: type[GLAMConfig]) -> dict[str, str]:
     return help_lines
 
 
-def _unknown_field(name: str, names: list[str], class_name: str) -> str:
-    close = difflib.get_close_matches(name, names, n=1)
-    if close:
-        return f"unknown config field {name!r}; did you mean {close[0]!r}?"
-    return f"unknown config field {name!r}: not a field of {class_name} (--help lists them)"
+# --- presets
 
 
-def _type_name(hint: Any) -> str:
-    names = {int: "an integer", float: "a number", bool: "true or false", str: "text", type(None): "none"}
-    if get_origin(hint) in (Union, types.UnionType):
-        return " or ".join(_type_name(option) for option in get_args(hint))
-    if get_origin(hint) is list:
-        return f"a list of {_type_name(get_args(hint)[0])}"
-    return names.get(hint, str(hint))
+@dataclass(frozen=True)
+class Preset:
+    """A preset file: its name, one-line purpose (the file's first comment) and values."""
+
+    name: str
+    purpose: str
+    values: dict[str, Any]
+    path: Path
 
 
-def _is_device(name: str) -> bool:
-    import torch
+class Presets(Mapping[str, dict[str, Any]]):
+    """The presets of one algorithm: ``presets/<name>.yaml`` files beside its config, read on first
+    use. ``presets[name]`` is the preset's values as nested sections (``extends: <name>`` resolved:
+    a preset's values are merged over the one it extends); :meth:`purpose` its one line.
 
+    Files are read with ``yaml.safe_load``: a preset can hold values only, never code."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+
+    @functools.cached_property
+    def _presets(self) -> dict[str, Preset]:
+        files = {path.stem: path for path in sorted(self.folder.glob("*.yaml"))}
+        raw = {name: _read_preset(path) for name, path in files.items()}
+
+        def values_of(name: str, seen: tuple[str, ...]) -> dict[str, Any]:
+            values = dict(raw[name][1])
+            base = values.pop("extends", None)
+            if base is None:
+                return values
+            if base not in raw or base in seen:
+                raise ConfigError(f"preset file {files[name]}: extends {base!r}, which is not a preset here or loops")
+            return _deep_merge(values_of(base, (*seen, base)), values)
+
+        return {name: Preset(name, raw[name][0], values_of(name, (name,)), files[name]) for name in raw}
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        return self._presets[name].values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._presets)
+
+    def __len__(self) -> int:
+        return len(self._presets)
+
+    def purpose(self, name: str) -> str:
+        return self._presets[name].purpose
+
+    def path(self, name: str) -> Path:
+        return self._presets[name].path
+
+
+def _read_preset(path: Path) -> tuple[str, dict[str, Any]]:
+    """A preset file's purpose (its opening comment, without the ``see ...`` line) and values."""
+    text = path.read_text()
+    opening = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        opening.append(line[1:].strip())
     try:
-        torch.device(name)
-    except (RuntimeError, TypeError):
-        return False
-    return True
+        values = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"preset file {path} is not valid YAML: {error}") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"preset file {path} holds a {type(values).__name__}, not sections of fields")
+    return " ".join(line for line in opening if not line.startswith("see ")), values
+
+
+def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def flatten_sections(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"replay": {"her": True}}`` -> ``{"replay.her": True}``."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            out.update(flatten_sections(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_paths(saved: Mapping[str, Any], config_class: type[GLAMConfig]) -> dict[str, Any]:
+    """A saved config as ``{path: value}``: nested sections (``to_dict()``), or the flat field names
+    that earlier 0.2 commits wrote, read by their paths; names ``config_class`` lacks stay as they are."""
+    if any(isinstance(value, Mapping) for value in saved.values()):
+        return flatten_sections(saved)
+    return {config_class.path_of(name) if config_class.has_field(name) else name: v for name, v in saved.items()}
+
+
+def preset_overrides(presets: Mapping[str, dict[str, Any]], preset: str) -> dict[str, Any]:
+    """A preset's values as ``{path: value}``: a preset's name, or a YAML file of your own written
+    like the presets' files (its ``extends:`` names one of ``presets``)."""
+    if preset in presets:
+        return flatten_sections(presets[preset])
+    if not preset.endswith((".yaml", ".yml")):
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)} or give a .yaml file")
+    path = Path(preset)
+    if not path.is_file():
+        raise ConfigError(f"preset file {preset} not found (a preset is one of {sorted(presets)} or a .yaml file)")
+    values = dict(_read_preset(path)[1])
+    base = values.pop("extends", None)
+    if base is not None and base not in presets:
+        raise ConfigError(
+            f"preset file {preset}: extends {base!r}, which is not a preset; choose one of {sorted(presets)}"
+        )
+    return flatten_sections(_deep_merge(presets[base], values) if base is not None else values)
+
+
+def preset_name(preset: str) -> str:
+    """A preset's name in run folders: its own, or its file's name without ``.yaml``."""
+    return Path(preset).stem if preset.endswith((".yaml", ".yml")) else preset
 
 
 def config_from_preset(
-    config_class: type[C], presets: dict[str, dict[str, Any]], preset: str, overrides: dict[str, Any] | None = None
+    config_class: type[C],
+    presets: Mapping[str, dict[str, Any]],
+    preset: str,
+    overrides: Mapping[str, Any] | None = None,
 ) -> C:
     """``config_class`` with a preset's values, then ``overrides``, validated."""
-    if preset not in presets:
-        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
-    return config_class().replace(**presets[preset]).replace(**(overrides or {})).validate()
-
-
-def _coerce(name: str, text: str, annotation: Any) -> Any:
-    kind = str(annotation)
-    if text.lower() in ("none", "null") and "None" in kind:
-        return None
-    if kind.startswith("bool") or kind == "<class 'bool'>":
-        if text.lower() in ("true", "1", "yes", "on"):
-            return True
-        if text.lower() in ("false", "0", "no", "off"):
-            return False
-        raise ConfigError(f"bad config value {name}={text!r}: expected true or false")
+    values = preset_overrides(presets, preset)
     try:
-        if "list" in kind:
-            return [item for item in text.split(",") if item]
-        if "int" in kind and "float" not in kind:
-            return int(text.replace("_", ""))
-        if "float" in kind:
-            return float(text)
-    except ValueError:
-        raise ConfigError(f"bad config value {name}={text!r}: expected {_type_name(annotation)}") from None
-    return text
-
-
-#: One override's text -> its typed value, by the field's annotation (sweep files' text values too).
-coerce_value = _coerce
-
-
-def parse_overrides(pairs: list[str], config_class: type[GLAMConfig]) -> dict[str, Any]:
-    """``["batch_size=64", "her=false", "model=none"]`` -> typed values, by ``config_class``'s fields."""
-    hints = get_type_hints(config_class)
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ConfigError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
-        name, text = pair.split("=", 1)
-        if name not in {f.name for f in fields(config_class)}:
-            config_class().replace(**{name: None})  # raises with the new name or the nearest field names
-        out[name] = _coerce(name, text, hints[name])
-    return out
+        cfg = config_class().replace(values)
+    except ConfigError as error:
+        raise ConfigError(f"preset {preset!r}: {error}") from None
+    return cfg.replace(overrides or {}).validate()

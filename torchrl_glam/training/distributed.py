@@ -36,7 +36,7 @@ def rank_share(cfg, name: str, world: int) -> int:
     """One rank's share of a config field counted over all ranks (``num_envs``, ``batch_size``,
     ``learning_starts``, ``minibatch_size``): every script and updater divides here, so a world of
     N gives each rank 1/N of each of them."""
-    return getattr(cfg, name) // world
+    return cfg.get(name) // world
 
 
 def is_distributed() -> bool:

@@ -28,8 +28,8 @@ class DivergenceError(RuntimeError):
 
 def value_bound(cfg: GLAMConfig) -> float:
     """The largest ``abs(value)`` a return can have: max_reward / (1 - gamma), or max_steps x max_reward."""
-    gamma = getattr(cfg, "gamma", 0.99)
-    horizon = cfg.max_steps if gamma >= 1.0 else 1.0 / (1.0 - gamma)  # bootstraps past truncation
+    gamma = cfg.get("gamma") if cfg.has_field("gamma") else 0.99
+    horizon = cfg.env.max_steps if gamma >= 1.0 else 1.0 / (1.0 - gamma)  # bootstraps past truncation
     return MAX_REWARD * max(horizon, 1.0)
 
 
@@ -40,19 +40,21 @@ def check_divergence(metrics: dict[str, float], cfg: GLAMConfig, steps: int | No
     problem = None
     if "q_value" in metrics and not abs(metrics["q_value"]) <= limit:
         problem = f"the critic's Q-value is {metrics['q_value']:.4g}, beyond {limit:g}"
-    critic_coeff = getattr(cfg, "critic_coeff", 0.0)  # PPO's value-loss weight; SAC has none
+    critic_coeff = (
+        cfg.get("critic_coeff") if cfg.has_field("critic_coeff") else 0.0
+    )  # PPO's value-loss weight; SAC has none
     if "loss_critic" in metrics and critic_coeff > 0 and not metrics["loss_critic"] <= critic_coeff * limit**2:
         problem = f"the value loss is {metrics['loss_critic']:.4g}, beyond {critic_coeff * limit**2:g}"
     if not any_true(problem is not None):
         return
     problem = problem or "another rank's critic diverged"
-    lrs = ", ".join(f"{name}={getattr(cfg, name)}" for name in ("critic_lr", "actor_lr", "lr") if hasattr(cfg, name))
+    lrs = ", ".join(f"{name}={cfg.get(name)}" for name in ("critic_lr", "actor_lr", "lr") if cfg.has_field(name))
     message = (
         f"the critic diverged at {steps} environment steps: {problem} "
         f"({DIVERGENCE_MARGIN:g} x the largest return, {value_bound(cfg):g}, with gamma="
-        f"{getattr(cfg, 'gamma', None)}). Lower the learning rate ({lrs}; --resume may change it) or "
+        f"{cfg.get('gamma')}). Lower the learning rate ({lrs}; --resume may change it) or "
         "set max_grad_norm (in a new --run-dir)"
     )
     if not is_distributed() or torch.distributed.get_rank() == 0:
-        record_event(cfg.run_dir, "diverged", env_steps=steps, problem=problem)
+        record_event(cfg.run.run_dir, "diverged", env_steps=steps, problem=problem)
     raise DivergenceError(message)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 class EvalSet:
     """Which episodes an evaluation set runs and how the agent acts in them."""
 
-    goals: str | None  # the goal set; None: the run's own (``cfg.goals``)
+    goals: str | None  # the goal set; None: the run's own (``cfg.env.goals``)
     goal_sampling: str  # "by_type": goal types uniform; "uniform": as training samples goals
     seed_offset: int  # the episodes' seed is seed_offset + the run's seed: the same for every algorithm
     title: str  # what a figure's panel calls it

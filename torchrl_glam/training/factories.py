@@ -30,16 +30,16 @@ def make_env(
     goal_sampling: str | None = None,
     **kwargs,
 ) -> EnvBase:
-    """The training environment of ``cfg.env`` (tensors only: prompts are rendered for the LLM
+    """The training environment of ``cfg.env.name`` (tensors only: prompts are rendered for the LLM
     from the state); the environment's ``config_options`` come from the config's fields."""
     environment = cfg.environment
-    options = {name: getattr(cfg, name) for name in environment.config_options}
+    options = cfg.environment_options()
     return environment.make_env(
-        num_envs or cfg.num_envs,
-        seed=cfg.seed if seed is None else seed,
-        goals=goals or cfg.goals,
-        max_steps=cfg.max_steps,
-        goal_sampling=goal_sampling or cfg.goal_sampling,
+        num_envs or cfg.env.num_envs,
+        seed=cfg.run.seed if seed is None else seed,
+        goals=goals or cfg.env.goals,
+        max_steps=cfg.env.max_steps,
+        goal_sampling=goal_sampling or cfg.env.goal_sampling,
         **options,
         **kwargs,
     )
@@ -50,14 +50,14 @@ def make_eval_envs(cfg: GLAMConfig) -> dict[str, EnvBase]:
     :data:`~torchrl_glam.training.eval_sets.EVAL_SETS`), each with ``eval_episodes``
     sub-environments and a fixed seed, so that every algorithm of a comparison is evaluated on the
     same episodes."""
-    sets = {name: EVAL_SETS[name] for name in cfg.eval_sets}
+    sets = {name: EVAL_SETS[name] for name in cfg.run.eval_sets}
     held_out = cfg.environment.held_out_goal_set  # the "held_out" set names the environment's own
     return {
         name: make_env(
             cfg,
-            num_envs=cfg.eval_episodes,
+            num_envs=cfg.run.eval_episodes,
             goals=held_out if spec.goals == "held_out" else spec.goals,
-            seed=spec.seed_offset + cfg.seed,
+            seed=spec.seed_offset + cfg.run.seed,
             goal_sampling=spec.goal_sampling,
         )
         for name, spec in sets.items()
@@ -71,28 +71,33 @@ def make_scorer_from_config(cfg: GLAMConfig) -> LLMScorer:
 
 def make_glam_agent(cfg: GLAMConfig) -> GLAMAgent:
     """The agent of ``cfg``: the LLM scorer (``make_scorer``'s ``TensorDictModule``) and the actor,
-    acting in ``cfg.env``; the losses take it."""
+    acting in ``cfg.env.name``; the losses take it."""
     llm = LLMConfig(
         name_or_path=model_of(cfg),
-        dtype=cfg.dtype,
-        device=cfg.device,
-        lora_rank=cfg.lora_rank,
-        lora_alpha=cfg.lora_alpha,
-        quantization=cfg.quantization,
+        dtype=cfg.model.dtype,
+        device=cfg.model.device,
+        lora_rank=cfg.model.lora_rank,
+        lora_alpha=cfg.model.lora_alpha,
+        quantization=cfg.model.quantization,
     )
-    scorer = make_scorer(llm, normalization=cfg.normalization, tokenization=cfg.tokenization)
+    scorer = make_scorer(llm, normalization=cfg.model.normalization, tokenization=cfg.model.tokenization)
     return GLAMAgent(scorer, environment=cfg.environment)
 
 
 def loss_arguments(loss_class: type, cfg: GLAMConfig, **renamed: str) -> dict:
     """The keyword arguments of ``loss_class`` that ``cfg`` has a field (or property) of the same
     name for, ``environment`` included; ``renamed`` maps an argument to a field of another name
-    (``centred="her_centred"``). The loss and its first two positional arguments stay the caller's."""
+    (``centred="her_centred"``); fields are found by their short names. The loss and its first two
+    positional arguments stay the caller's."""
     import inspect
 
     names = list(inspect.signature(loss_class).parameters)[1:]  # after the agent
     fields = {name: renamed.get(name, name) for name in names}
-    return {name: getattr(cfg, field) for name, field in fields.items() if hasattr(cfg, field)}
+    return {
+        name: cfg.environment if field == "environment" else cfg.get(field)
+        for name, field in fields.items()
+        if field == "environment" or type(cfg).has_field(field)
+    }
 
 
 #: The offline models that another environment than Playground-Text gets in its own vocabulary.
@@ -107,7 +112,7 @@ _OWN_OFFLINE_MODELS = (
 
 def model_of(cfg: GLAMConfig) -> str | None:
     """The model the config's ``model`` names for its environment (:func:`environment_model`)."""
-    return environment_model(cfg.model, cfg.environment)
+    return environment_model(cfg.model.name, cfg.environment)
 
 
 def environment_model(model: str | None, environment) -> str | None:

@@ -37,9 +37,9 @@ from torchrl_glam.training.rundir import append_line, write_atomic
 
 def make_loggers(cfg: GLAMConfig) -> list[Logger]:
     """TorchRL loggers writing under ``run_dir``; optional backends only when installed."""
-    run_dir = Path(cfg.run_dir)
+    run_dir = Path(cfg.run.run_dir)
     loggers: list[Logger] = [CSVLogger(exp_name="logs", log_dir=str(run_dir))]
-    wanted = [name for name in cfg.loggers if name != "csv"]
+    wanted = [name for name in cfg.run.loggers if name != "csv"]
     missing = [name for name in wanted if importlib.util.find_spec(name) is None]
     if missing:
         warnings.warn(
@@ -94,7 +94,7 @@ class RunLogger:
     """Accumulates episode and update statistics and writes their means at each flush."""
 
     def __init__(self, cfg: GLAMConfig) -> None:
-        self.run_dir = run_dir = Path(cfg.run_dir)
+        self.run_dir = run_dir = Path(cfg.run.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(run_dir / "config.json", cfg.to_json())  # a kill never leaves half of it
         self.loggers = make_loggers(cfg)

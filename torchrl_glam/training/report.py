@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from torchrl_glam.training.config import flatten_sections
 from torchrl_glam.training.eval_sets import EVAL_SETS
 from torchrl_glam.training.logging import read_evaluations
 
@@ -36,8 +37,9 @@ def write_report(run_dir: str | Path, config: dict) -> list[Path]:
 
 
 def _title(config: dict) -> str:
-    model = config.get("model") or "tiny T5 (random init)"
-    return f"{config.get('env')}, goals {config.get('goals')}, {model}, seed {config.get('seed')}"
+    values = flatten_sections(config)
+    model = values.get("model.name") or "tiny T5 (random init)"
+    return f"{values.get('env.name')}, goals {values.get('env.goals')}, {model}, seed {values.get('run.seed')}"
 
 
 def _write_picture(path: Path, curves: dict[str, list[dict]], config: dict) -> Path:

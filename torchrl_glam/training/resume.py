@@ -23,53 +23,64 @@ from typing import Any
 
 import torch
 
-from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.config import ConfigError, GLAMConfig, config_paths
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
-#: Fields a resume may change (see the module docstring).
+#: Fields a resume may change (see the module docstring), by path; the learning rates by name.
 SCHEDULE_FIELDS = (
-    "total_steps",
-    "eval_every",
-    "log_every",
-    "checkpoint_every",
-    "eval_sets",
-    "loggers",
-    "num_threads",
-    "run_dir",
+    "run.total_steps",
+    "run.eval_every",
+    "run.log_every",
+    "run.checkpoint_every",
+    "run.eval_sets",
+    "run.loggers",
+    "run.num_threads",
+    "run.run_dir",
 )
 LEARNING_RATE_FIELDS = ("actor_lr", "critic_lr", "alpha_lr", "lr")
-RESUMABLE_FIELDS = SCHEDULE_FIELDS + LEARNING_RATE_FIELDS
 
 
 class ResumeError(ValueError):
     """A resume that would change settings a checkpoint fixes."""
 
 
-def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[Any, Any]]:
-    """The fields ``cfg`` changes from the checkpoint's config ``saved``: ``{name: (saved, new)}``.
+def resumable_fields(cfg: GLAMConfig) -> list[str]:
+    """The paths of the fields a resume of ``cfg`` may change."""
+    rates = [type(cfg).path_of(name) for name in LEARNING_RATE_FIELDS if type(cfg).has_field(name)]
+    return [*SCHEDULE_FIELDS, *rates]
 
-    Raises a :class:`ResumeError` naming every changed field a resume may not change, and a
-    :class:`~torchrl_glam.training.config.ConfigError` when ``saved`` names a field as before 0.2.0."""
-    new = cfg.to_dict()
+
+def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[Any, Any]]:
+    """The fields ``cfg`` changes from the checkpoint's config ``saved``: ``{path: (saved, new)}``.
+
+    ``saved`` is a config's ``to_dict()``, or the flat dict of field names that earlier 0.2
+    commits wrote. Raises a :class:`ResumeError` naming every changed field a resume may not
+    change, and a :class:`~torchrl_glam.training.config.ConfigError` when ``saved`` names a field
+    as before 0.2.0."""
+    former = [name for name in saved if name in type(cfg).FORMER_NAMES]
+    if former:
+        raise ConfigError(
+            f"the saved config of {cfg.run.run_dir}'s checkpoint names {', '.join(former)}, renamed "
+            f"{', '.join(type(cfg).FORMER_NAMES[name] for name in former)} in 0.2.0: it was written by "
+            "torchrl_glam 0.1.0; resume it with 0.1.0 or start a new run with a fresh --run-dir"
+        )
+    saved = config_paths(saved, type(cfg))
     _refuse_another_algorithm(saved, cfg)
-    type(cfg).refuse_former_names(
-        saved,
-        f" (the saved config of {cfg.run_dir}'s checkpoint has the old name: it was written by torchrl_glam "
-        "0.1.0; resume it with 0.1.0 or start a new run with a fresh --run-dir)",
-    )
+    new = cfg.flat_dict()
     # a field missing from an older checkpoint's config had its default then
-    default = type(cfg)().to_dict()
+    default = type(cfg)().flat_dict()
     changes = {
-        name: (saved.get(name, default[name]), value)
-        for name, value in new.items()
-        if saved.get(name, default[name]) != value
+        path: (saved.get(path, default[path]), value)
+        for path, value in new.items()
+        if saved.get(path, default[path]) != value
     }
-    refused = {name: values for name, values in changes.items() if name not in RESUMABLE_FIELDS}
+    allowed = resumable_fields(cfg)
+    refused = {path: values for path, values in changes.items() if path not in allowed}
     if refused:
-        listed = "; ".join(f"{name}: saved {old!r}, now {value!r}" for name, (old, value) in refused.items())
+        listed = "; ".join(f"{path}: saved {old!r}, now {value!r}" for path, (old, value) in refused.items())
         raise ResumeError(
-            f"cannot resume {cfg.run_dir} with changed settings ({listed}). A resume may change only "
-            f"{', '.join(f for f in RESUMABLE_FIELDS if f in new)}: the checkpoint's optimisers, replay and "
+            f"cannot resume {cfg.run.run_dir} with changed settings ({listed}). A resume may change only "
+            f"{', '.join(allowed)}: the checkpoint's optimisers, replay and "
             "environments were made with the saved values. To continue the saved run, drop those "
             "overrides; to train with the new values, start a new run with a fresh --run-dir "
             "(without --resume)."
@@ -78,21 +89,19 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
 
 
 def _refuse_another_algorithm(saved: dict[str, Any], cfg: GLAMConfig) -> None:
-    """Raises when ``saved`` (a checkpoint's config) is another training script's: resuming it
-    would list every field the two configs do not share instead of saying so."""
+    """Raises when ``saved`` (a checkpoint's config, by path) is another training script's:
+    resuming it would list every field the two configs do not share instead of saying so."""
     from torchrl_glam.training.scripts import SCRIPTS  # filled by torchrl_glam.algorithms, which a script imports
 
-    own = set(saved) - set(type(cfg).FORMER_NAMES)  # an old name of its own fields: refused after this
-    unknown = sorted(own - set(cfg.to_dict()))
+    unknown = sorted(set(saved) - set(type(cfg).field_types()))
     if not unknown:
         return
     for name, script in SCRIPTS.items():
         if script.config_class is type(cfg):
             continue
-        theirs = set(saved) - set(script.config_class.FORMER_NAMES)
-        if theirs <= set(script.config_class().to_dict()):
+        if set(saved) <= set(script.config_class.field_types()):
             raise ResumeError(
-                f"{cfg.run_dir} is a {name.replace('_', '-').upper()} run dir (its checkpoint's config "
+                f"{cfg.run.run_dir} is a {name.replace('_', '-').upper()} run dir (its checkpoint's config "
                 f"has {', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}, which "
                 f"{type(cfg).__name__} lacks): resume it with the {name} script (python "
                 f"examples/{name}.py --resume, or the launcher's --algorithm {name}), or give this run "
@@ -112,12 +121,12 @@ def apply_resume(
     ``env_steps`` and records the resume in ``events.jsonl``."""
     for name, optimizer in optimizers.items():
         for group in optimizer.param_groups:
-            group["lr"] = getattr(cfg, name)
+            group["lr"] = cfg.get(name)
     if not main_rank:
         return
-    removed = truncate_logs(cfg.run_dir, env_steps)
+    removed = truncate_logs(cfg.run.run_dir, env_steps)
     record_event(
-        cfg.run_dir,
+        cfg.run.run_dir,
         "resume",
         env_steps=env_steps,
         changed={name: {"saved": old, "now": new} for name, (old, new) in changes.items()},

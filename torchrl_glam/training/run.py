@@ -132,7 +132,7 @@ class TrainingRun:
     """One training process of a GLAM algorithm: see the module docstring for its life cycle.
 
     Attributes: ``cfg``, ``rank``, ``world``, ``main_rank``, ``env`` (this rank's share of
-    ``cfg.num_envs``), ``assembler``, ``logger`` (``None`` off rank 0), ``checkpoint_dir``.
+    ``cfg.env.num_envs``), ``assembler``, ``logger`` (``None`` off rank 0), ``checkpoint_dir``.
     ``per_rank`` (the constructor's): the fields each rank gets its share of (:meth:`per_rank`),
     refused unless they divide by the world.
     """
@@ -141,25 +141,24 @@ class TrainingRun:
         self, cfg: GLAMConfig, options: RunOptions | None = None, per_rank: Iterable[str] = ("num_envs",)
     ) -> None:
         self.cfg, self.options = cfg.validate(), options or RunOptions()  # before the run dir is touched
-        apply_runtime(cfg)  # cfg.num_threads torch threads; a missing GPU fails here, before any model loads
+        apply_runtime(cfg)  # cfg.run.num_threads torch threads; a missing GPU fails here, before any model loads
         hf_logging.disable_progress_bar()  # transformers' own "Loading weights" bar: the run says what it does
         logging.getLogger("torchrl").setLevel(logging.WARNING)  # its INFO lines (storage sizes) are not for users
-        self.rank, self.world = init_distributed(cfg.device)  # several processes: data parallel
-        uneven = [name for name in per_rank if getattr(cfg, name) % self.world]
+        self.rank, self.world = init_distributed(cfg.model.device)  # several processes: data parallel
+        uneven = [name for name in per_rank if cfg.get(name) % self.world]
         if uneven:
             raise ValueError(
-                " and ".join(f"{name}={getattr(cfg, name)}" for name in per_rank)
-                + f" must divide by the {self.world} ranks"
+                " and ".join(f"{name}={cfg.get(name)}" for name in per_rank) + f" must divide by the {self.world} ranks"
             )
         self.main_rank = self.rank == 0
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
-        prepare_run_dir(cfg.run_dir, self.options.resume, self.options.overwrite, self.rank)
-        seed_everything(cfg.seed)  # the same initial weights on every rank
-        self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.seed + 1000 * self.rank)
+        prepare_run_dir(cfg.run.run_dir, self.options.resume, self.options.overwrite, self.rank)
+        seed_everything(cfg.run.seed)  # the same initial weights on every rank
+        self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.run.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)
-        self.assembler = EpisodeAssembler(self.env.num_envs, cfg.max_steps, environment=cfg.environment)
+        self.assembler = EpisodeAssembler(self.env.num_envs, cfg.env.max_steps, environment=cfg.environment)
         # one checkpoint per rank: each holds its own environments and replay
-        self.checkpoint_dir = Path(cfg.run_dir) / ("" if self.main_rank else f"rank{self.rank}")
+        self.checkpoint_dir = Path(cfg.run.run_dir) / ("" if self.main_rank else f"rank{self.rank}")
         self.logger: RunLogger | None = None
         self.pieces: dict[str, Stateful] = {}
         self.optimizers: dict[str, Any] = {}  # learning-rate field -> optimizer, for resume changes
@@ -209,11 +208,11 @@ class TrainingRun:
         if env_transform is not None:
             self.acting_env = TransformedEnv(self.env, env_transform)
         self.eval_envs = make_eval_envs(self.cfg)  # fixed seeds: the same episodes for every algorithm
-        seed_everything(self.cfg.seed + self.rank)  # ranks act and sample differently
+        seed_everything(self.cfg.run.seed + self.rank)  # ranks act and sample differently
         td = self.restore() if self.options.resume else None
         if td is None:
             if self.options.resume and self.main_rank:  # a run killed before its first checkpoint
-                truncate_logs(self.cfg.run_dir, 0)
+                truncate_logs(self.cfg.run.run_dir, 0)
             td = self.acting_env.reset()
         self.logger = RunLogger(self.cfg) if self.main_rank else None
         if self.logger is not None and self._logger_state is not None:
@@ -223,8 +222,8 @@ class TrainingRun:
         self.pending_evaluation = None
         stop_on_signals()  # Ctrl-C, SIGTERM: stop at the end of the iteration, with a checkpoint
         self.progress = tqdm(
-            total=self.cfg.total_steps,
-            initial=min(self.steps, self.cfg.total_steps),
+            total=self.cfg.run.total_steps,
+            initial=min(self.steps, self.cfg.run.total_steps),
             unit="step",
             # None (the default): tqdm shows the bar on a terminal only; piped logs get the
             # evaluation lines alone
@@ -233,11 +232,11 @@ class TrainingRun:
             else (None if self.options.progress is None else not self.options.progress),
             dynamic_ncols=True,
         )
-        if self.main_rank and self.steps < self.cfg.total_steps:
-            cfg = self.cfg
+        if self.main_rank and self.steps < self.cfg.run.total_steps:
+            run = self.cfg.run
             self._print(
-                f"training to {cfg.total_steps} environment steps in {cfg.run_dir}; the greedy policy is "
-                f"evaluated every {cfg.eval_every} steps on {', '.join(cfg.eval_sets)} ({cfg.eval_episodes} "
+                f"training to {run.total_steps} environment steps in {run.run_dir}; the greedy policy is "
+                f"evaluated every {run.eval_every} steps on {', '.join(run.eval_sets)} ({run.eval_episodes} "
                 "episodes each)"
             )
         return td
@@ -300,11 +299,11 @@ class TrainingRun:
 
     # ---- the loop
     def running(self) -> bool:
-        return not self.stopped and self.failure is None and self.steps < self.cfg.total_steps
+        return not self.stopped and self.failure is None and self.steps < self.cfg.run.total_steps
 
     def every(self, period: int) -> bool:
         """Whether this iteration crossed a multiple of ``period`` environment steps."""
-        return self.steps % period < self.cfg.num_envs
+        return self.steps % period < self.cfg.env.num_envs
 
     def step(self, td: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase, TensorDictBase | None]:
         """One step of every environment with ``td["action"]``: (the step with its "next", the next
@@ -312,7 +311,7 @@ class TrainingRun:
         step, td = self.acting_env.step_and_maybe_reset(td)
         episodes = self.assembler.add(step)
         # the last iteration may pass total_steps (whole iterations of num_envs steps); the bar stops at it
-        self.progress.update(max(min(self.cfg.num_envs, self.cfg.total_steps - self.progress.n), 0))
+        self.progress.update(max(min(self.cfg.env.num_envs, self.cfg.run.total_steps - self.progress.n), 0))
         if episodes is not None:
             if self.logger:
                 self.logger.episodes(episodes)
@@ -352,18 +351,18 @@ class TrainingRun:
     def end_iteration(self, **postfix) -> None:
         """Logs, evaluates, checkpoints on their schedules; honours a stop request (every rank
         agrees, writes its checkpoint and the loop ends). ``postfix``: progress-bar values."""
-        steps, cfg, last = self.steps, self.cfg, self.steps >= self.cfg.total_steps
+        steps, cfg, last = self.steps, self.cfg, self.steps >= self.cfg.run.total_steps
         stop = any_true(STOP.requested)  # preemption, time limit, Ctrl-C: save and return
-        if self.logger and self.every(cfg.log_every):
+        if self.logger and self.every(cfg.run.log_every):
             self.logger.flush(steps, self.wall_seconds)
             # the success of the sampled (exploring) policy on its last 200 training episodes
             self.progress.set_postfix(sampled_success=f"{sum(self.recent) / max(len(self.recent), 1):.2f}", **postfix)
-        if self.main_rank and (self.every(cfg.eval_every) or last) and self.greedy_policy is not None:
+        if self.main_rank and (self.every(cfg.run.eval_every) or last) and self.greedy_policy is not None:
             if stop:  # a stop does not wait for an evaluation: the resumed run does it first, same weights
                 self.pending_evaluation = steps
             else:
                 self.evaluate()
-        if stop or self.every(cfg.checkpoint_every) or last:
+        if stop or self.every(cfg.run.checkpoint_every) or last:
             self.checkpoint()
         if stop:
             self.progress.close()
@@ -399,7 +398,7 @@ class TrainingRun:
             self.progress.close()
         if self.failure is not None:
             print(
-                f"stopped: {self.failure}. The last good checkpoint is kept in {self.cfg.run_dir}; resume "
+                f"stopped: {self.failure}. The last good checkpoint is kept in {self.cfg.run.run_dir}; resume "
                 "from it with --resume after changing the settings (e.g. a lower learning rate).",
                 file=sys.stderr,
             )
@@ -408,13 +407,13 @@ class TrainingRun:
             return PREEMPTED
         if self.main_rank and self.logger is not None:
             # a resumed run that had already finished evaluated nothing now: its last evaluations
-            final = self.logger.last_evaluation or last_evaluations(self.cfg.run_dir)
+            final = self.logger.last_evaluation or last_evaluations(self.cfg.run.run_dir)
             print(
                 f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; success "
                 + ", ".join(_final_success(k, v) for k, v in final.items() if k.endswith("/success"))
             )
-            report = write_report(self.cfg.run_dir, self.cfg.to_dict())
-            print(f"logs and checkpoint in {Path(self.cfg.run_dir).resolve()}")
+            report = write_report(self.cfg.run.run_dir, self.cfg.to_dict())
+            print(f"logs and checkpoint in {Path(self.cfg.run.run_dir).resolve()}")
             if report:
                 print("report: " + ", ".join(str(path) for path in report))
         return 0

@@ -21,10 +21,10 @@ _MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
 
 
 def apply_runtime(cfg: GLAMConfig) -> None:
-    """Uses ``cfg.num_threads`` torch threads, keeps freed memory for reuse
-    (:func:`reuse_freed_memory`), and fails fast (before a model loads) when ``cfg.device`` names
+    """Uses ``cfg.run.num_threads`` torch threads, keeps freed memory for reuse
+    (:func:`reuse_freed_memory`), and fails fast (before a model loads) when ``cfg.model.device`` names
     a GPU this machine lacks."""
-    torch.set_num_threads(cfg.num_threads)
+    torch.set_num_threads(cfg.run.num_threads)
     reuse_freed_memory()
     cfg.check_device()
 

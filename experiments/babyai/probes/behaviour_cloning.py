@@ -48,14 +48,14 @@ def bot_steps(cfg, episodes: int) -> tuple[TensorDictBase, torch.Tensor, float]:
     """The bot's (compact state, action) pairs over ``episodes`` episodes of the training level,
     and its success rate (an episode stops early where the bot asks for an action the environment
     does not offer: minigrid's "done", or one the action mask forbids)."""
-    env = make_env(cfg, num_envs=1, seed=cfg.seed + 50_000)
+    env = make_env(cfg, num_envs=1, seed=cfg.run.seed + 50_000)
     keys = (*cfg.environment.state_keys, ACTION_MASK_KEY)
     states, actions, successes = [], [], 0
     for _ in range(episodes):
         td = env.reset()
         bot = BabyAIBot(env.envs[0])
         action = None
-        for _ in range(cfg.max_steps):
+        for _ in range(cfg.env.max_steps):
             action = int(bot.replan(action))
             if action >= len(ACTIONS) or not bool(td[ACTION_MASK_KEY][0, action]):
                 break

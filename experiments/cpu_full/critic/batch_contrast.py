@@ -50,7 +50,7 @@ for run in sys.argv[1:]:
     torch.manual_seed(0)
     np.random.seed(0)
     for _ in range(BATCHES):
-        batch = replay.sample(cfg.batch_size)
+        batch = replay.sample(cfg.algorithm.batch_size)
         num_objects = batch["objects"].shape[-1]  # the candidates: "Go to" each object, "Grasp", "Release"
         grasp = (batch["action"] == num_objects) & (batch["agent_on"] >= 0) & (batch["held"] < 0)
         immediate = batch["next", "terminated"].reshape(-1) & (batch["steps_to_next_obs"].reshape(-1) == 1)
@@ -67,7 +67,7 @@ for run in sys.argv[1:]:
         )
     per_batch = totals / BATCHES
     print(
-        f"{run},{state['assembler']['env_steps']},{cfg.batch_strategy},{cfg.her_negatives},{cfg.batch_size},"
+        f"{run},{state['assembler']['env_steps']},{cfg.replay.batch_strategy},{cfg.replay.her_negatives},{cfg.algorithm.batch_size},"
         + ",".join(f"{x:.2f}" for x in per_batch),
         flush=True,
     )

@@ -67,7 +67,7 @@ test_env = PlaygroundTextEnv(num_envs=256, goals="train", seed=778, text=False)
 agent = make_loss(cfg, num_actions=train_env.num_objects + 2)
 grasp = train_env.num_objects  # the candidates: "Go to" each object, "Grasp", "Release"
 groups = agent.param_groups()
-optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.critic_lr)]
+optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.algorithm.critic_lr)]
 if not args.frozen_llm:
     optimizers.append(torch.optim.Adam(groups["llm"], lr=args.llm_lr))
 

@@ -74,7 +74,10 @@ print(f"states: {len(train)} to train on, {len(test)} to test on", file=sys.stde
 cfg = make_config("cpu_full")
 agent = make_loss(cfg, num_actions=train["action_mask"].shape[-1])
 groups = agent.param_groups()
-optimizers = [torch.optim.Adam(groups["heads"], lr=cfg.critic_lr), torch.optim.Adam(groups["llm"], lr=args.llm_lr)]
+optimizers = [
+    torch.optim.Adam(groups["heads"], lr=cfg.algorithm.critic_lr),
+    torch.optim.Adam(groups["llm"], lr=args.llm_lr),
+]
 
 
 def head_inputs(agent, td) -> TensorDict:

@@ -14,4 +14,4 @@ def make_loss(cfg: PPOGLAMConfig, agent: GLAMAgent | None = None) -> PPOGLAMLoss
     KL-penalised) over ``agent`` (default a new one of ``cfg``), every loss argument taken from the
     config field of the same name (``centred`` from ``her_centred``)."""
     agent = make_glam_agent(cfg) if agent is None else agent
-    return PPOGLAMLoss(agent, **loss_arguments(PPOGLAMLoss, cfg, centred="her_centred")).to(cfg.device)
+    return PPOGLAMLoss(agent, **loss_arguments(PPOGLAMLoss, cfg, centred="her_centred")).to(cfg.model.device)

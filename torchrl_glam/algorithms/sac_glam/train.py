@@ -80,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
                 replay.extend(nstep(episodes))
 
             # ---- every update_frequency transitions: num_updates gradient steps
-            if run.every(cfg.update_frequency) and all_true(len(replay) >= run.per_rank("learning_starts")):
-                for _ in range(cfg.num_updates):
+            if run.every(cfg.algorithm.update_frequency) and all_true(len(replay) >= run.per_rank("learning_starts")):
+                for _ in range(cfg.algorithm.num_updates):
                     run.log_update(updater.step(env_steps=run.steps), replay)
-            if goal_choice is not None and run.logger and run.every(cfg.log_every):
+            if goal_choice is not None and run.logger and run.every(cfg.run.log_every):
                 run.logger.autotelic(goal_choice, run.steps)  # discovered goals, LP choices
             run.end_iteration(updates=updater.updates)
     return run.finish(f"{updater.updates} updates")

@@ -28,16 +28,18 @@ class SACGLAMUpdater:
         self.loss, self.replay, self.cfg = loss, replay, cfg
         self.batch_size = rank_share(cfg, "batch_size", world)  # this rank's share of every batch
         groups = loss.param_groups()  # "llm", "heads", "alpha"
-        self.llm_optimizer = torch.optim.Adam(groups["llm"], lr=cfg.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(groups["heads"], lr=cfg.critic_lr)
-        self.alpha_optimizer = torch.optim.Adam(groups["alpha"], lr=cfg.alpha_lr)
+        self.llm_optimizer = torch.optim.Adam(groups["llm"], lr=cfg.algorithm.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(groups["heads"], lr=cfg.algorithm.critic_lr)
+        self.alpha_optimizer = torch.optim.Adam(groups["alpha"], lr=cfg.algorithm.alpha_lr)
         # two Adams on one set of weights: each keeps its own moments, so each loss moves the LLM at
         # its own rate (one Adam normalises the summed gradient: a scale on a loss cannot do it)
         self.critic_llm_optimizer = (
-            torch.optim.Adam(groups["llm"], lr=cfg.critic_llm_lr) if cfg.critic_llm_lr is not None else None
+            torch.optim.Adam(groups["llm"], lr=cfg.algorithm.critic_llm_lr)
+            if cfg.algorithm.critic_llm_lr is not None
+            else None
         )
         self.llm_parameters = groups["llm"]
-        self.target_updater = loss.make_target_updater(cfg.tau)
+        self.target_updater = loss.make_target_updater(cfg.algorithm.tau)
         self.parameters = groups["llm"] + groups["heads"] + groups["alpha"]  # gradients averaged across ranks
         self.clipped = groups["llm"] + groups["heads"]  # gradient-norm clipping: not alpha
         #: each optimizer under the config field of its learning rate (a resume may change them)
@@ -53,7 +55,7 @@ class SACGLAMUpdater:
         if env_steps is not None:
             self.set_llm_learning_rates(env_steps)
         batch = self.replay.sample(batch_size or self.batch_size)
-        warmup = self.updates < self.cfg.warmup_updates
+        warmup = self.updates < self.cfg.algorithm.warmup_updates
         with self.loss.warming_up(warmup):
             out = self.loss(batch)
         critic_loss = out["loss_qvalue"] + out["loss_success"]
@@ -102,11 +104,11 @@ class SACGLAMUpdater:
         optimizer steps (their number per environment step depends on ``learning_starts`` and the
         ranks) and would need its own state in checkpoints; this way a resume gets the same rates.
         """
-        decay_at = self.cfg.actor_lr_decay_at
-        scale = self.cfg.actor_lr_decay if decay_at is not None and env_steps >= decay_at else 1.0
+        decay_at = self.cfg.algorithm.actor_lr_decay_at
+        scale = self.cfg.algorithm.actor_lr_decay if decay_at is not None and env_steps >= decay_at else 1.0
         for optimizer, rate in (
-            (self.llm_optimizer, self.cfg.actor_lr),
-            (self.critic_llm_optimizer, self.cfg.critic_llm_lr),
+            (self.llm_optimizer, self.cfg.algorithm.actor_lr),
+            (self.critic_llm_optimizer, self.cfg.algorithm.critic_llm_lr),
         ):
             if optimizer is not None:
                 for group in optimizer.param_groups:
@@ -116,8 +118,8 @@ class SACGLAMUpdater:
         """Averages the gradients over ranks (data parallel: the same step on every rank), clips
         them, and steps ``optimizers``."""
         average_gradients(parameters or self.parameters)
-        if self.cfg.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(parameters or self.clipped, self.cfg.max_grad_norm)
+        if self.cfg.algorithm.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(parameters or self.clipped, self.cfg.algorithm.max_grad_norm)
         for optimizer in optimizers:
             optimizer.step()
 

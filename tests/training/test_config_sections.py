@@ -1,0 +1,113 @@
+"""The config in sections on OmegaConf: fields named by path or by their unique name, the
+environment's own options in one section, presets as files with a purpose, a preset file of your
+own, and a run's config.json by section."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, PPOGLAMConfig, make_ppo_config
+from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
+from torchrl_glam.training.cli import parse_command_line
+from torchrl_glam.training.config import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_config_is_in_sections():
+    cfg = make_config("cpu_babyai_goto_pickup")
+    assert set(cfg.to_dict()) == {"env", "model", "algorithm", "replay", "run"}
+    assert set(make_ppo_config().to_dict()) == {"env", "model", "algorithm", "run"}
+    assert (cfg.env.name, cfg.env.options.goal_types, cfg.env.options.history) == ("babyai", ["goto", "pickup"], 2)
+    assert (cfg.model.name, cfg.replay.her, cfg.algorithm.gamma, cfg.run.total_steps) == (
+        "offline:tiny-t5-pretrained",
+        True,
+        0.9,
+        100_000,
+    )
+
+
+def test_a_field_is_named_by_its_path_or_by_its_name_where_that_is_unique():
+    assert parse_overrides(["replay.her=false"]) == parse_overrides(["her=false"]) == {"replay.her": False}
+    assert parse_overrides(["history=2"]) == {"env.options.history": 2}
+    assert parse_overrides(["env=babyai", "model=none"]) == {"env.name": "babyai", "model.name": None}
+    with pytest.raises(ConfigError, match="'name' is ambiguous: say env.name or model.name"):
+        parse_overrides(["name=babyai"])
+    with pytest.raises(ConfigError, match="unknown config field 'replay.hre'; did you mean 'replay.her'"):
+        parse_overrides(["replay.hre=true"])
+    # the Python API takes the same names, and sections as dicts (a sweep file's YAML)
+    cfg = make_config("smoke")
+    assert cfg.replace(her=False) == cfg.replace({"replay.her": False}) == cfg.replace({"replay": {"her": False}})
+    assert cfg.get("her") is cfg.replay.her and cfg.get("replay.her") is cfg.replay.her
+
+
+def test_the_environment_s_own_options_are_in_env_options_and_refused_where_it_lacks_them():
+    assert set(SACGLAMConfig().to_dict()["env"]["options"]) == {
+        "num_objects",
+        "goal_types",
+        "history",
+        "level_time_limits",
+    }
+    with pytest.raises(ConfigError, match="bad config value env.options.history=2: expected 0: env='playground' has"):
+        make_config("smoke", {"history": 2})
+    with pytest.raises(ConfigError, match="env.options.num_objects=4: expected none: env='babyai' has no num_objects"):
+        make_config("smoke_babyai", {"env.options.num_objects": 4})
+
+
+def test_text_values_are_typed_like_the_command_line_and_typed_values_must_have_the_type():
+    cfg = make_config("smoke", {"eval_sets": "train,held_out", "actor_lr": "1e-3", "max_grad_norm": "none"})
+    assert (cfg.run.eval_sets, cfg.algorithm.actor_lr, cfg.algorithm.max_grad_norm) == (
+        ["train", "held_out"],
+        1e-3,
+        None,
+    )
+    with pytest.raises(ConfigError, match=r"bad config value env.num_envs=True: expected an integer, got bool"):
+        make_config("smoke", {"num_envs": True})  # a YAML file's `num_envs: true`
+
+
+@pytest.mark.parametrize("presets", [PRESETS, PPO_PRESETS], ids=["sac_glam", "ppo_glam"])
+def test_every_preset_is_a_file_with_a_one_line_purpose_and_a_valid_config(presets):
+    config_class = SACGLAMConfig if presets is PRESETS else PPOGLAMConfig
+    assert {"cpu", "smoke"} <= set(presets)
+    for name in presets:
+        text = presets.path(name).read_text()
+        assert text.startswith("# ") and presets.purpose(name), name
+        for link in re.findall(r"experiments/[\w/]+README\.md", text.split("\n\n")[0]):
+            assert (ROOT / link).is_file(), (name, link)
+        config_class().replace(preset_values(presets, name))  # every field a preset names exists, typed
+
+
+def preset_values(presets, name):
+    from torchrl_glam.training.config import preset_overrides
+
+    return preset_overrides(presets, name)
+
+
+def test_a_preset_extends_another_and_changes_only_what_it_names():
+    base, goto = make_config("cpu_babyai").flat_dict(), make_config("cpu_babyai_goto_pickup").flat_dict()
+    assert {path for path in base if base[path] != goto[path]} == {"env.options.goal_types"}
+    assert "extends: cpu_babyai" in PRESETS.path("cpu_babyai_goto_pickup").read_text()
+
+
+def test_a_preset_file_of_your_own_runs_from_the_command_line(tmp_path):
+    mine = tmp_path / "no_her.yaml"
+    mine.write_text("# cpu without HER, shorter\nextends: cpu\nreplay:\n  her: false\nrun:\n  total_steps: 1000\n")
+    cfg, options = parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(mine), "seed=2"])
+    assert (cfg.replay.her, cfg.run.total_steps, cfg.algorithm.actor_lr) == (False, 1000, 1.5e-5)
+    assert cfg.run.run_dir == str(Path("runs/sac_glam/no_her/seed2"))  # its own folder, by the file's name
+    (tmp_path / "bad.yaml").write_text("extends: nowhere\n")
+    with pytest.raises(ConfigError, match="extends 'nowhere', which is not a preset"):
+        parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(tmp_path / "bad.yaml")])
+    (tmp_path / "code.yaml").write_text("!!python/object/apply:os.system ['echo hi']\n")
+    with pytest.raises(ConfigError, match="is not valid YAML"):  # values only: nothing it holds can run
+        parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(tmp_path / "code.yaml")])
+
+
+def test_a_run_s_config_json_is_by_section_and_loads_back(tmp_path):
+    cfg = make_config("smoke", {"seed": 4, "history": 0})
+    (tmp_path / "config.json").write_text(cfg.to_json())
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["replay"]["her"] is True and saved["run"]["seed"] == 4
+    assert SACGLAMConfig.from_dict(saved) == cfg
