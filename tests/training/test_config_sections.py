@@ -111,3 +111,13 @@ def test_a_run_s_config_json_is_by_section_and_loads_back(tmp_path):
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["replay"]["her"] is True and saved["run"]["seed"] == 4
     assert SACGLAMConfig.from_dict(saved) == cfg
+
+
+def test_a_checkpoint_of_earlier_commits_with_a_flat_config_resumes():
+    from torchrl_glam.training.resume import resume_changes
+
+    cfg = make_config("smoke", {"seed": 1})
+    short = {path: name for name, path in SACGLAMConfig.short_names().items()}
+    flat = {short[path]: value for path, value in cfg.flat_dict().items()}  # a checkpoint's config before sections
+    assert resume_changes(flat, cfg) == {}
+    assert resume_changes(flat, cfg.replace(total_steps=800)) == {"run.total_steps": (400, 800)}
