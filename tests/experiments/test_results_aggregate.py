@@ -5,6 +5,7 @@ import csv
 import json
 
 import pytest
+from config_names import by_name
 
 from experiments.tools.results import aggregate, load_run
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig, make_ppo_config
@@ -50,16 +51,10 @@ def test_results_aggregate_mean_and_std_over_seeds(tmp_path):
 RENAMED_BACK = {new: old for old, new in PPOGLAMConfig.FORMER_NAMES.items()}
 
 
-def _flat(cfg):
-    """(name, path, value) of each field, as the flat config.json of earlier commits named it."""
-    short = {path: name for name, path in type(cfg).short_names().items()}
-    return [(short[path], path, value) for path, value in cfg.flat_dict().items()]
-
-
 def test_results_group_old_and_new_runs_together(tmp_path):
     cfg = make_ppo_config("smoke")
     for name, config in (
-        ("old", {RENAMED_BACK.get(path, name): value for name, path, value in _flat(cfg)}),  # 0.1.0's names
+        ("old", {RENAMED_BACK.get(cfg.path_of(name), name): value for name, value in by_name(cfg).items()}),
         ("new", cfg.to_dict()),
     ):
         (tmp_path / name).mkdir()

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from config_names import by_name
 
 from torchrl_glam.launch.launcher import main as launch_main
 from torchrl_glam.launch.launcher import slurm_parameters
@@ -82,12 +83,6 @@ def test_the_babyai_goto_pickup_sweep_trains_and_evaluates_on_those_kinds_only(t
     assert {name: c["goal_types"] for name, c in configs.items()} == dict.fromkeys(configs, ["goto", "pickup"])
     assert {name: c["env"] for name, c in configs.items()} == dict.fromkeys(configs, "babyai")
     assert configs["sac_glam_her"]["her"] and not configs["sac_glam"]["her"]
-
-
-def by_name(cfg) -> dict:
-    """A config's values by field name (``env`` and ``model`` for their section's name)."""
-    short = {path: name for name, path in type(cfg).short_names().items()}
-    return {short[path]: value for path, value in cfg.flat_dict().items()}
 
 
 def sweep_configs(name: str, tmp_path) -> dict[str, dict]:

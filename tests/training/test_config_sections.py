@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from config_names import by_name
 
 from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, PPOGLAMConfig, make_ppo_config
 from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
@@ -117,7 +118,6 @@ def test_a_checkpoint_of_earlier_commits_with_a_flat_config_resumes():
     from torchrl_glam.training.resume import resume_changes
 
     cfg = make_config("smoke", {"seed": 1})
-    short = {path: name for name, path in SACGLAMConfig.short_names().items()}
-    flat = {short[path]: value for path, value in cfg.flat_dict().items()}  # a checkpoint's config before sections
+    flat = by_name(cfg)  # a checkpoint's config before sections
     assert resume_changes(flat, cfg) == {}
     assert resume_changes(flat, cfg.replace(total_steps=800)) == {"run.total_steps": (400, 800)}

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from config_names import by_name as _flat
 
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig, make_ppo_config, parse_ppo_overrides
 from torchrl_glam.algorithms.sac_glam.config import make_config
@@ -22,12 +23,6 @@ OLD_AND_NEW = [("value_coeff", "algorithm.critic_coeff", "0.25"), ("her_loss", "
 def _refusal(old: str, new: str) -> str:
     new = re.escape(new)
     return rf"config field '{old}' was renamed '{new}' in 0\.2\.0: use {new}"
-
-
-def _flat(cfg) -> dict:
-    """A config as the flat config.json of 0.1.0 and earlier 0.2 commits wrote it (field names)."""
-    short = {path: name for name, path in type(cfg).short_names().items()}
-    return {short[path]: value for path, value in cfg.flat_dict().items()}
 
 
 def test_ppo_fields_have_the_new_names():
