@@ -178,8 +178,9 @@ LIGHT = (
     "torchrl_glam.algorithms.ppo_glam.config",
     "torchrl_glam.algorithms.ppo_glam.train",
 )
-#: The libraries they may import: the config's (OmegaConf and PyYAML load in ~0.2 s, and no torch).
-LIGHT_LIBRARIES = ("omegaconf", "yaml")
+#: The libraries they may import: PyYAML, for the preset files (OmegaConf, which types values,
+#: loads where a value is typed: --help and an unknown field's refusal answer without it).
+LIGHT_LIBRARIES = ("yaml",)
 
 
 def module_name(path: Path, root: Path = PACKAGE.parent) -> str:

@@ -81,9 +81,9 @@ def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None
 
 def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str) -> str:
     """The presets with their purposes, and the config fields a command line may set by section,
-    with the default preset's values (not validated: validation imports the environment, and a
-    preset of the library is valid)."""
-    cfg = config_class().replace(preset_overrides(presets, preset))
+    with the default preset's values (as its file writes them: neither typed nor validated, which
+    would import OmegaConf and the environment for a listing)."""
+    shown = {**config_class().flat_dict(), **preset_overrides(presets, preset)}
     help_lines = field_help(config_class)
     short = {path: name for name, path in config_class.short_names().items() if "." in path}
     lines = ["presets (--preset NAME; the files are in " + str(presets.folder) + "):"]
@@ -92,14 +92,15 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
         f"\nfields (section.field=value, or field=value where the name is unique; the values of --preset {preset}):"
     )
     section = None
-    for path, value in cfg.flat_dict().items():
+    for path, value in shown.items():
         if path.rsplit(".", 1)[0] != section:
             section = path.rsplit(".", 1)[0]
             lines.append(f"  [{section}]")
         setting = f"{short.get(path, path)}={value}"
         lines.append(f"    {setting:<34} {_one_line(help_lines.get(path, ''))}".rstrip())
     lines.append(
-        f"\nlogs, checkpoints and the report go to {default_run_dir(cfg, preset)} (<run_dir>/<preset>/seed<seed>) "
+        f"\nlogs, checkpoints and the report go to {_run_folder(shown['run.run_dir'], preset, shown['run.seed'])} "
+        "(<run_dir>/<preset>/seed<seed>) "
         "unless --run-dir says otherwise"
     )
     return "\n".join(lines)
@@ -117,7 +118,11 @@ class RunOptions:
 
 def default_run_dir(cfg: GLAMConfig, preset: str) -> str:
     """Where a run goes without ``--run-dir``: ``<the config's run_dir>/<preset>/seed<k>``."""
-    return str(Path(cfg.run.run_dir) / preset_name(preset) / f"seed{cfg.run.seed}")
+    return _run_folder(cfg.run.run_dir, preset, cfg.run.seed)
+
+
+def _run_folder(root: str, preset: str, seed: int) -> str:
+    return str(Path(root) / preset_name(preset) / f"seed{seed}")
 
 
 def parse_command_line(

@@ -15,6 +15,7 @@ import difflib
 import functools
 import inspect
 import json
+import linecache
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,8 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import yaml
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from torchrl_glam.training.eval_sets import EVAL_SETS
 
@@ -206,15 +205,15 @@ class GLAMConfig:
         """A copy with ``changes`` (paths or short names -> values; text is converted to the field's
         type as on the command line). Unknown names and values of the wrong type raise a
         :class:`ConfigError` naming them."""
-        updates = typed_overrides(type(self), {**(changes or {}), **more})
-        return _merged(type(self), OmegaConf.structured(self), _nested(updates))
+        updates = _paths_and_values(type(self), {**(changes or {}), **more})
+        return _merged(type(self), self, updates)
 
     @classmethod
     def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:
         """The config of a saved ``to_dict()`` (a run's config.json), validated. A flat dict of
         field names (the config.json of earlier 0.2 commits) is read by the names' paths."""
         if any(key in _section_types(cls) and isinstance(value, Mapping) for key, value in values.items()):
-            return _merged(cls, OmegaConf.structured(cls), dict(values)).validate()
+            return _merged(cls, cls, flatten_sections(values)).validate()
         return cls().replace(values).validate()
 
     # --- validation
@@ -367,10 +366,7 @@ class GLAMConfig:
         """Raises a :class:`ConfigError` naming the first field with a bad value: of the wrong type
         first (a config built in Python is typed here, one from text when it is read), then out of
         range or unknown to the environment."""
-        try:
-            OmegaConf.structured(self)
-        except OmegaConfBaseException as error:
-            raise _config_error(type(self), error) from None
+        _merged(type(self), self, {})
         for path, value in self.flat_dict().items():  # inf and nan pass every comparison the wrong way
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"bad config value {path}={value!r}: expected a finite number")
@@ -443,16 +439,20 @@ def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _merged(config_class: type[C], base: Any, changes: dict[str, Any], given: Mapping[str, Any] = {}) -> C:
-    """``changes`` merged over ``base`` as a ``config_class``; ``given``: the values as the user gave
-    them (by path), for the refusal's message."""
+def _merged(config_class: type[C], base: C | type[C], values: Mapping[str, Any]) -> C:
+    """``values`` (by path, as the user gave them) over ``base`` (a config or its class), typed by
+    OmegaConf's structured configs: a value of the wrong type raises a :class:`ConfigError` naming it."""
+    # imported here: --help and the refusals of unknown names answer without it
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
-        return OmegaConf.to_object(OmegaConf.merge(base, changes))
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(base), _nested(values)))
     except OmegaConfBaseException as error:
-        raise _config_error(config_class, error, given) from None
+        raise _config_error(config_class, error, values) from None
 
 
-def _config_error(config_class: type, error: OmegaConfBaseException, given: Mapping[str, Any] = {}) -> ConfigError:
+def _config_error(config_class: type, error: Exception, given: Mapping[str, Any]) -> ConfigError:
     """OmegaConf's refusal as one line naming the field, the value and the type it needs."""
     path = str(getattr(error, "full_key", "") or "")
     message = str(getattr(error, "msg", error)).splitlines()[0]
@@ -477,6 +477,13 @@ def typed_overrides(config_class: type[GLAMConfig], values: Mapping[str, Any]) -
     OmegaConf to the field's type. Other values must have the field's type already (``true`` or
     ``8.5`` from a YAML file is no integer). A wrong type or an unknown name raises a
     :class:`ConfigError` naming it."""
+    flat = _paths_and_values(config_class, values)
+    typed = _merged(config_class, config_class, flat)
+    return {path: _value_at(typed, path) for path in flat}
+
+
+def _paths_and_values(config_class: type[GLAMConfig], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` by path, text read as on the command line, other values checked for their type."""
     types = config_class.field_types()
     flat: dict[str, Any] = {}
     for name, value in flatten_sections(values).items():  # {"replay": {"her": true}} as replay.her
@@ -488,8 +495,7 @@ def typed_overrides(config_class: type[GLAMConfig], values: Mapping[str, Any]) -
                 f"bad config value {path}={value!r}: expected {_type_name(types[path])}, got {type(value).__name__}"
             )
         flat[path] = value
-    typed = _merged(config_class, OmegaConf.structured(config_class), _nested(flat), flat)
-    return {path: _value_at(typed, path) for path in flat}
+    return flat
 
 
 def _has_type(value: Any, hint: Any) -> bool:
@@ -586,16 +592,27 @@ def field_help(config_class: type[GLAMConfig]) -> dict[str, str]:
     return out
 
 
+def _class_lines(klass: type) -> list[str]:
+    """The source lines of a module-level class (read directly: ``inspect.getsource`` parses the
+    whole module, a tenth of a second per class on the command line's path)."""
+    try:
+        lines = linecache.getlines(inspect.getsourcefile(klass) or "")
+    except TypeError:  # a built-in or a class without a file
+        return []
+    start = next((i for i, line in enumerate(lines) if re.match(rf"class {klass.__name__}\b", line)), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() and not lines[i][0].isspace()), len(lines))
+    return [line.rstrip("\n") for line in lines[start:end]]
+
+
 @functools.cache
 def _class_comments(klass: type) -> dict[str, str]:
     help_lines: dict[str, str] = {}
     for base in reversed(klass.__mro__):
         if "__dataclass_fields__" not in vars(base):
             continue
-        try:
-            lines = inspect.getsource(base).splitlines()
-        except (OSError, TypeError):
-            continue
+        lines = _class_lines(base)
         above: list[str] = []
         for line in lines:
             text = line.strip()

@@ -3,6 +3,13 @@ update (``update.py``) and its training script (``train.py``). Importing the pac
 only (the command line answers before torch loads); the loss is
 :class:`~torchrl_glam.objectives.sac_glam.SACGLAMLoss`."""
 
-from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
+from torchrl_glam.algorithms.sac_glam.config import (
+    PRESETS,
+    ReplayConfig,
+    SACAlgorithmConfig,
+    SACGLAMConfig,
+    make_config,
+    parse_overrides,
+)
 
-__all__ = ["PRESETS", "SACGLAMConfig", "make_config", "parse_overrides"]
+__all__ = ["PRESETS", "ReplayConfig", "SACAlgorithmConfig", "SACGLAMConfig", "make_config", "parse_overrides"]
