@@ -227,3 +227,19 @@ def test_slurm_settings_from_yaml_and_flags(tmp_path):
     bad.write_text("partitions: gpu\n")
     with pytest.raises(ValueError, match="unknown Slurm settings"):
         slurm_parameters(str(bad), {}, [])
+
+
+def test_a_sweep_may_write_its_overrides_by_section(tmp_path):
+    # a sweep file's overrides by section reach the job's command line as paths
+    sweep = {
+        "name": "sections",
+        "preset": "smoke",
+        "overrides": {"replay": {"her": False}, "run": {"total_steps": 64}},
+        "variants": {"short": {"algorithm": {"batch_size": 16}}},
+        "seeds": [0],
+    }
+    (run,) = expand_sweep(sweep, tmp_path)
+    assert run.overrides == {"replay.her": False, "run.total_steps": 64, "algorithm.batch_size": 16}
+    assert {"replay.her=false", "run.total_steps=64", "algorithm.batch_size=16"} <= set(run.argv())
+    with pytest.raises(ValueError, match="sets 'seed' in its overrides"):
+        expand_sweep({**sweep, "overrides": {"run": {"seed": 3}}}, tmp_path)

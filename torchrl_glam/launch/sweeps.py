@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from torchrl_glam.training.config import flatten_sections
+
 SWEEP_KEYS = {"name", "algorithm", "preset", "overrides", "grid", "variants", "seeds"}
 MAX_RUNS = 1001  # Slurm's default MaxArraySize: one array job holds at most this many tasks
 MAX_SWEEP_BYTES = 1 << 20
@@ -132,19 +134,21 @@ def expand_sweep(
         raise ValueError(f"unknown sweep keys {sorted(unknown)}; a sweep has {sorted(SWEEP_KEYS)}")
     name = sweep.get("name") or "sweep"
     base = {"algorithm": sweep.get("algorithm", "sac_glam"), "preset": sweep.get("preset", "cpu")}
-    common = dict(sweep.get("overrides") or {})
+    common = flatten_sections(sweep.get("overrides") or {})  # sections as paths: replay: {her: true}
     grid = sweep.get("grid") or {}
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise ValueError(f"sweep grid entry {key!r} must be a non-empty list of values")
-    variants = sweep.get("variants") or {"": {}}
+    variants = {
+        variant: flatten_sections(settings or {}) for variant, settings in (sweep.get("variants") or {"": {}}).items()
+    }
     for where, keys in [
         ("overrides", common),
         ("grid", grid),
         *((f"variant {v!r}", settings or {}) for v, settings in variants.items()),
     ]:
         for key in ("seed", "run_dir"):
-            if key in keys:
+            if key in keys or f"run.{key}" in keys:
                 raise ValueError(
                     f"sweep {name!r} sets {key!r} in its {where}: the launcher sets it per run "
                     + (
