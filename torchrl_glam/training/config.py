@@ -175,8 +175,8 @@ class GLAMConfig:
             raise ConfigError(f"config field {name!r} is ambiguous: say {' or '.join(paths)}")
         close = difflib.get_close_matches(name, [*types, *short], n=1)
         if close:
-            return _raise(f"unknown config field {name!r}; did you mean {close[0]!r}?")
-        return _raise(f"unknown config field {name!r}: not a field of {cls.__name__} (--help lists them)")
+            raise ConfigError(f"unknown config field {name!r}; did you mean {close[0]!r}?")
+        raise ConfigError(f"unknown config field {name!r}: not a field of {cls.__name__} (--help lists them)")
 
     @classmethod
     def has_field(cls, name: str) -> bool:
@@ -216,7 +216,7 @@ class GLAMConfig:
             return _merged(cls, cls, flatten_sections(values)).validate()
         return cls().replace(values).validate()
 
-    # --- validation
+    # --- the environment, validation
 
     @property
     def environment(self) -> TextEnvironment:
@@ -394,10 +394,6 @@ class GLAMConfig:
                 f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
                 "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
             )
-
-
-def _raise(message: str):
-    raise ConfigError(message)
 
 
 def _section_types(config_class: type) -> dict[str, type]:
