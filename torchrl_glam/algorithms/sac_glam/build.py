@@ -49,15 +49,16 @@ def num_actions(cfg: SACGLAMConfig, env: EnvBase) -> int:
 def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
     """The autotelic agent's goal choice for ``env`` (wrap it: ``TransformedEnv(env, choice)``),
     or ``None`` when ``autotelic="off"`` (the environment samples the task set's goals)."""
-    if cfg.algorithm.autotelic == "off":
+    algorithm = cfg.algorithm
+    if algorithm.autotelic == "off":
         return None
     return AutotelicGoals(
         env.num_envs,
         env.num_objects,
-        strategy=cfg.algorithm.autotelic,
-        epsilon=cfg.algorithm.lp_epsilon,
-        window=cfg.algorithm.lp_window,
-        groups=cfg.algorithm.lp_groups,
+        strategy=algorithm.autotelic,
+        epsilon=algorithm.lp_epsilon,
+        window=algorithm.lp_window,
+        groups=algorithm.lp_groups,
         seed=env.seed_value,
         task_set=env.goals,
         environment=cfg.environment,
@@ -65,22 +66,22 @@ def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
 
 
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
-    environment = cfg.environment
+    environment, replay = cfg.environment, cfg.replay
     catalogue = environment.catalogue
-    strategy = cfg.replay.batch_strategy if cfg.replay.her or cfg.replay.batch_strategy != "ratio" else "uniform"
+    strategy = replay.batch_strategy if replay.her or replay.batch_strategy != "ratio" else "uniform"
     weights = None
-    if cfg.replay.batch_strategy == "prior":
+    if replay.batch_strategy == "prior":
         weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.env.goals), environment=environment)
-    elif cfg.replay.batch_strategy == "types_uniform":  # App. E's per-type buffers, every type equally often
+    elif replay.batch_strategy == "types_uniform":  # App. E's per-type buffers, every type equally often
         weights, strategy = [1.0] * len(environment.goal_types), "prior"
     return GoalReplay(
-        capacity=cfg.replay.buffer_capacity,
+        capacity=replay.buffer_capacity,
         strategy=strategy,
-        her_ratio=cfg.replay.her_ratio,
+        her_ratio=replay.her_ratio,
         goal_type_weights=weights,
-        prioritized=cfg.replay.prioritized,
-        alpha=cfg.replay.per_alpha,
-        beta=cfg.replay.per_beta,
+        prioritized=replay.prioritized,
+        alpha=replay.per_alpha,
+        beta=replay.per_beta,
         environment=environment,
     )
 
@@ -88,22 +89,18 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
 def make_episode_processing(cfg: SACGLAMConfig):
     """Finished episodes -> (HER) -> (no-op twins) -> n-step transitions: the three steps, ``None``
     for one switched off."""
+    environment, replay, algorithm = cfg.environment, cfg.replay, cfg.algorithm
     her = None
-    if cfg.replay.her:
+    if replay.her:
         her = HindsightRelabel(
-            cfg.replay.her_max_per_episode,
+            replay.her_max_per_episode,
             seed=cfg.run.seed,
-            negatives_per_episode=cfg.replay.her_negatives,
-            negatives_from=cfg.replay.her_negatives_from,
-            twins=cfg.replay.her_twins,
-            goal_ids=cfg.environment.catalogue.goal_set(cfg.env.goals),
-            environment=cfg.environment,
+            negatives_per_episode=replay.her_negatives,
+            negatives_from=replay.her_negatives_from,
+            twins=replay.her_twins,
+            goal_ids=environment.catalogue.goal_set(cfg.env.goals),
+            environment=environment,
         )
-    twins = NoOpTwins(seed=cfg.run.seed, environment=cfg.environment) if cfg.replay.noop_twins else None
-    return (
-        her,
-        twins,
-        NStepReturns(
-            cfg.algorithm.n_step, cfg.algorithm.gamma, cfg.algorithm.bootstrap_time_limit, environment=cfg.environment
-        ),
-    )
+    twins = NoOpTwins(seed=cfg.run.seed, environment=environment) if replay.noop_twins else None
+    nstep = NStepReturns(algorithm.n_step, algorithm.gamma, algorithm.bootstrap_time_limit, environment=environment)
+    return her, twins, nstep
