@@ -210,11 +210,9 @@ class GLAMConfig:
 
     @classmethod
     def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:
-        """The config of a saved ``to_dict()`` (a run's config.json), validated. A flat dict of
-        field names (the config.json of earlier 0.2 commits) is read by the names' paths."""
-        if any(key in _section_types(cls) and isinstance(value, Mapping) for key, value in values.items()):
-            return _merged(cls, cls, flatten_sections(values)).validate()
-        return cls().replace(values).validate()
+        """The config of a saved ``to_dict()`` (a run's config.json), validated; also a flat dict of
+        field names (the config.json of earlier 0.2 commits)."""
+        return cls().replace(values).validate()  # replace reads sections and flat names alike
 
     # --- the environment, validation
 
@@ -394,11 +392,6 @@ class GLAMConfig:
                 f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
                 "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
             )
-
-
-def _section_types(config_class: type) -> dict[str, type]:
-    hints = get_type_hints(config_class)
-    return {f.name: hints[f.name] for f in fields(config_class) if is_dataclass(hints[f.name])}
 
 
 @functools.cache
@@ -648,20 +641,31 @@ class Presets(Mapping[str, dict[str, Any]]):
         self.folder = Path(folder)
 
     @functools.cached_property
+    def _files(self) -> dict[str, tuple[Path, str, dict[str, Any]]]:
+        """name -> (file, purpose, values as written)."""
+        return {path.stem: (path, *_read_preset(path)) for path in sorted(self.folder.glob("*.yaml"))}
+
+    @functools.cached_property
     def _presets(self) -> dict[str, Preset]:
-        files = {path.stem: path for path in sorted(self.folder.glob("*.yaml"))}
-        raw = {name: _read_preset(path) for name, path in files.items()}
+        return {
+            name: Preset(name, purpose, self.resolve(values, path, (name,)), path)
+            for name, (path, purpose, values) in self._files.items()
+        }
 
-        def values_of(name: str, seen: tuple[str, ...]) -> dict[str, Any]:
-            values = dict(raw[name][1])
-            base = values.pop("extends", None)
-            if base is None:
-                return values
-            if base not in raw or base in seen:
-                raise ConfigError(f"preset file {files[name]}: extends {base!r}, which is not a preset here or loops")
-            return _deep_merge(values_of(base, (*seen, base)), values)
-
-        return {name: Preset(name, raw[name][0], values_of(name, (name,)), files[name]) for name in raw}
+    def resolve(self, values: Mapping[str, Any], where: Path, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        """``values`` (a preset file's, read at ``where``) merged over the preset its ``extends:``
+        names, itself resolved; ``seen``: the presets on the way, which it may not extend again."""
+        values = dict(values)
+        base = values.pop("extends", None)
+        if base is None:
+            return values
+        if base not in self._files or base in seen:
+            raise ConfigError(
+                f"preset file {where}: extends {base!r}, which is not a preset (or extends it back); "
+                f"choose one of {sorted(self._files)}"
+            )
+        path, _, base_values = self._files[base]
+        return _deep_merge(self.resolve(base_values, path, (*seen, base)), values)
 
     def __getitem__(self, name: str) -> dict[str, Any]:
         return self._presets[name].values
@@ -722,7 +726,7 @@ def config_paths(saved: Mapping[str, Any], config_class: type[GLAMConfig]) -> di
     return {config_class.path_of(name) if config_class.has_field(name) else name: v for name, v in saved.items()}
 
 
-def preset_overrides(presets: Mapping[str, dict[str, Any]], preset: str) -> dict[str, Any]:
+def preset_overrides(presets: Presets, preset: str) -> dict[str, Any]:
     """A preset's values as ``{path: value}``: a preset's name, or a YAML file of your own written
     like the presets' files (its ``extends:`` names one of ``presets``)."""
     if preset in presets:
@@ -732,13 +736,7 @@ def preset_overrides(presets: Mapping[str, dict[str, Any]], preset: str) -> dict
     path = Path(preset)
     if not path.is_file():
         raise ConfigError(f"preset file {preset} not found (a preset is one of {sorted(presets)} or a .yaml file)")
-    values = dict(_read_preset(path)[1])
-    base = values.pop("extends", None)
-    if base is not None and base not in presets:
-        raise ConfigError(
-            f"preset file {preset}: extends {base!r}, which is not a preset; choose one of {sorted(presets)}"
-        )
-    return flatten_sections(_deep_merge(presets[base], values) if base is not None else values)
+    return flatten_sections(presets.resolve(_read_preset(path)[1], path))
 
 
 def preset_name(preset: str) -> str:
@@ -748,7 +746,7 @@ def preset_name(preset: str) -> str:
 
 def config_from_preset(
     config_class: type[C],
-    presets: Mapping[str, dict[str, Any]],
+    presets: Presets,
     preset: str,
     overrides: Mapping[str, Any] | None = None,
 ) -> C:
