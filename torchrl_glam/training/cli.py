@@ -85,7 +85,7 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
     would import OmegaConf and the environment for a listing)."""
     shown = {**config_class().flat_dict(), **preset_overrides(presets, preset)}
     help_lines = field_help(config_class)
-    short = {path: name for name, path in config_class.short_names().items() if "." in path}
+    short = {path: name for name, path in config_class.short_names().items()}
     lines = ["presets (--preset NAME; the files are in " + str(presets.folder) + "):"]
     lines += [f"  {name:<28} {_one_line(presets.purpose(name), 90)}" for name in presets]
     lines.append(

@@ -233,10 +233,6 @@ class GLAMConfig:
             raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}") from None
         return environment.with_options(**{name: getattr(self.env.options, name) for name in environment.state_options})
 
-    def environment_options(self) -> dict[str, Any]:
-        """The ``env.options`` the environment's ``make_env`` takes (its ``config_options``)."""
-        return {name: getattr(self.env.options, name) for name in self.environment.config_options}
-
     def _has(self, capability: str) -> bool:
         """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
         own check first)."""

@@ -40,9 +40,8 @@ def check_divergence(metrics: dict[str, float], cfg: GLAMConfig, steps: int | No
     problem = None
     if "q_value" in metrics and not abs(metrics["q_value"]) <= limit:
         problem = f"the critic's Q-value is {metrics['q_value']:.4g}, beyond {limit:g}"
-    critic_coeff = (
-        cfg.get("critic_coeff") if cfg.has_field("critic_coeff") else 0.0
-    )  # PPO's value-loss weight; SAC has none
+    # PPO's value-loss weight; SAC has none
+    critic_coeff = cfg.get("critic_coeff") if cfg.has_field("critic_coeff") else 0.0
     if "loss_critic" in metrics and critic_coeff > 0 and not metrics["loss_critic"] <= critic_coeff * limit**2:
         problem = f"the value loss is {metrics['loss_critic']:.4g}, beyond {critic_coeff * limit**2:g}"
     if not any_true(problem is not None):

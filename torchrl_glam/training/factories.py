@@ -31,9 +31,9 @@ def make_env(
     **kwargs,
 ) -> EnvBase:
     """The training environment of ``cfg.env.name`` (tensors only: prompts are rendered for the LLM
-    from the state); the environment's ``config_options`` come from the config's fields."""
+    from the state); the environment's ``config_options`` come from ``env.options``."""
     environment = cfg.environment
-    options = cfg.environment_options()
+    options = {name: getattr(cfg.env.options, name) for name in environment.config_options}
     return environment.make_env(
         num_envs or cfg.env.num_envs,
         seed=cfg.run.seed if seed is None else seed,
