@@ -16,13 +16,12 @@ from torchrl.envs import ParallelEnv, RewardSum, SerialEnv, StepCounter, Transfo
 from torchrl.envs.utils import check_env_specs  # noqa: E402
 from torchrl.modules import MaskedCategorical  # noqa: E402
 
-from torchrl_glam.envs.babyai import MIXED_KINDS, BabyAITextEnv, SocialPartner
+from torchrl_glam.envs.babyai import MIXED_KINDS, BabyAITextEnv, RenderBabyAIText, SocialPartner
 from torchrl_glam.envs.babyai.env import GRAMMAR_LEVELS, MixedLocalLevel
 from torchrl_glam.envs.babyai.text import (
     ACTIONS,
     GOAL_TYPES,
     BabyAIGoalCatalogue,
-    RenderBabyAIText,
     action_mask_from_state,
     describe_view,
     render_prompt,

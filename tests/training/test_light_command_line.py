@@ -96,3 +96,73 @@ def test_the_harness_still_exports_the_command_line():
     assert run.RunOptions is cli.RunOptions and run.default_run_dir is cli.default_run_dir
     assert [error.__name__ for error in run.USER_ERRORS] == [name for _, name in cli.USER_ERROR_CLASSES]
     assert set(cli.user_errors()) == set(run.USER_ERRORS)  # all imported by now
+
+
+#: What a refusal that needs the environment's metadata may not import: the environments load,
+#: torch, tensordict and TorchRL do not (they are imported when an environment is built).
+TORCH = ("torch", "tensordict", "torchrl", "transformers")
+
+
+@pytest.mark.parametrize(
+    "script, argv, says",
+    [
+        ("sac_glam", ["goals=nosuchset"], "bad config value env.goals='nosuchset': expected a goal set of env="),
+        ("sac_glam", ["num_objects=99"], "bad config value env.options.num_objects=99"),
+        ("sac_glam", ["--preset", "cpu_babyai", "goals=nosuch"], "bad config value env.goals='nosuch'"),
+        ("sac_glam", ["--preset", "cpu_babyai", "history=99"], "bad config value env.options.history=99"),
+        ("sac_glam", ["--preset", "cpu_babyai", "lp_groups=nosuch"], "bad config value algorithm.lp_groups="),
+        ("sac_glam", ["--preset", "cpu_babyai", "autotelic=uniform"], "bad config value algorithm.autotelic="),
+        ("sac_glam", ["history=2"], "env='playground' has no history option"),
+        ("sac_glam", ["env=nosuch"], "bad config value env.name='nosuch'"),
+        ("sac_glam", ["device=nosuch"], "bad config value model.device='nosuch'"),
+        ("ppo_glam", ["goals=nosuchset"], "bad config value env.goals='nosuchset'"),
+    ],
+)
+def test_refusals_that_need_the_environment_import_no_torch(script, argv, says):
+    done, (code, imported) = probe(PROBE.format(script=script, argv=argv, heavy=TORCH))
+    assert code == 2, done.stdout + done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert imported == [], f"{script} {argv} imported {imported}"
+
+
+def test_a_gpu_this_machine_lacks_is_refused_before_torchrl_loads():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done, (code, imported) = probe(PROBE.format(script="sac_glam", argv=["device=cuda"], heavy=TORCH))
+    assert code == 2 and "model.device='cuda' but torch sees no CUDA GPU" in done.stderr, done.stderr
+    assert imported == ["torch"]  # to ask for a GPU; not TorchRL, tensordict or transformers
+
+
+def test_the_environments_metadata_imports_no_torch():
+    code = (
+        "import json, sys\n"
+        "from torchrl_glam.envs import environment_names, get_environment\n"
+        "for name in environment_names():\n"
+        "    environment = get_environment(name)\n"
+        "    options = {option: 1 for option in environment.state_options}\n"
+        "    environment = environment.with_options(**options)\n"
+        "    environment.goal_sets, environment.goal_types, environment.state_keys, environment.has('noop_actions')\n"
+        f"print('PROBE ' + json.dumps([0, sorted(m for m in {TORCH!r} if m in sys.modules)]))\n"
+    )
+    _, (_, imported) = probe(code)
+    assert imported == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["cpu", "cuda", "cuda:0", "cuda:12", "mps", "xpu:1", "meta", "hip", "privateuseone:3"]
+    + ["gpu", "cuda:", "cuda:-1", "CUDA", " cuda", "cuda:x", "cpu:0:1", "tpu", ""],
+)
+def test_the_device_names_a_config_accepts_without_torch_are_torchs(name):
+    import torch
+
+    from torchrl_glam.training.config import DEVICE_NAME
+
+    try:
+        torch.device(name)
+        accepted = True
+    except (RuntimeError, TypeError):
+        accepted = False
+    assert (DEVICE_NAME.fullmatch(name) is not None) is accepted

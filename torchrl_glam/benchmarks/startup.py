@@ -5,12 +5,12 @@ older commit.
     python -m torchrl_glam.benchmarks.startup --compare 03937e0 [--repeats 5] [--keep-worktree]
 
 Each command (``examples/sac_glam.py --help``, ``examples/sac_glam.py nosuchfield=1``,
-``examples/sac_glam.py batch_size=abc``, ``examples/ppo_glam.py --help``, and
-``examples/sac_glam.py goals=nosuchset``, refused once the environment is imported) runs ``--repeats`` times
-as a fresh subprocess (``OMP_NUM_THREADS=1``, ``PYTHONPATH`` = the tree, from the tree's root); the
-wall seconds from its start to its exit are timed, and their median printed. All but the last need
-no environment: their answer should not wait for torch, TorchRL and the environments to import
-(``torchrl_glam/training/cli.py``); the last shows what a refusal that needs the environment costs.
+``examples/sac_glam.py batch_size=abc``, ``examples/ppo_glam.py --help``, and two refusals that
+need an environment's metadata: ``goals=nosuchset`` for Playground-Text, ``--preset cpu_babyai
+goals=nosuch`` for BabyAI-Text) runs ``--repeats`` times as a fresh subprocess
+(``OMP_NUM_THREADS=1``, ``PYTHONPATH`` = the tree, from the tree's root); the wall seconds from its
+start to its exit are timed, and their median printed. None should wait for torch and TorchRL to
+import (``torchrl_glam/training/cli.py``; the environments' metadata imports without them).
 
 With ``--compare COMMIT``: COMMIT is checked out in a detached git worktree outside the repository
 (as ``python -m torchrl_glam.benchmarks.training --compare`` does), the two trees alternate (the
@@ -34,8 +34,9 @@ COMMANDS = (
     (("examples/sac_glam.py", "nosuchfield=1"), 2),
     (("examples/sac_glam.py", "batch_size=abc"), 2),
     (("examples/ppo_glam.py", "--help"), 0),
-    # a value only the environment can check (its goal sets): torch, TorchRL and the environment load first
+    # values only the environment can check (its goal sets): its metadata loads, not torch
     (("examples/sac_glam.py", "goals=nosuchset"), 2),
+    (("examples/sac_glam.py", "--preset", "cpu_babyai", "goals=nosuch"), 2),
 )
 
 

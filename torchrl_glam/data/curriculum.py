@@ -17,23 +17,8 @@ from collections.abc import Sequence
 
 import torch
 
+from torchrl_glam.data.goal_groups import parse_groups
 from torchrl_glam.envs import TextEnvironment, get_environment
-
-GROUP_ATTRIBUTES = ("type", "category", "colour")
-
-
-def parse_groups(groups: str | Sequence[str]) -> tuple[str, ...]:
-    """ "type,category" -> ("type", "category"); "goal": one group per goal. Bad names raise."""
-    names = tuple(g.strip() for g in (groups.split(",") if isinstance(groups, str) else groups) if g.strip())
-    if names == ("goal",):
-        return names
-    bad = [n for n in names if n not in GROUP_ATTRIBUTES]
-    if not names or bad or len(set(names)) != len(names):
-        raise ValueError(
-            f"bad goal grouping {groups!r}: give 'goal' (one group per goal) or distinct names among "
-            f"{GROUP_ATTRIBUTES}, comma-separated (e.g. 'type,category')"
-        )
-    return names
 
 
 def goal_groups(

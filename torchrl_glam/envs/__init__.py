@@ -6,41 +6,30 @@ The environments are subpackages: :mod:`torchrl_glam.envs.playground` (Playgroun
 ``get_environment("babyai")``; a user's own is registered with :func:`register_environment`.
 """
 
-from torchrl_glam.envs.env_state import PlainEnvState
-from torchrl_glam.envs.keys import (
-    ACHIEVED_GOAL_COUNT_KEY,
-    ACHIEVED_GOAL_IDS_KEY,
-    ACTION_MASK_KEY,
-    ACTIONS_KEY,
-    GOAL_ID_KEY,
-    PROMPT_KEY,
-)
-from torchrl_glam.envs.protocol import GoalCatalogueLike, MissingCapability, TextEnvironment
-from torchrl_glam.envs.registry import (
-    DEFAULT_ENVIRONMENT,
-    environment_names,
-    get_environment,
-    register_environment,
-    unregister_environment,
-)
-from torchrl_glam.envs.transforms import PartialResetActionMask, RenderState
+import lazy_loader
 
-__all__ = [
-    "ACHIEVED_GOAL_COUNT_KEY",
-    "ACHIEVED_GOAL_IDS_KEY",
-    "ACTIONS_KEY",
-    "ACTION_MASK_KEY",
-    "DEFAULT_ENVIRONMENT",
-    "GOAL_ID_KEY",
-    "GoalCatalogueLike",
-    "MissingCapability",
-    "PROMPT_KEY",
-    "PartialResetActionMask",
-    "PlainEnvState",
-    "RenderState",
-    "TextEnvironment",
-    "environment_names",
-    "get_environment",
-    "register_environment",
-    "unregister_environment",
-]
+# the protocol, keys and registry import without torch (a config is checked against an
+# environment's metadata before torch loads); the transforms and PlainEnvState load when used
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "env_state": ["PlainEnvState"],
+        "keys": [
+            "ACHIEVED_GOAL_COUNT_KEY",
+            "ACHIEVED_GOAL_IDS_KEY",
+            "ACTIONS_KEY",
+            "ACTION_MASK_KEY",
+            "GOAL_ID_KEY",
+            "PROMPT_KEY",
+        ],
+        "protocol": ["GoalCatalogueLike", "MissingCapability", "TextEnvironment"],
+        "registry": [
+            "DEFAULT_ENVIRONMENT",
+            "environment_names",
+            "get_environment",
+            "register_environment",
+            "unregister_environment",
+        ],
+        "transforms": ["PartialResetActionMask", "RenderState"],
+    },
+)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
-
-import torch
-from torchrl.envs import EnvBase
-from torchrl.envs.transforms import Transform
+from typing import TYPE_CHECKING, Any, Protocol
 
 from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GOAL_ID_KEY
+
+if TYPE_CHECKING:  # torch and TorchRL load when an environment is built, not when a config is checked
+    import torch
+    from torchrl.envs import EnvBase
+    from torchrl.envs.transforms import Transform
 
 
 class GoalCatalogueLike(Protocol):
@@ -63,6 +64,10 @@ class TextEnvironment(abc.ABC):
     ``--resume`` needs ``state_dict`` / ``load_state_dict`` (plain data, so that
     ``torch.load(weights_only=True)`` reads checkpoints) and ``observation()``, the current
     observation after a load.
+
+    A config is checked against the class attributes below and :meth:`has` before anything is
+    built: an environment whose module imports torch only in the methods that build or compute (as
+    Playground-Text's and BabyAI-Text's do) has a bad command line refused before torch loads.
     """
 
     #: the registry name ("playground", "babyai", ...)

@@ -18,6 +18,7 @@ import json
 import linecache
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -379,10 +380,11 @@ class GLAMConfig:
     def check_device(self) -> None:
         """Raises before any model loads when ``model.device`` names an accelerator this machine
         lacks (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
+        if self.model.device.split(":")[0] != "cuda":  # torch loads only to look for a GPU
+            return
         import torch
 
-        kind = torch.device(self.model.device).type
-        if kind == "cuda" and not torch.cuda.is_available():
+        if not torch.cuda.is_available():
             raise ConfigError(
                 f"model.device={self.model.device!r} but torch sees no CUDA GPU here (torch {torch.__version__}, "
                 f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
@@ -551,9 +553,21 @@ def _type_name(hint: Any) -> str:
     return names.get(hint, str(hint))
 
 
-def _is_device(name: str) -> bool:
-    import torch
+#: The device names ``torch.device`` accepts (c10's device types, an optional index): a config is
+#: checked without importing torch, which takes seconds (tests/training/test_light_command_line.py
+#: compares the two).
+DEVICE_NAME = re.compile(
+    r"(cpu|cuda|mps|xpu|hip|xla|meta|hpu|mtia|maia|ipu|ve|fpga|lazy|vulkan|opengl|opencl|ideep|mkldnn|privateuseone)"
+    r"(:\d+)?"
+)
 
+
+def _is_device(name: str) -> bool:
+    if DEVICE_NAME.fullmatch(name):
+        return True
+    torch = sys.modules.get("torch")  # loaded: it also knows a backend a script registered under its own name
+    if torch is None:
+        return False
     try:
         torch.device(name)
     except (RuntimeError, TypeError):

@@ -211,7 +211,7 @@ class SACGLAMConfig(GLAMConfig):
 
 
 def _valid_groups(groups: str) -> bool:
-    from torchrl_glam.data.curriculum import parse_groups  # torch: imported by validation only
+    from torchrl_glam.data.goal_groups import parse_groups
 
     try:
         parse_groups(groups)

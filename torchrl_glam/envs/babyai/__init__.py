@@ -3,20 +3,16 @@ the batched ``EnvBase`` (:class:`BabyAITextEnv`) with its social partner, the te
 state (:mod:`~torchrl_glam.envs.babyai.text`), and :class:`BabyAIText`, the protocol's registered
 ``"babyai"``."""
 
-from torchrl_glam.envs.babyai.env import LEVELS, MIXED_KINDS, BabyAITextEnv, SocialPartner, make_level
-from torchrl_glam.envs.babyai.environment import BabyAIText
-from torchrl_glam.envs.babyai.text import ACTIONS, BabyAIGoalCatalogue, RenderBabyAIText, render_batch, vocabulary_words
+import lazy_loader
 
-__all__ = [
-    "ACTIONS",
-    "BabyAIGoalCatalogue",
-    "BabyAIText",
-    "BabyAITextEnv",
-    "LEVELS",
-    "MIXED_KINDS",
-    "RenderBabyAIText",
-    "SocialPartner",
-    "make_level",
-    "render_batch",
-    "vocabulary_words",
-]
+# each name loads its module on first use: the text layer and BabyAIText import without torch (a
+# config is checked against BabyAIText's metadata); the EnvBase and transform load TorchRL
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "env": ["LEVELS", "MIXED_KINDS", "BabyAITextEnv", "SocialPartner", "make_level"],
+        "environment": ["BabyAIText"],
+        "text": ["ACTIONS", "BabyAIGoalCatalogue", "MAX_HISTORY", "render_batch", "vocabulary_words"],
+        "transforms": ["RenderBabyAIText"],
+    },
+)

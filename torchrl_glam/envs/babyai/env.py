@@ -59,6 +59,7 @@ from torchrl_glam.envs.babyai.text import (
     ACTIONS,
     HELD_OUT_PAIRS,
     HISTORY_KEYS,
+    MAX_HISTORY,
     MOVABLE_TYPES,
     OBJ_TYPES,
     VIEW_SIZE,
@@ -82,8 +83,6 @@ LEVELS = (*MIXED_LEVELS, *GRAMMAR_LEVELS)
 #: An upper bound on the goals reported at one step, the width of "achieved_goal_ids" (exceeding it
 #: raises: a few goto / pick up / open / put-next reports, and 2 sequences per (picked, reached) pair).
 MAX_REPORTS = 256
-#: The longest history of past observations a prompt shows (each adds ~60 tokens to a prompt of ~95).
-MAX_HISTORY = 8
 _PICKUP, _DROP, _TOGGLE = ACTIONS.index("pick up"), ACTIONS.index("drop"), ACTIONS.index("toggle")
 
 
@@ -286,7 +285,7 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         seed: seed of the level sampler; same seed, same levels, missions and rollouts.
         device: where the output tensors live.
         text: write the text keys ("prompt", "actions", "goal", "achieved_goals"); without them the
-            compact state re-renders them (:class:`~torchrl_glam.envs.babyai.text.RenderBabyAIText`).
+            compact state re-renders them (:class:`~torchrl_glam.envs.babyai.transforms.RenderBabyAIText`).
         reward: "binary" (1 on success) or "minigrid" (``1 - 0.9 * step_count / max_steps``).
         mask_noops: mask "pick up", "drop" and "toggle" where they cannot change anything.
         kinds: for a Mixed level, the task kinds drawn (a subset of :data:`MIXED_KINDS`, e.g.

@@ -1,5 +1,7 @@
 """BabyAI-Text behind :class:`~torchrl_glam.envs.protocol.TextEnvironment`: the registered
-environment ``"babyai"`` (needs ``minigrid``, imported only when it is chosen).
+environment ``"babyai"`` (needs ``minigrid``, imported only when it is chosen). Importing it loads
+no torch: a config is checked against :class:`BabyAIText`'s metadata before torch and TorchRL load,
+which the methods that build or compute import.
 
 Goal sets: ``"train"`` plays MixedTrainLocal and ``"test"`` MixedTestLocal (the catalogue's sets of
 the same names: the goals those levels ask); the config's ``goal_types`` restricts both to some task
@@ -13,16 +15,15 @@ groups them by ``goal_type``), and no aligned-goal filter or curricula by catego
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.babyai.env import MAX_HISTORY, BabyAITextEnv
 from torchrl_glam.envs.babyai.text import (
     ACTIONS,
     GOAL_TYPES,
     HISTORY_KEYS,
+    MAX_HISTORY,
     STATE_KEYS,
     STEP_STATE_KEYS,
     BabyAIGoalCatalogue,
@@ -32,6 +33,12 @@ from torchrl_glam.envs.babyai.text import (
     vocabulary_words,
 )
 from torchrl_glam.envs.protocol import TextEnvironment
+
+if TYPE_CHECKING:
+    import torch
+    from torchrl.envs import EnvBase
+
+    from torchrl_glam.envs.babyai.env import BabyAITextEnv
 
 #: goal set -> the level that asks its goals
 LEVEL_OF_GOAL_SET = {"train": "MixedTrainLocal", "test": "MixedTestLocal"}
@@ -93,6 +100,8 @@ class BabyAIText(TextEnvironment):
         ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
         (``level`` overrides the goal set's); ``level_time_limits``: minigrid's time limit of each
         mission (GLAM's), at most ``max_steps``."""
+        from torchrl_glam.envs.babyai.env import BabyAITextEnv
+
         goals = goals or "train"
         if goals not in LEVEL_OF_GOAL_SET:
             raise ValueError(f"goals={goals!r} is not a BabyAI-Text goal set; choose one of {self.goal_sets}")
@@ -142,6 +151,8 @@ class BabyAIText(TextEnvironment):
     def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
         """The goals whose every description fits the episode's room as minigrid's ``ObjDesc``
         reads it ("the": exactly one object fits, "a": several), from the room at the reset."""
+        import torch
+
         objects = episode_state["objects"].cpu().numpy()
         fits = (
             np.stack([self.catalogue.goals_in_scene(room) for room in objects])

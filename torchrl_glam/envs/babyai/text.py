@@ -2,7 +2,8 @@
 
 Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
 ("goal_id", "image": minigrid's 7x7x3 encoded view, "carrying": [type, color] indices or -1), so a
-replay buffer can store integers and re-render any prompt (:class:`RenderBabyAIText`), as
+replay buffer can store integers and re-render any prompt
+(:class:`~torchrl_glam.envs.babyai.transforms.RenderBabyAIText`), as
 Playground-Text does with :class:`~torchrl_glam.envs.playground.transforms.RenderText`. A prompt reads::
 
     Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle
@@ -25,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
 
-from torchrl_glam.envs.transforms import RenderState
+if TYPE_CHECKING:  # torch loads where a tensor is made (a config is checked before it loads)
+    import torch
 
 #: The six candidate actions, in minigrid's action order (turn left = 0 ... toggle = 5).
 ACTIONS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
@@ -45,6 +47,8 @@ STEP_STATE_KEYS = ("image", "carrying")
 #: The compact state of the past observations shown in the prompt (an environment with a history):
 #: [history] views, what was carried in them, and the action taken after each (-1: none yet), oldest first.
 HISTORY_KEYS = ("past_images", "past_carrying", "past_actions")
+#: The longest history of past observations a prompt shows (each adds ~60 tokens to a prompt of ~95).
+MAX_HISTORY = 8
 VIEW_SIZE = 7
 _AGENT = (VIEW_SIZE // 2, VIEW_SIZE - 1)  # the agent's cell in the egocentric view, facing "up"
 _WALL, _DOOR = OBJECT_TO_IDX["wall"], OBJECT_TO_IDX["door"]
@@ -168,6 +172,8 @@ def action_mask_from_state(image: torch.Tensor, carrying: torch.Tensor, mask_noo
     front: exactly minigrid's conditions for those actions to change anything. The cell in front
     is the view's (3, 5), always visible.
     """
+    import torch
+
     mask = torch.ones(*carrying.shape[:-1], len(ACTIONS), dtype=torch.bool, device=carrying.device)
     if mask_noops:
         front = image[..., _AGENT[0], _AGENT[1] - 1, 0].long()
@@ -281,29 +287,15 @@ def vocabulary_words() -> list[str]:
     return list(dict.fromkeys(words.split() + [":", ","]))
 
 
-class RenderBabyAIText(RenderState):
-    """Writes "prompt" and "actions" from BabyAI-Text's compact state (``text=False`` environments,
-    replay buffers); with ``next_state=True`` also under "next" (its "goal_id" is the root's):
-    :class:`~torchrl_glam.envs.transforms.RenderState` over this environment."""
-
-    def __init__(
-        self, catalogue: BabyAIGoalCatalogue | None = None, next_state: bool = False, history: int = 0
-    ) -> None:
-        from torchrl_glam.envs.babyai.environment import BabyAIText  # it imports this module
-
-        super().__init__(BabyAIText(catalogue=catalogue, history=history), next_state=next_state)
-        self.catalogue = self.environment.catalogue
-
-
 __all__ = [
     "ACTIONS",
     "BabyAIGoalCatalogue",
     "GOAL_TYPES",
     "HELD_OUT_PAIRS",
     "HISTORY_KEYS",
+    "MAX_HISTORY",
     "MOVABLE_TYPES",
     "OBJ_TYPES",
-    "RenderBabyAIText",
     "STATE_KEYS",
     "STEP_STATE_KEYS",
     "action_mask_from_state",

@@ -2,33 +2,19 @@
 partner, the text rendering (also as the :class:`RenderText` transform), the batched ``EnvBase``
 (:class:`PlaygroundTextEnv`) and :class:`PlaygroundText`, the protocol's registered ``"playground"``."""
 
-from torchrl_glam.envs.playground.catalogue import GOAL_TYPES, GoalCatalogue, descriptions_of_object
-from torchrl_glam.envs.playground.env import GOAL_SETS, PlaygroundTextEnv, max_reports_per_step
-from torchrl_glam.envs.playground.environment import PlaygroundText
-from torchrl_glam.envs.playground.render import render_actions, render_batch, render_prompt
-from torchrl_glam.envs.playground.rules import PlaygroundRules, action_mask_from_held, feeds, object_ids
-from torchrl_glam.envs.playground.transforms import STATE_KEYS, STEP_STATE_KEYS, RenderText
-from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES, OBJECT_TYPES, vocabulary_words
+import lazy_loader
 
-__all__ = [
-    "GOAL_SETS",
-    "GOAL_TYPES",
-    "GoalCatalogue",
-    "OBJECT_NAMES",
-    "OBJECT_TYPES",
-    "PlaygroundRules",
-    "PlaygroundText",
-    "PlaygroundTextEnv",
-    "RenderText",
-    "STATE_KEYS",
-    "STEP_STATE_KEYS",
-    "action_mask_from_held",
-    "descriptions_of_object",
-    "feeds",
-    "max_reports_per_step",
-    "object_ids",
-    "render_actions",
-    "render_batch",
-    "render_prompt",
-    "vocabulary_words",
-]
+# each name loads its module on first use: the catalogue, rules and PlaygroundText import without
+# torch (a config is checked against PlaygroundText's metadata); the EnvBase and transform load TorchRL
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "catalogue": ["GOAL_SETS", "GOAL_TYPES", "GoalCatalogue", "descriptions_of_object"],
+        "env": ["PlaygroundTextEnv", "max_reports_per_step"],
+        "environment": ["PlaygroundText"],
+        "render": ["render_actions", "render_batch", "render_prompt"],
+        "rules": ["STATE_KEYS", "STEP_STATE_KEYS", "PlaygroundRules", "action_mask_from_held", "feeds", "object_ids"],
+        "transforms": ["RenderText"],
+        "vocabulary": ["OBJECT_NAMES", "OBJECT_TYPES", "vocabulary_words"],
+    },
+)

@@ -32,6 +32,8 @@ from torchrl_glam.envs.playground.vocabulary import (
 
 GOAL_TYPES: tuple[str, ...] = ("grasp", "grow", "grow-then-grasp", "grow-then-grow")
 GRASP, GROW, GROW_THEN_GRASP, GROW_THEN_GROW = range(4)
+#: The named goal sets (:meth:`GoalCatalogue.goal_set`), the training set first.
+GOAL_SETS = ("train", "simplified", "held_out")
 
 #: Held-out descriptions that exclude every goal naming them (spec: "every goal naming ...").
 _HELD_OUT_OBJECTS = ("red tree", "green dog", "blue door")
@@ -152,7 +154,7 @@ class GoalCatalogue:
         """The goal ids of a named set: "train" (8,470), "simplified" (182) or "held_out" (64)."""
         sets = {"train": self.train_ids, "simplified": self.simplified_ids, "held_out": self.held_out_ids}
         if name not in sets:
-            raise ValueError(f"unknown goal set {name!r}; choose one of {sorted(sets)}")
+            raise ValueError(f"unknown goal set {name!r}; choose one of {GOAL_SETS}")
         return sets[name]
 
     def id_of(self, goal: str) -> int:
@@ -198,6 +200,7 @@ def nearest(value: str, valid: list[str] | tuple[str, ...], n: int = 3) -> list[
 
 
 __all__ = [
+    "GOAL_SETS",
     "GOAL_TYPES",
     "GoalCatalogue",
     "OBJECT_NAMES",

@@ -46,12 +46,11 @@ from torchrl.data import Binary, Bounded, Categorical, Composite, NonTensor, Unb
 from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.env_state import PlainEnvState
-from torchrl_glam.envs.playground.catalogue import GoalCatalogue
+from torchrl_glam.envs.playground.catalogue import GOAL_SETS, GoalCatalogue
 from torchrl_glam.envs.playground.render import render_batch
 from torchrl_glam.envs.playground.rules import PlaygroundRules, object_ids
 from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 
-GOAL_SETS = ("train", "simplified", "held_out")
 _EXAMPLE_PROMPT = (
     "Goal: Grasp red cat\nYou see: red cat\nYou are on: nothing\nYou are holding: nothing\n"
     "You have grown: nothing\nAction: "

@@ -1,25 +1,31 @@
 """Playground-Text behind :class:`~torchrl_glam.envs.protocol.TextEnvironment`: the registered
 environment ``"playground"``, with every optional capability (its grammar names objects, so HER's
 scene negatives, the aligned-goal filter, curricula by category and colour, the autotelic agent
-and the no-op twins all apply)."""
+and the no-op twins all apply).
+
+Importing it loads no torch: a config is checked against :class:`PlaygroundText`'s metadata before
+torch and TorchRL load, which the methods that build or compute import."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torchrl.envs import EnvBase
-from torchrl.envs.transforms import Transform
 
-from torchrl_glam.envs.playground.catalogue import GOAL_TYPES, GoalCatalogue
-from torchrl_glam.envs.playground.env import GOAL_SETS, PlaygroundTextEnv
+from torchrl_glam.envs.playground.catalogue import GOAL_SETS, GOAL_TYPES, GoalCatalogue
 from torchrl_glam.envs.playground.render import render_batch
-from torchrl_glam.envs.playground.rules import action_mask_from_held, feeds
-from torchrl_glam.envs.playground.transforms import STATE_KEYS, STEP_STATE_KEYS, RenderText
+from torchrl_glam.envs.playground.rules import STATE_KEYS, STEP_STATE_KEYS, action_mask_from_held, feeds
 from torchrl_glam.envs.playground.vocabulary import CATEGORIES, COLOURS, OBJECT_NAMES, category_of, vocabulary_words
 from torchrl_glam.envs.protocol import TextEnvironment
+
+if TYPE_CHECKING:
+    import torch
+    from torchrl.envs import EnvBase
+    from torchrl.envs.transforms import Transform
+
+    from torchrl_glam.envs.playground.env import PlaygroundTextEnv
 
 
 class PlaygroundText(TextEnvironment):
@@ -54,6 +60,8 @@ class PlaygroundText(TextEnvironment):
         **options,
     ) -> PlaygroundTextEnv:
         """``options``: ``num_objects``, ``reported_goals``, ... of :class:`PlaygroundTextEnv`."""
+        from torchrl_glam.envs.playground.env import PlaygroundTextEnv
+
         extra = {"max_steps": max_steps} if max_steps is not None else {}
         return PlaygroundTextEnv(
             num_envs=num_envs,
@@ -79,6 +87,8 @@ class PlaygroundText(TextEnvironment):
         return vocabulary_words()
 
     def render_transform(self, next_state: bool = False) -> Transform:
+        from torchrl_glam.envs.playground.transforms import RenderText
+
         return RenderText(self.catalogue, next_state=next_state)
 
     def transcript_targets(self, steps: Mapping[str, torch.Tensor], candidates: list[list[str]]) -> list[str]:
@@ -104,6 +114,8 @@ class PlaygroundText(TextEnvironment):
         """A single goal names an object of the scene when the social partner would report it for
         an event on that object (a grasp, or a grow of a living thing); a sequential goal when
         both its parts do."""
+        import torch
+
         catalogue = self.catalogue
         in_scene = _singles_of_objects(catalogue)[episode_state["objects"]].any(dim=1)  # [E, num_single]
         parts = torch.from_numpy(catalogue.parts)[goal_ids]  # [G, 2], -1: no second part
@@ -137,6 +149,8 @@ class PlaygroundText(TextEnvironment):
 def _singles_of_objects(catalogue: GoalCatalogue) -> torch.Tensor:
     """bool [objects, single goals]: the single goals the social partner reports for an event on
     each object (a grasp; a grow too for a living thing)."""
+    import torch
+
     singles = torch.zeros(len(OBJECT_NAMES), catalogue.num_single, dtype=torch.bool)
     for o, name in enumerate(OBJECT_NAMES):
         descriptions = catalogue.object_descriptions[o]
@@ -150,6 +164,8 @@ def _singles_of_objects(catalogue: GoalCatalogue) -> torch.Tensor:
 def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -> torch.Tensor:
     """bool [M, num_objects + 2]: the candidate actions that change nothing in each state (``agent_on``,
     ``held`` [M]: object slots, -1 for nothing). Every state has one: "Grasp" or "Release"."""
+    import torch
+
     M = len(agent_on)
     noop = torch.zeros(M, num_objects + 2, dtype=torch.bool)
     on = (agent_on >= 0).nonzero().squeeze(-1)

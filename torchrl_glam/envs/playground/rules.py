@@ -1,6 +1,7 @@
 """The rules of Playground-Text on a batch of scenes: scene sampling, steps, the social partner.
 
-This is plain numpy, no TorchRL: :class:`~torchrl_glam.envs.playground.env.PlaygroundTextEnv` wraps it. The state
+This is plain numpy, no TorchRL (torch loads only for the tensors of :func:`action_mask_from_held` and
+of checkpoints): :class:`~torchrl_glam.envs.playground.env.PlaygroundTextEnv` wraps it. The state
 of sub-environment ``b`` is a handful of integers (its compact state, enough to re-render a prompt):
 
 * ``objects[b]``: the object ids of the scene (indices into ``OBJECT_NAMES``), in scene order;
@@ -16,13 +17,21 @@ by construction: the reward of goal g is 1 exactly when g is among the goals ach
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from torchrl_glam.envs.playground.catalogue import GoalCatalogue, nearest
 from torchrl_glam.envs.playground.vocabulary import ANIMALS, CATEGORIES, COLOURS, OBJECT_NAMES, OBJECT_TYPES, PLANTS
 
+if TYPE_CHECKING:
+    import torch
+
+#: The compact state of an observation, in ``render_batch``'s order. ``goal_id`` and ``objects``
+#: do not change within an episode: a transition keeps them once, at its root.
+STATE_KEYS = ("goal_id", "objects", "agent_on", "held", "grown")
+#: The keys that change from step to step (also under "next" in a transition).
+STEP_STATE_KEYS = ("agent_on", "held", "grown")
 NOTHING = -1
 _OBJECT_ID = {name: i for i, name in enumerate(OBJECT_NAMES)}
 _TYPE_OF_OBJECT = np.array([OBJECT_TYPES.index(n.split(" ")[1]) for n in OBJECT_NAMES])
@@ -55,6 +64,8 @@ def feeds(supply: np.ndarray, living: np.ndarray) -> np.ndarray:
 def action_mask_from_held(held: torch.Tensor, num_actions: int) -> torch.Tensor:
     """The action mask of compact states (torch): every action is legal but "Go to" the held
     object, as :meth:`PlaygroundRules.action_mask` (for consumers that hold only the state)."""
+    import torch
+
     mask = torch.ones(*held.shape, num_actions, dtype=torch.bool, device=held.device)
     holding = held >= 0
     mask[holding, held[holding]] = False
@@ -188,6 +199,8 @@ class PlaygroundRules:
         Arrays are saved as tensors: a checkpoint then loads with ``torch.load(weights_only=True)``."""
         import copy
 
+        import torch
+
         return {
             name: torch.from_numpy(value.copy()) if isinstance(value, np.ndarray) else copy.deepcopy(value)
             for name, value in ((name, getattr(self, name)) for name in self._STATE)
@@ -195,6 +208,8 @@ class PlaygroundRules:
 
     def load_state_dict(self, state: dict) -> None:
         import copy
+
+        import torch
 
         if tuple(state["objects"].shape) != self.objects.shape:
             raise ValueError(
