@@ -380,16 +380,26 @@ class GLAMConfig:
     def check_device(self) -> None:
         """Raises before any model loads when ``model.device`` names an accelerator this machine
         lacks (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
-        if self.model.device.split(":")[0] != "cuda":  # torch loads only to look for a GPU
+        if self.model.device.split(":")[0] != "cuda":
             return
-        import torch
+        from importlib.metadata import version
 
-        if not torch.cuda.is_available():
-            raise ConfigError(
-                f"model.device={self.model.device!r} but torch sees no CUDA GPU here (torch {torch.__version__}, "
-                f"CUDA build: {torch.version.cuda or 'none'}): run on a GPU node, install a CUDA build "
-                "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
-            )
+        # a wheel labelled "+cpu" has no CUDA: refused without importing torch (seconds); otherwise
+        # torch says whether it sees a GPU
+        installed = version("torch")
+        if installed.endswith("+cpu"):
+            cuda = None
+        else:
+            import torch
+
+            if torch.cuda.is_available():
+                return
+            installed, cuda = torch.__version__, torch.version.cuda
+        raise ConfigError(
+            f"model.device={self.model.device!r} but torch sees no CUDA GPU here (torch {installed}, "
+            f"CUDA build: {cuda or 'none'}): run on a GPU node, install a CUDA build "
+            "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
+        )
 
 
 @functools.cache
