@@ -8,20 +8,15 @@ The environments are subpackages: :mod:`torchrl_glam.envs.playground` (Playgroun
 
 import lazy_loader
 
+from torchrl_glam.envs import keys as _keys
+
 # the protocol, keys and registry import without torch (a config is checked against an
 # environment's metadata before torch loads); the transforms and PlainEnvState load when used
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
         "env_state": ["PlainEnvState"],
-        "keys": [
-            "ACHIEVED_GOAL_COUNT_KEY",
-            "ACHIEVED_GOAL_IDS_KEY",
-            "ACTIONS_KEY",
-            "ACTION_MASK_KEY",
-            "GOAL_ID_KEY",
-            "PROMPT_KEY",
-        ],
+        "keys": _keys.__all__,
         "protocol": ["GoalCatalogueLike", "MissingCapability", "TextEnvironment"],
         "registry": [
             "DEFAULT_ENVIRONMENT",

@@ -138,7 +138,7 @@ def parse_command_line(
     The overrides are typed by ``config_class``'s fields and may come before or after the flags.
     ``--help`` and a refusal of the parser (an unknown preset or field, a value of the wrong type)
     exit before anything heavy is imported; the config is then validated against its
-    environment's metadata (no torch either), and a GPU device checked (torch alone loads).
+    environment's metadata (no torch either).
     """
     parser = argparse.ArgumentParser(
         description=description,
@@ -174,7 +174,6 @@ def parse_command_line(
         saved = _saved_config(config_class, Path(cfg.run.run_dir))
         if saved is not None:
             cfg = saved.replace({**overrides, "run.run_dir": cfg.run.run_dir}).validate()
-    cfg.check_device()  # here rather than after TorchRL and the model's libraries load
     return cfg, RunOptions(
         preset=args.preset,
         resume=args.resume,
