@@ -9,6 +9,8 @@ The environments are subpackages: :mod:`torchrl_glam.envs.playground` (Playgroun
 import lazy_loader
 
 from torchrl_glam.envs import keys as _keys
+from torchrl_glam.envs import protocol as _protocol
+from torchrl_glam.envs import registry as _registry
 
 # the protocol, keys and registry import without torch (a config is checked against an
 # environment's metadata before torch loads); the transforms and PlainEnvState load when used
@@ -17,14 +19,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "env_state": ["PlainEnvState"],
         "keys": _keys.__all__,
-        "protocol": ["GoalCatalogueLike", "MissingCapability", "TextEnvironment"],
-        "registry": [
-            "DEFAULT_ENVIRONMENT",
-            "environment_names",
-            "get_environment",
-            "register_environment",
-            "unregister_environment",
-        ],
+        "protocol": _protocol.__all__,
+        "registry": _registry.__all__,
         "transforms": ["PartialResetActionMask", "RenderState"],
     },
 )
