@@ -63,6 +63,23 @@ def test_cuda_without_a_gpu_is_refused_in_one_line_before_the_model_loads(monkey
     assert not loaded and not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("label", ["2.13.0+cpu", "2.13.0", None])  # a CPU wheel, a CUDA wheel, no metadata
+def test_cuda_without_a_gpu_is_refused_whatever_torch_reports_of_itself(monkeypatch, label):
+    import importlib.metadata
+
+    from torchrl_glam.algorithms.sac_glam import make_config
+
+    def version(name):
+        if label is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return label
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="device='cuda' but torch sees no CUDA GPU.*device=cpu"):
+        make_config("smoke", {"device": "cuda"}).check_device()
+
+
 def test_num_threads_is_applied(tmp_path, sac_example):
     torch.set_num_threads(2)
     try:

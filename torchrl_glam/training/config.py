@@ -382,11 +382,14 @@ class GLAMConfig:
         lacks (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
         if self.model.device.split(":")[0] != "cuda":
             return
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
         # a wheel labelled "+cpu" has no CUDA: refused without importing torch (seconds); otherwise
-        # torch says whether it sees a GPU
-        installed = version("torch")
+        # (or a torch without package metadata) torch says whether it sees a GPU
+        try:
+            installed = version("torch")
+        except PackageNotFoundError:
+            installed = ""
         if installed.endswith("+cpu"):
             cuda = None
         else:
