@@ -28,8 +28,9 @@ import yaml
 from torchrl_glam.algorithms import SCRIPTS, get_script
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
+from torchrl_glam.training.cli import USAGE_ERROR, saved_config
 from torchrl_glam.training.config import config_from_preset, parse_overrides, preset_name
-from torchrl_glam.training.rundir import write_atomic
+from torchrl_glam.training.rundir import existing_run_content, write_atomic
 
 
 def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
@@ -54,14 +55,33 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
             if config_class.has_field(key) and config_class.path_of(key) in ("run.seed", "run.run_dir"):
                 raise ValueError(f"{where}: {key!r} is set by the launcher (--seeds / --runs-root), not in overrides")
         try:
-            config_from_preset(
+            cfg = config_from_preset(
                 config_class,
                 script.presets,
                 run.preset,
                 {**overrides, "run.seed": run.seed, "run.run_dir": run.run_dir},
             )
+            _check_resume(cfg, overrides)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{where} ({run.algorithm}, preset {run.preset!r}): {err}") from None
+
+
+def _check_resume(cfg, overrides: dict[str, Any]) -> None:
+    """Every job resumes its run dir (its command line carries --resume): where one already holds a
+    run, refuse here what that resume would refuse on the cluster (a changed setting the checkpoint
+    fixes, another algorithm's run, an unreadable config.json)."""
+    run_dir = Path(cfg.run.run_dir)
+    if not existing_run_content(run_dir):
+        return
+    saved = saved_config(type(cfg), run_dir)
+    if saved is None:
+        raise ValueError(
+            f"{run_dir} holds a run whose config.json is missing or unreadable, so its jobs cannot resume "
+            "it: give these runs another --runs-root or --name, or remove that run dir"
+        )
+    from torchrl_glam.training.resume import resume_changes  # imports torch: only for existing runs
+
+    resume_changes(saved.to_dict(), saved.replace({**overrides, "run.run_dir": str(run_dir)}).validate())
 
 
 def _refuse_shared_run_dirs(runs: list[RunSpec]) -> None:
@@ -223,8 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sbatch", action="append", default=[], help="extra sbatch option KEY=VALUE")
     parser.add_argument("overrides", nargs="*", help="config field=value for every run")
     args = parser.parse_intermixed_args(argv)
-
-    runs = build_runs(args)
+    try:
+        runs = build_runs(args)
+    except (ValueError, TypeError, OSError) as err:  # a refusal that says what to do: no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
     if args.dry_run:
         for run in runs:
             print(run.run_dir, "::", run.algorithm, " ".join(run.argv()))
@@ -233,16 +256,34 @@ def main(argv: list[str] | None = None) -> int:
     flags = {k: getattr(args, k) for k in SLURM_FIELDS if hasattr(args, k)}
     params = slurm_parameters(args.slurm_config, flags, args.sbatch)
     executor = make_executor(Path(args.runs_root) / "submitit" / "%j", params, local=args.local)
+    if args.local and args.array_parallelism:
+        return _run_locally_in_waves(runs, executor, args.array_parallelism)
     jobs = submit(runs, executor)
     print(f"submitted {len(jobs)} runs: job {jobs[0].job_id.split('_')[0]}")
     if args.wait:
-        failed = 0
-        for run, job in zip(runs, jobs):
-            try:
-                job.result()
-                print(f"done   {run.run_dir}")
-            except Exception as err:  # noqa: BLE001 - report every failure, then exit non-zero
-                failed += 1
-                print(f"FAILED {run.run_dir}: {err}", file=sys.stderr)
-        return int(failed > 0)
+        return _report(runs, jobs)
     return 0
+
+
+def _report(runs: list[RunSpec], jobs: list[submitit.Job]) -> int:
+    """Waits for ``jobs``, prints each run's outcome; 1 when one failed."""
+    failed = 0
+    for run, job in zip(runs, jobs):
+        try:
+            job.result()
+            print(f"done   {run.run_dir}")
+        except Exception as err:  # noqa: BLE001 - report every failure, then exit non-zero
+            failed += 1
+            print(f"FAILED {run.run_dir}: {err}", file=sys.stderr)
+    return int(failed > 0)
+
+
+def _run_locally_in_waves(runs: list[RunSpec], executor: submitit.Executor, parallelism: int) -> int:
+    """submitit's local executor starts every job at once: --array-parallelism N runs them N at a
+    time here, the launcher waiting for each wave (as Slurm's %N throttle would)."""
+    failed = 0
+    for start in range(0, len(runs), parallelism):
+        wave = runs[start : start + parallelism]
+        print(f"running runs {start + 1}-{start + len(wave)} of {len(runs)} ({parallelism} at a time)")
+        failed += _report(wave, submit(wave, executor))
+    return int(failed > 0)

@@ -10,10 +10,13 @@ Writing goes through a temporary file and a rename, so a crash never leaves a ha
 ``checkpoint.pt``; the checkpoint it replaces becomes ``checkpoint.prev.pt``, used (with a
 warning) if the newest one cannot be read. Temporaries left by a killed process are removed.
 
-Integrity: the payload carries the SHA-256 of its own content (every tensor's bytes, dtype and
-shape, and every other value, in order) under :data:`DIGEST_KEY`; loading recomputes it, so a file
-changed after it was written (a flipped bit, a copy gone wrong) counts as unreadable instead of
-training on. A checkpoint from before the digest loads unverified.
+Integrity: the payload carries the SHA-256 of a canonical form of its content under
+:data:`DIGEST_KEY`; loading recomputes it, so a file changed after it was written (a flipped bit, a
+copy gone wrong) counts as unreadable instead of training on. The canonical form is a function of
+the values alone (every tensor's dtype, shape and bytes; every number, string and container with
+its type), never of a set's iteration order, a dict's insertion order or a ``repr``, which a
+reading process may see otherwise than the writing one. A checkpoint from before the digest, or
+with the former order-dependent one, loads unverified.
 """
 
 from __future__ import annotations
@@ -32,10 +35,14 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl_glam.training.rundir import checked_path, record_written
+
 CHECKPOINT_NAME = "checkpoint.pt"
 PREVIOUS_NAME = "checkpoint.prev.pt"
 _TMP_PREFIX, _TMP_SUFFIX = ".checkpoint-", ".tmp"
-DIGEST_KEY = "content_sha256"
+DIGEST_KEY = "canonical_sha256"
+#: The digest of earlier 0.2 commits, a function of sets' iteration order: not verifiable.
+_FORMER_DIGEST_KEY = "content_sha256"
 
 
 class CheckpointError(RuntimeError):
@@ -83,29 +90,43 @@ def _from_plain(obj):
 
 
 def content_digest(obj) -> str:
-    """The SHA-256 of a checkpoint's plain content (as written by :func:`_to_plain`)."""
+    """The SHA-256 of the canonical form of a checkpoint's plain content (as written by
+    :func:`_to_plain`); raises a ``TypeError`` naming where a value no checkpoint holds is."""
+    return _canonical_digest(obj, "state").hex()
+
+
+def _canonical_digest(obj, where: str) -> bytes:
+    # Each value is hashed apart and containers combine their entries' digests: a set's and a
+    # dict's entries are combined sorted, so neither iteration order reaches the digest.
     digest = hashlib.sha256()
-    _hash_into(digest, obj)
-    return digest.hexdigest()
-
-
-def _hash_into(digest, obj) -> None:
     if isinstance(obj, torch.Tensor):
         digest.update(f"tensor {obj.dtype} {tuple(obj.shape)}:".encode())
         if obj.layout == torch.strided and not obj.is_quantized and obj.device.type != "meta":
             tensor = obj.detach().cpu().contiguous().reshape(-1)
             digest.update(tensor.view(torch.uint8).numpy())  # the raw bytes, whatever the dtype
+    elif obj is None or isinstance(obj, (bool, int, str, bytes, torch.dtype, torch.device)):
+        value = obj if isinstance(obj, bytes) else str(obj).encode("utf-8", "surrogatepass")
+        digest.update(f"{type(obj).__name__} {len(value)}:".encode() + value)
+    elif isinstance(obj, float):
+        digest.update(f"float {obj.hex()}".encode())  # exact, unlike a rounded repr
     elif isinstance(obj, dict):
-        digest.update(f"dict {len(obj)}:".encode())
-        for key, value in obj.items():
-            _hash_into(digest, key)
-            _hash_into(digest, value)
+        entries = sorted(
+            _canonical_digest(key, where) + _canonical_digest(value, f"{where}[{key!r}]") for key, value in obj.items()
+        )
+        digest.update(f"dict {len(entries)}:".encode() + b"".join(entries))
+    elif isinstance(obj, (set, frozenset)):
+        entries = sorted(_canonical_digest(value, f"{where}{{...}}") for value in obj)
+        digest.update(f"{type(obj).__name__} {len(entries)}:".encode() + b"".join(entries))
     elif isinstance(obj, (list, tuple)):
         digest.update(f"{type(obj).__name__} {len(obj)}:".encode())
-        for value in obj:
-            _hash_into(digest, value)
+        for index, value in enumerate(obj):
+            digest.update(_canonical_digest(value, f"{where}[{index}]"))
     else:
-        digest.update(f"{type(obj).__name__} {obj!r};".encode())
+        raise TypeError(
+            f"{where} holds a {type(obj).__name__}, which a checkpoint cannot hold (tensors, numbers, "
+            "strings and their lists, tuples, dicts and sets only): convert it in its state_dict()"
+        )
+    return digest.digest()
 
 
 def remove_stale_temporaries(run_dir: str | os.PathLike) -> list[Path]:
@@ -128,33 +149,44 @@ def save_checkpoint(state: dict, run_dir: str | os.PathLike) -> Path:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(run_dir)
-    path = run_dir / CHECKPOINT_NAME
+    path = checked_path(run_dir / CHECKPOINT_NAME)  # the files are replaced, never written through a link
+    checked_path(run_dir / PREVIOUS_NAME)
+    plain = _to_plain(state)
+    digest = content_digest(plain)  # before anything is written: a value no checkpoint holds raises here
     fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
     try:
-        plain = _to_plain(state)
         with os.fdopen(fd, "wb") as f:
-            torch.save({**plain, DIGEST_KEY: content_digest(plain)}, f)
+            torch.save({**plain, DIGEST_KEY: digest}, f)
             f.flush()
             os.fsync(f.fileno())
         if path.exists():
             os.replace(path, run_dir / PREVIOUS_NAME)  # a kill between the renames: prev is read
+            record_written(run_dir / PREVIOUS_NAME)
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one
+        record_written(path)
     except BaseException as err:
         if os.path.exists(tmp):
             os.remove(tmp)
-        if _is_disk_full(err):
+        code = _out_of_space(err)
+        if code is not None:
             raise OSError(
-                errno.ENOSPC,
-                f"No space left on device while writing {path}: free space "
-                "there (the previous checkpoint is intact), then continue with --resume",
+                code,
+                f"{os.strerror(code)} while writing {path}: free space (or raise the quota or file-size "
+                "limit) there (the previous checkpoint is intact), then continue with --resume",
             ) from None
         raise
     return path
 
 
-def _is_disk_full(err: BaseException) -> bool:
-    # torch's zip writer reports a full disk as a RuntimeError carrying the C library's text
-    return getattr(err, "errno", None) == errno.ENOSPC or "No space left on device" in str(err)
+#: Write failures for want of room: a full disk, a quota, a file-size limit (``ulimit -f``).
+_OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _out_of_space(err: BaseException) -> int | None:
+    if getattr(err, "errno", None) in _OUT_OF_SPACE:
+        return err.errno
+    # torch's zip writer reports these as a RuntimeError carrying the C library's text
+    return next((code for code in _OUT_OF_SPACE if os.strerror(code) in str(err)), None)
 
 
 def _verified(path: Path, plain) -> dict:
@@ -166,7 +198,16 @@ def _verified(path: Path, plain) -> dict:
         )
     plain = dict(plain)
     saved = plain.pop(DIGEST_KEY, None)
-    if saved is not None and saved != content_digest(plain):
+    if plain.pop(_FORMER_DIGEST_KEY, None) is not None:
+        warnings.warn(
+            f"{path} carries the former digest, which depended on the order of sets: it is loaded, not verified",
+            stacklevel=3,
+        )
+    try:
+        matches = saved is None or saved == content_digest(plain)
+    except TypeError as err:  # a value the writer never saves: not a torchrl_glam checkpoint
+        raise CheckpointError(f"{path} is not a torchrl_glam checkpoint: {err}") from None
+    if not matches:
         raise CheckpointError(
             f"{path} is corrupted: its content fails the integrity check (SHA-256 "
             "of what was written), so it changed after it was written (a damaged disk or copy)"

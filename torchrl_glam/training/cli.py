@@ -29,14 +29,17 @@ from torchrl_glam.training.config import (
     preset_overrides,
 )
 from torchrl_glam.training.eval_sets import EVAL_SETS
+from torchrl_glam.training.rundir import RunDirError, existing_run_content
 
 __all__ = [
     "USAGE_ERROR",
     "USER_ERROR_CLASSES",
     "RunOptions",
+    "check_run_dir",
     "command_line",
     "default_run_dir",
     "parse_command_line",
+    "saved_config",
     "user_errors",
 ]
 
@@ -164,16 +167,28 @@ def parse_command_line(
     bar.add_argument("--no-progress", action="store_true", help="no progress bar (default: one on a terminal only)")
     parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset")
     args = parser.parse_intermixed_args(argv)
+    if args.resume and args.overwrite:
+        raise RunDirError("--resume and --overwrite contradict each other: choose one")
     overrides = parse_overrides(args.overrides, config_class)
-    if args.run_dir:
+    if args.run_dir is not None:
         overrides["run.run_dir"] = args.run_dir
     cfg = config_from_preset(config_class, presets, args.preset, overrides)
     if "run.run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
         cfg = cfg.replace(run_dir=default_run_dir(cfg, args.preset))
+    check_run_dir(cfg.run.run_dir)
     if args.resume:  # a resume continues the saved run: only the overrides given now change it
-        saved = _saved_config(config_class, Path(cfg.run.run_dir))
+        run_dir = Path(cfg.run.run_dir)
+        saved = saved_config(config_class, run_dir)
         if saved is not None:
             cfg = saved.replace({**overrides, "run.run_dir": cfg.run.run_dir}).validate()
+        elif (run_dir / "checkpoint.pt").exists() or (run_dir / "checkpoint.prev.pt").exists():
+            raise RunDirError(
+                f"{run_dir / 'config.json'} is missing or unreadable (not a config of this script), so --resume "
+                "cannot tell the settings the run started with: put back that run's config.json, or start a new "
+                "run with a fresh --run-dir"
+            )
+        elif not existing_run_content(run_dir):
+            print(f"--resume: {run_dir} holds no run yet, so this starts a fresh run there")
     return cfg, RunOptions(
         preset=args.preset,
         resume=args.resume,
@@ -182,7 +197,26 @@ def parse_command_line(
     )
 
 
-def _saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | None:
+#: The longest name of one path component on Linux and macOS file systems (bytes).
+NAME_MAX = 255
+
+
+def check_run_dir(run_dir: str) -> None:
+    """Refuses, before anything loads, a run dir that cannot be one: empty, a file, a name too long."""
+    if not run_dir.strip():
+        raise RunDirError("run_dir is empty (it would mean the current folder): pass --run-dir DIR")
+    path = Path(run_dir)
+    for part in path.parts:
+        if len(part.encode()) > NAME_MAX:
+            raise RunDirError(
+                f"--run-dir has a folder name of {len(part.encode())} bytes ({part[:40]}...): file systems allow "
+                f"{NAME_MAX}; choose a shorter name"
+            )
+    if path.exists() and not path.is_dir():
+        raise RunDirError(f"--run-dir {run_dir} is an existing file, not a folder: choose a folder's path")
+
+
+def saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | None:
     """The config a run dir's ``config.json`` holds, or ``None`` when it has none or holds another
     algorithm's (the resume's refusal then names it)."""
     try:

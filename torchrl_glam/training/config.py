@@ -682,6 +682,11 @@ class Presets(Mapping[str, dict[str, Any]]):
         base = values.pop("extends", None)
         if base is None:
             return values
+        if not isinstance(base, str):
+            raise ConfigError(
+                f"preset file {where}: extends {base!r}, but a preset extends one preset, by name "
+                f"(e.g. 'extends: cpu'); choose one of {sorted(self._files)}"
+            )
         if base not in self._files or base in seen:
             raise ConfigError(
                 f"preset file {where}: extends {base!r}, which is not a preset (or extends it back); "
@@ -706,18 +711,39 @@ class Presets(Mapping[str, dict[str, Any]]):
         return self._presets[name].path
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` refusing a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+        repeated = sorted({str(key) for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{', '.join(repeated)} given twice in one section", node.start_mark
+            )
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_preset(path: Path) -> tuple[str, dict[str, Any]]:
     """A preset file's purpose (its opening comment, without the ``see ...`` line) and values."""
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"preset file {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
     opening = []
     for line in text.splitlines():
         if not line.startswith("#"):
             break
         opening.append(line[1:].strip())
     try:
-        values = yaml.safe_load(text) or {}
+        values = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader: values only, never code
     except yaml.YAMLError as error:
-        raise ConfigError(f"preset file {path} is not valid YAML: {error}") from None
+        raise ConfigError(f"preset file {path} is not valid YAML: {' '.join(str(error).split())}") from None
+    if values is None:
+        raise ConfigError(
+            f"preset file {path} holds no settings: write the sections it changes (e.g. 'extends: cpu' "
+            "and 'algorithm: {batch_size: 64}'), or use --preset cpu for the defaults"
+        )
     if not isinstance(values, dict):
         raise ConfigError(f"preset file {path} holds a {type(values).__name__}, not sections of fields")
     return " ".join(line for line in opening if not line.startswith("see ")), values

@@ -32,7 +32,7 @@ from torchrl.record.loggers import CSVLogger, Logger
 
 from torchrl_glam.data.episodes import episode_success
 from torchrl_glam.training.config import GLAMConfig
-from torchrl_glam.training.rundir import append_line, write_atomic
+from torchrl_glam.training.rundir import CREATED_FOLDER, LIBRARY_FOLDER, append_line, record_written, write_atomic
 
 
 def make_loggers(cfg: GLAMConfig) -> list[Logger]:
@@ -97,7 +97,18 @@ class RunLogger:
         self.run_dir = run_dir = Path(cfg.run.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(run_dir / "config.json", cfg.to_json())  # a kill never leaves half of it
+        fresh = {name: not (run_dir / name).exists() for name in ("logs", "tensorboard", "wandb")}
         self.loggers = make_loggers(cfg)
+        # TorchRL's loggers write their own files: the CSV logger's are recorded as they are logged
+        # (self._log), the folders it creates now; TensorBoard's and W&B's folders whole
+        if fresh["logs"]:
+            for folder in ("logs", "logs/scalars", "logs/texts", "logs/videos"):
+                if (run_dir / folder).is_dir():
+                    record_written(run_dir / folder, CREATED_FOLDER)
+        for name in ("tensorboard", "wandb"):
+            if fresh[name] and (run_dir / name).is_dir():
+                record_written(run_dir / name, LIBRARY_FOLDER)
+        self._recorded_scalars: set[str] = set()
         self.environment = cfg.environment
         self.catalogue = self.environment.catalogue
         self._sums: dict[str, float] = defaultdict(float)
@@ -131,6 +142,9 @@ class RunLogger:
     def _log(self, name: str, value: float, step: int) -> None:
         for logger in self.loggers:
             logger.log_scalar(name, value, step=step)
+        if name not in self._recorded_scalars:  # the file TorchRL's CSV logger writes for it
+            self._recorded_scalars.add(name)
+            record_written(self.run_dir / "logs" / "scalars" / f"{name}.csv")
 
     def episodes(self, episodes: TensorDictBase) -> None:
         """Success and length of finished episodes (before relabeling)."""

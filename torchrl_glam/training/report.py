@@ -8,11 +8,13 @@ written, and the run says so in one line.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from torchrl_glam.training.config import flatten_sections
 from torchrl_glam.training.eval_sets import EVAL_SETS
 from torchrl_glam.training.logging import read_evaluations
+from torchrl_glam.training.rundir import write_atomic
 
 PICTURE_NAME = "report.png"
 SUMMARY_NAME = "report.md"
@@ -60,8 +62,10 @@ def _write_picture(path: Path, curves: dict[str, list[dict]], config: dict) -> P
     axes[1].legend(loc="lower right", fontsize="small")
     fig.suptitle(_title(config), fontsize="medium")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    picture = io.BytesIO()
+    fig.savefig(picture, format="png", dpi=100)
     plt.close(fig)
+    write_atomic(path, picture.getvalue())
     return path
 
 
@@ -84,5 +88,5 @@ def _write_summary(path: Path, curves: dict[str, list[dict]], config: dict) -> P
         lines.append(
             f"| {name} | {meaning} | {rows[-1]['success']:.2f} | {best['success']:.2f} ({best['env_steps']}) |"
         )
-    path.write_text("\n".join(lines) + "\n")
+    write_atomic(path, "\n".join(lines) + "\n")
     return path

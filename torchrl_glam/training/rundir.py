@@ -2,11 +2,13 @@
 
 * Without ``--resume``, a run dir that already holds a run (checkpoint, logs, evaluations) is
   refused, naming ``--resume`` and a fresh ``--run-dir``; ``--overwrite`` clears it first.
-* ``--overwrite`` deletes only what runs write (:data:`ARTIFACTS`), unless the project created the
-  directory itself (``.torchrl_glam_run.json`` says so), where everything in it came from runs or
-  was put there for them. A directory that also holds anything else is refused, nothing deleted.
-* Nothing is written through a symbolic link: a link planted where the run writes is refused
-  before the run starts, and the run's own writes open files with ``O_NOFOLLOW`` or replace them.
+* Every file a run writes goes through one writer (:func:`write_atomic`, :func:`append_line`,
+  :func:`record_written` for what a library writes), which records it in ``.torchrl_glam_written``.
+  ``--overwrite`` deletes exactly what that record lists and nothing else: a directory that also
+  holds anything no run wrote is refused, naming those entries, and nothing is deleted.
+* Nothing is written through a symbolic link: a link planted where a run writes (any name a run
+  writes, any path of the record) is refused before the run starts, and the writer refuses a link
+  at the file or at any folder between it and the run dir.
 * The run dir is locked against a second live process with ``fcntl.flock`` on ``run_dir/.lock``:
   the kernel releases the lock when the process dies (kill -9 included), so a lock is never stale.
   Within one process the lock is re-entrant (tests and the Slurm job call ``main`` repeatedly in
@@ -40,8 +42,19 @@ RUN_CONTENT = (
     "tensorboard",
     EVENTS_NAME,
 )
-#: Every name a run writes at the top of its run dir (rank<k>/ and temporaries: see is_artifact).
-ARTIFACTS = RUN_CONTENT + ("autotelic.jsonl", "wandb", LOCK_NAME, MARKER_NAME, "launch.json")
+WRITTEN_NAME = ".torchrl_glam_written"
+#: Every name a run writes at the top of its run dir (rank<k>/ and temporaries: see is_artifact);
+#: tests/reliability/test_run_files.py checks it against what a real run writes.
+ARTIFACTS = RUN_CONTENT + (
+    "autotelic.jsonl",
+    "wandb",
+    "report.md",
+    "report.png",
+    LOCK_NAME,
+    MARKER_NAME,
+    WRITTEN_NAME,
+    "launch.json",
+)
 
 _held: dict[str, int] = {}  # resolved run dir -> file descriptor holding its lock
 
@@ -71,7 +84,8 @@ def is_artifact(name: str) -> bool:
 
 def refuse_links(run_dir: str | os.PathLike) -> None:
     """Raises naming the first symbolic link among what a run writes in ``run_dir`` (writing
-    through it would change a file outside the run dir)."""
+    through it would change a file outside the run dir): the names a run writes, everything below
+    them, and every path its record lists."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return
@@ -85,6 +99,8 @@ def refuse_links(run_dir: str | os.PathLike) -> None:
                 for name in dirs + files:
                     if os.path.islink(os.path.join(folder, name)):
                         _refuse_link(Path(folder) / name)
+    for relative in sorted(written_entries(run_dir)):
+        _refuse_links_on_the_way(run_dir, run_dir / relative)
 
 
 def _refuse_link(path: Path) -> None:
@@ -92,6 +108,64 @@ def _refuse_link(path: Path) -> None:
         f"{path} is a symbolic link (to {os.readlink(path)}): a run writes only inside its run dir, "
         "never through links. Remove the link (copy the file in its place if you need it), then run again."
     )
+
+
+def _refuse_links_on_the_way(root: Path, path: Path) -> None:
+    """Refuses a link at ``path`` or at any folder between ``root`` and it."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = (path.name,)
+        root = path.parent
+    current = root
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            _refuse_link(current)
+
+
+def _run_root(path: Path) -> Path | None:
+    """The run dir holding ``path``: the nearest folder above it with the run marker."""
+    for folder in path.parents:
+        if (folder / MARKER_NAME).exists():
+            return folder
+    return None
+
+
+#: Per run dir, what this process has recorded already (the record is appended to once per path).
+_recorded: dict[str, set[str]] = {}
+
+
+def written_entries(run_dir: str | os.PathLike) -> set[str]:
+    """What runs recorded writing in ``run_dir``, relative: a file; a folder a run created
+    (ending in "/": removed by ``--overwrite`` once empty); a folder a library fills with files of
+    its own naming (ending in "/**": all of it the run's)."""
+    path = Path(run_dir) / WRITTEN_NAME
+    if not path.is_file() or path.is_symlink():
+        return set()
+    return {line for line in path.read_text(errors="replace").splitlines() if line and ".." not in line.split("/")}
+
+
+#: How :func:`record_written` marks a folder: one the run created, one a library fills.
+CREATED_FOLDER, LIBRARY_FOLDER = "/", "/**"
+
+
+def record_written(path: str | os.PathLike, folder: str = "") -> None:
+    """Records ``path`` as written by the run whose run dir holds it (``folder``: ``""`` for a file,
+    :data:`CREATED_FOLDER` or :data:`LIBRARY_FOLDER`); outside a run dir, records nothing."""
+    path = Path(path)
+    root = _run_root(path)
+    if root is None:
+        return
+    entry = path.relative_to(root).as_posix() + folder
+    seen = _recorded.setdefault(str(root.resolve()), set())
+    if entry in seen:
+        return
+    if not seen:
+        seen.update(written_entries(root))
+    if entry not in seen:
+        _append(root / WRITTEN_NAME, entry + "\n")
+        seen.add(entry)
 
 
 def open_no_follow(path: str | os.PathLike, flags: int) -> int:
@@ -104,26 +178,41 @@ def open_no_follow(path: str | os.PathLike, flags: int) -> int:
         raise OSError(err.errno, f"{err.strerror} while writing {path}") from err
 
 
-def append_line(path: str | os.PathLike, line: str) -> None:
-    """Appends ``line`` (one JSON line of a log) to ``path``, never through a link."""
+def _append(path: Path, line: str) -> None:
     fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     with os.fdopen(fd, "a") as f:
         f.write(line)
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Writes ``path`` through a temporary file and a rename: a kill leaves the old file or the new
-    one, never half of one, and a link at ``path`` is replaced, not written through."""
+def checked_path(path: str | os.PathLike) -> Path:
+    """``path`` once no link lies on its way from its run dir (or at it, outside a run dir)."""
     path = Path(path)
+    root = _run_root(path)
+    _refuse_links_on_the_way(root if root is not None else path.parent, path)
+    return path
+
+
+def append_line(path: str | os.PathLike, line: str) -> None:
+    """Appends ``line`` (one JSON line of a log) to ``path``, never through a link, and records it."""
+    path = checked_path(path)
+    _append(path, line)
+    record_written(path)
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Writes ``path`` through a temporary file and a rename: a kill leaves the old file or the new
+    one, never half of one. A link at ``path`` or on its way is refused; the file is recorded."""
+    path = checked_path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+    record_written(path)
 
 
 def lock_run_dir(run_dir: str | os.PathLike) -> None:
@@ -154,45 +243,66 @@ def release_run_dir(run_dir: str | os.PathLike) -> None:
         os.close(fd)  # closing the descriptor releases the flock
 
 
-def created_by_a_run(run_dir: str | os.PathLike) -> bool:
-    """Whether the project found ``run_dir`` missing or empty when it first used it (its marker)."""
-    try:
-        return json.loads((Path(run_dir) / MARKER_NAME).read_text()).get("created_by_run") is True
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def _mark_run_dir(run_dir: Path, created_by_run: bool) -> None:
+def _mark_run_dir(run_dir: Path) -> None:
     if not (run_dir / MARKER_NAME).exists():
-        write_atomic(run_dir / MARKER_NAME, json.dumps({"created_by_run": created_by_run}) + "\n")
+        write_atomic(run_dir / MARKER_NAME, json.dumps({"created_by": "torchrl_glam"}) + "\n")
 
 
 def _kept_on_overwrite(name: str) -> bool:
     return name in (LOCK_NAME, MARKER_NAME, "launch.json")
 
 
+def _own(relative: str, written: set[str]) -> bool:
+    """Whether a run wrote this file (or folder: one a library fills) of its run dir."""
+    parts = relative.split("/")
+    return relative in written or any("/".join(parts[:k]) + LIBRARY_FOLDER in written for k in range(1, len(parts) + 1))
+
+
 def overwrite_removals(run_dir: str | os.PathLike) -> list[str]:
-    """The names ``--overwrite`` removes from ``run_dir``; raises, deleting nothing, when it also
-    holds entries that no run wrote in a directory the project did not create."""
-    names = sorted(p.name for p in Path(run_dir).iterdir() if not _kept_on_overwrite(p.name))
-    foreign = [name for name in names if not is_artifact(name)]
-    if foreign and not created_by_a_run(run_dir):
+    """The paths (relative) ``--overwrite`` removes from ``run_dir``: exactly what its record says
+    runs wrote. Raises, deleting nothing, when it also holds entries that no run wrote."""
+    run_dir = Path(run_dir)
+    written = written_entries(run_dir) | {WRITTEN_NAME}
+    removals, foreign = [], []
+    for folder, dirs, files in os.walk(run_dir):
+        top = Path(folder) == run_dir
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            relative = path.relative_to(run_dir).as_posix()
+            if top and (_kept_on_overwrite(name) or (name.startswith(".") and name.endswith(".tmp"))):
+                continue
+            walked = name in dirs and not path.is_symlink() and not _own(relative, written)
+            if not walked:
+                (removals if _own(relative, written) else foreign).append(relative)
+        dirs[:] = sorted(d for d in dirs if not _own((Path(folder) / d).relative_to(run_dir).as_posix(), written))
+    if foreign:
+        shown = ", ".join(foreign[:10]) + (f" and {len(foreign) - 10} more" if len(foreign) > 10 else "")
         raise RunDirError(
-            f"--overwrite refused: {run_dir} holds {', '.join(foreign)}, which no run wrote, and "
-            "--overwrite deletes only a run's own files. Nothing was deleted. Choose a fresh "
-            "--run-dir for the run, or move those entries out of it first."
+            f"--overwrite refused: {run_dir} holds {shown}, which no run wrote (the run's record, "
+            f"{WRITTEN_NAME}, does not list it), and --overwrite deletes only a run's own files. Nothing was "
+            "deleted. Choose a fresh --run-dir for the run, or move those entries out of it first."
         )
-    return names
+    return removals
 
 
 def clear_run_dir(run_dir: str | os.PathLike) -> list[str]:
-    """Removes a previous run's files (see :func:`overwrite_removals`); returns their names.
-    Links are removed, never followed."""
-    names = overwrite_removals(run_dir)
-    for name in names:
-        path = Path(run_dir) / name
-        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-    return names
+    """Removes a previous run's files (see :func:`overwrite_removals`), then the folders a run
+    created that are left empty; returns what was removed. Links are removed, never followed."""
+    run_dir = Path(run_dir)
+    created = [entry[:-1] for entry in written_entries(run_dir) if entry.endswith(CREATED_FOLDER)]
+    removals = overwrite_removals(run_dir)
+    for relative in removals:
+        path = run_dir / relative
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink(missing_ok=True)
+    emptied = {str(Path(r).parent) for r in removals} | set(created)
+    for relative in sorted(emptied - {"."}, key=lambda r: r.count("/"), reverse=True):
+        folder = run_dir / relative
+        while folder != run_dir and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+            folder.rmdir()
+            removals.append(folder.relative_to(run_dir).as_posix() + "/")
+            folder = folder.parent
+    _recorded.pop(str(run_dir.resolve()), None)
+    return removals
 
 
 def prepare_run_dir(run_dir: str | os.PathLike, resume: bool, overwrite: bool = False, rank: int = 0) -> None:
@@ -213,9 +323,8 @@ def prepare_run_dir(run_dir: str | os.PathLike, resume: bool, overwrite: bool = 
     if rank != 0:
         return
     run_dir = Path(run_dir)
-    fresh = not run_dir.exists() or all(_kept_on_overwrite(p.name) for p in run_dir.iterdir())
     lock_run_dir(run_dir)
-    _mark_run_dir(run_dir, created_by_run=fresh)
+    _mark_run_dir(run_dir)
     if overwrite and content:
         record_event(run_dir, "overwrite", removed=clear_run_dir(run_dir))
 
