@@ -105,6 +105,32 @@ def policy(scores, mask):
     return MaskedCategorical(logits=scores, mask=mask, neg_inf=MASKED_LOGIT)
 
 
+def kl_data(loss):
+    """A minibatch whose behaviour policy differs from the current one, as after a few epochs (or
+    with HER), with random advantages."""
+    data = loss.advantages(rollout(loss)).reshape(-1)
+    data[BEHAVIOUR_SCORES_KEY] = data[BEHAVIOUR_SCORES_KEY] + torch.randn(data[BEHAVIOUR_SCORES_KEY].shape)
+    mask = score_states(loss.scorer, data, environment="playground")["action_mask"]
+    data["sample_log_prob"] = policy(data[BEHAVIOUR_SCORES_KEY], mask).log_prob(data["action"])
+    data["advantage"] = torch.randn(data["advantage"].shape)
+    return data
+
+
+def kl_objective(loss, data, beta, grad=False):
+    """The KL-penalised objective -mean(r A - beta KL(pi_old || pi)) recomputed in float64 from the
+    rescored candidates (with gradient into the scorer when ``grad``), and the mean KL and ratio."""
+    with torch.set_grad_enabled(grad):
+        scored = score_states(loss.scorer, data, environment="playground")
+        mask = scored["action_mask"]
+        old = policy(data[BEHAVIOUR_SCORES_KEY].double(), mask)
+        new = policy(scored["action_scores"].double(), mask)
+        ratio = (new.log_prob(data["action"]) - data["sample_log_prob"].double()).exp()
+        log_p_old, log_p_new = old.logits.log_softmax(-1), new.logits.log_softmax(-1)
+        kl = torch.where(mask, old.probs * (log_p_old - log_p_new), 0.0).sum(-1)
+        objective = -(ratio * data["advantage"].squeeze(-1).double() - beta * kl).mean()
+    return objective, kl.mean(), ratio.mean()
+
+
 def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     torch.manual_seed(0)
     beta = 0.7
@@ -117,31 +143,53 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
         ppo_loss="kl",
         kl_coeff=beta,
     )
-    data = loss.advantages(rollout(loss)).reshape(-1)
-    # a behaviour policy that differs from the current one, as after a few epochs (or with HER)
-    scored = score_states(loss.scorer, data, environment="playground")
-    mask = scored["action_mask"]
-    data[BEHAVIOUR_SCORES_KEY] = data[BEHAVIOUR_SCORES_KEY] + torch.randn(data[BEHAVIOUR_SCORES_KEY].shape)
-    old = policy(data[BEHAVIOUR_SCORES_KEY], mask)
-    data["sample_log_prob"] = old.log_prob(data["action"])
-    data["advantage"] = torch.randn(data["advantage"].shape)
+    data = kl_data(loss)
     out = loss(data)
-    with torch.no_grad():
-        new = policy(scored["action_scores"], mask)
-        ratio = (new.log_prob(data["action"]) - data["sample_log_prob"]).exp()
-        p_old, log_p_old, log_p_new = old.probs, old.logits.log_softmax(-1), new.logits.log_softmax(-1)
-        kl = torch.where(mask, p_old * (log_p_old - log_p_new), 0.0).sum(-1)
-    expected = -(ratio * data["advantage"].squeeze(-1) - beta * kl).mean()
-    assert kl.mean() > 1e-2  # a real penalty
+    expected, kl, ratio = kl_objective(loss, data, beta)
+    assert kl > 1e-2  # a real penalty
     assert out["loss_objective"].item() == pytest.approx(expected.item(), rel=1e-4)
-    assert out["kl"].item() == pytest.approx(kl.mean().item(), rel=1e-4)
-    assert out["ratio"].item() == pytest.approx(ratio.mean().item(), rel=1e-5)
+    assert out["kl"].item() == pytest.approx(kl.item(), rel=1e-4)
+    assert out["ratio"].item() == pytest.approx(ratio.item(), rel=1e-5)
     assert out["kl_coeff"].item() == pytest.approx(beta)  # kl_target=None: a constant beta, as in eq. 5
     adaptive = PPOGLAMLoss(
         loss.scorer, environment="playground", value_width=32, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4
     )
     adaptive(data)
     assert adaptive.ppo.beta.item() == pytest.approx(2 * beta)  # TorchRL's rule: doubles above 1.5 x the target
+
+
+@pytest.mark.parametrize("kl_target", [1e-4, 10.0], ids=["beta_doubles", "beta_halves"])
+def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
+    # TorchRL's KLPENPPOLoss adapts beta in place after building the loss: the backward pass must
+    # still use the beta the reported loss was computed with, and the next forward the adapted one
+    torch.manual_seed(0)
+    beta = 0.7
+    loss = PPOGLAMLoss(
+        make_scorer(None).module,
+        environment="playground",
+        value_width=32,
+        ppo_loss="kl",
+        kl_coeff=beta,
+        kl_target=kl_target,
+    )
+    data = kl_data(loss)
+    params = [p for p in loss.scorer.parameters() if p.requires_grad]
+    expected, _, _ = kl_objective(loss, data, beta, grad=True)
+    expected_grads = torch.autograd.grad(expected, params, allow_unused=True)
+    out = loss(data)
+    adapted = 2 * beta if kl_target < 1 else beta / 2
+    assert out["kl_coeff"].item() == pytest.approx(adapted) and loss.ppo.beta.item() == pytest.approx(adapted)
+    assert out["loss_objective"].item() == pytest.approx(expected.item(), rel=1e-4)
+    for p in params:
+        p.grad = None
+    out["loss_objective"].backward()  # as the update does
+    compared = [(p.grad, g) for p, g in zip(params, expected_grads) if g is not None]
+    assert len(compared) > 10
+    for got, want in compared:
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-7)
+    # the next forward uses the adapted beta
+    again, _, _ = kl_objective(loss, data, adapted)
+    assert loss(data)["loss_objective"].item() == pytest.approx(again.item(), rel=1e-4)
 
 
 def test_centred_clip_clips_around_the_first_epoch_ratio():

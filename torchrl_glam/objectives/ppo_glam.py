@@ -265,7 +265,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
             td[keys.sample_log_prob] = first
         if self.loss_kind == "kl":
             td[_LOGITS_KEY] = minibatch[keys.behaviour_scores].to(device)  # the previous policy, pi_old(.|s,g)
-        out = self.ppo(td)
+        out = self._ppo_loss(td)
         with torch.no_grad():
             log_prob = self.actor.get_dist(td.exclude(_LOGITS_KEY)).log_prob(td[keys.action])
             out["log_ratio"] = log_prob - behaviour_log_prob
@@ -274,3 +274,24 @@ class PPOGLAMLoss(TrainableState, LossModule):
                 out["kl"] = out["kl"].mean()
                 out["kl_coeff"] = self.ppo.beta.detach().clone()
         return out.exclude("ESS", "max_ratio", "mean_ratio")  # about r / c when centred: "ratio" is r
+
+    def _ppo_loss(self, td: TensorDictBase) -> TensorDict:
+        """The TorchRL PPO loss on ``td``; for the KL loss, its backward pass uses the beta its value
+        was computed with, and the module keeps the beta TorchRL's adaptive rule set for the next call.
+
+        TorchRL 0.14.1's ``KLPENPPOLoss.forward`` builds ``neg_loss - self.beta * kl`` and then adapts
+        beta with ``self.beta.data *= increment`` (or ``decrement``). Autograd saved that very tensor
+        for the gradient of ``beta * kl``, and ``.data`` skips its in-place check, so ``backward()``
+        used the adapted beta (2x or 1/2 x): a gradient 6-11% off the reported loss's. Here the
+        graph's tensor gets the beta of the forward back and the module a new tensor holding the
+        adapted one (read from the module, so a TorchRL that rebinds beta itself stays right).
+        """
+        if self.loss_kind != "kl":
+            return self.ppo(td)
+        in_graph = self.ppo.beta
+        used = in_graph.detach().clone()
+        out = self.ppo(td)
+        adapted = self.ppo.beta.detach().clone()
+        in_graph.data.copy_(used)  # .data: the saved tensor's version stays, so backward accepts it
+        self.ppo.beta = adapted  # a tensor: nn.Module rebinds the buffer (a number would be copied in place)
+        return out
