@@ -199,6 +199,10 @@ def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
     assert len(compared) > 10
     for got, want in compared:
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-7)
+    # a checkpoint holds the adapted beta, and a resumed loss starts from it
+    resumed = PPOGLAMLoss(loss.scorer, environment="playground", value_width=32, ppo_loss="kl", kl_target=kl_target)
+    resumed.load_trainable_state_dict(loss.trainable_state_dict())
+    assert resumed.ppo.beta.item() == pytest.approx(adapted)
     # the next forward uses the adapted beta
     again, _, _ = kl_objective(loss, data, adapted)
     assert loss(data)["loss_objective"].item() == pytest.approx(again.item(), rel=1e-4)
