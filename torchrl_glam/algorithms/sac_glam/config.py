@@ -116,7 +116,7 @@ class ReplayConfig:
     # None: per_beta all run long. A number: beta goes linearly from per_beta at step 0 to this at
     # total_steps (Schaul et al. 2016 anneal it to 1, fully correcting the bias at the end)
     per_beta_end: float | None = None
-    per_eps: float = 1e-6  # added to |TD error| before the exponent: every transition stays drawable
+    per_eps: float = 1e-6  # added to |TD error| before the exponent: no priority is 0
     # importance weights normalised by each buffer's own smallest priority ("buffer", TorchRL's: the
     # relabeled part then carries 0.37-0.46 of the weighted loss), or each buffer's part of a batch
     # scaled to mean 1 ("part": the relabeled part carries exactly her_ratio)
