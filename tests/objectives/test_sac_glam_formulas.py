@@ -103,3 +103,44 @@ def test_critic_loss_and_its_gradient_match_the_equations(filled_replay, critic_
 def test_an_unknown_critic_loss_is_refused():
     with pytest.raises(ValueError, match="critic_loss='huber'"):
         SACGLAMLoss(make_scorer(None).module, num_actions=5, environment="playground", critic_loss="huber")
+
+
+def test_actor_and_temperature_losses_match_the_equations(filled_replay):
+    # actor: sum(w * l) / sum(w) of l = sum_a pi(a|s) (alpha log pi(a|s) - min_k Q_k(s, a)), its
+    # gradient reaching the LLM through the scores only; temperature: the plain mean of
+    # -log(alpha) (sum_a pi log pi + target entropy), and "entropy" the plain mean entropy
+    torch.manual_seed(0)
+    target_entropy = 0.4
+    loss = SACGLAMLoss(
+        make_scorer(None).module,
+        num_actions=5,
+        critic_width=16,
+        alpha_init=0.3,
+        target_entropy=target_entropy,
+        environment="playground",
+    )
+    with torch.no_grad():  # Q-values that differ between states, as after training
+        for p in loss.sac.qvalue_network_params.values(True, True):
+            p.add_(torch.randn_like(p) * 0.5)
+    batch = weighted_batch(filled_replay)
+    llm = loss.param_groups()["llm"]
+    obs = loss.score(batch)
+    mask = obs["action_mask"]
+    log_pi = torch.where(mask, obs[SCORES_KEY].double(), MASKED_LOGIT).log_softmax(-1)
+    pi_log_pi = torch.where(mask, log_pi.exp() * log_pi, 0.0).sum(-1)
+    with torch.no_grad():
+        min_q = loss.q_values(heads_input(loss, obs, batch)).min(0).values.double()
+    alpha = loss.alpha().double()
+    per_sample = torch.where(mask, log_pi.exp() * (alpha * log_pi - min_q), 0.0).sum(-1)
+    w = batch["priority_weight"].double()
+    actor = (w * per_sample).sum() / w.sum()
+    expected_grads = torch.autograd.grad(actor, llm)
+    out = loss(batch)
+    assert out["loss_actor"].item() == pytest.approx(actor.item(), rel=1e-5)
+    for got, want in zip(torch.autograd.grad(out["loss_actor"], llm), expected_grads):
+        torch.testing.assert_close(got, want.float(), rtol=1e-3, atol=1e-6)
+    temperature = (-loss.sac.log_alpha.double() * (pi_log_pi.detach() + target_entropy)).mean()
+    assert out["loss_alpha"].item() == pytest.approx(temperature.item(), rel=1e-5)
+    assert out["entropy"].item() == pytest.approx(-pi_log_pi.mean().item(), rel=1e-5)
+    unweighted_actor = per_sample.mean()
+    assert unweighted_actor.item() != pytest.approx(actor.item(), rel=1e-3)  # the weights matter here
