@@ -311,8 +311,9 @@ class PPOGLAMLoss(TrainableState, LossModule):
         """The TorchRL PPO loss on ``td``; for the KL loss, its backward pass uses the beta its value
         was computed with, and the module keeps the beta TorchRL's adaptive rule set for the next call.
 
-        TorchRL 0.14.1's ``KLPENPPOLoss.forward`` builds ``neg_loss - self.beta * kl`` and then adapts
-        beta with ``self.beta.data *= increment`` (or ``decrement``). Autograd saved that very tensor
+        TorchRL 0.14.1's ``KLPENPPOLoss.forward`` (torchrl/objectives/ppo.py, lines 2041-2045) builds
+        ``neg_loss - self.beta * kl`` and then adapts beta with ``self.beta.data *= increment`` (or
+        ``decrement``). Autograd saved that very tensor
         for the gradient of ``beta * kl``, and ``.data`` skips its in-place check, so ``backward()``
         used the adapted beta (2x or 1/2 x): a gradient 6-11% off the reported loss's. Here the
         graph's tensor gets the beta of the forward back and the module a new tensor holding the
