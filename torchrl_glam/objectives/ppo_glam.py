@@ -313,11 +313,11 @@ class PPOGLAMLoss(TrainableState, LossModule):
 
         TorchRL 0.14.1's ``KLPENPPOLoss.forward`` (torchrl/objectives/ppo.py, lines 2041-2045) builds
         ``neg_loss - self.beta * kl`` and then adapts beta with ``self.beta.data *= increment`` (or
-        ``decrement``). Autograd saved that very tensor
-        for the gradient of ``beta * kl``, and ``.data`` skips its in-place check, so ``backward()``
-        used the adapted beta (2x or 1/2 x): a gradient 6-11% off the reported loss's. Here the
-        graph's tensor gets the beta of the forward back and the module a new tensor holding the
-        adapted one (read from the module, so a TorchRL that rebinds beta itself stays right).
+        ``decrement``). Autograd saved that very tensor for the gradient of ``beta * kl``, and
+        ``.data`` skips its in-place check, so ``backward()`` used the adapted beta (2x or 1/2 x): a
+        gradient 6-11% off the reported loss's on the training loop's batches. Here the graph's tensor
+        gets the beta of the forward back and the module a new tensor holding the adapted one (read
+        from the module, so a TorchRL that rebinds beta itself stays right).
         """
         if self.loss_kind != "kl":
             return self.ppo(td)
