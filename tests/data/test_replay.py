@@ -122,3 +122,49 @@ def test_priorities_survive_a_checkpoint_as_plain_tensors(tmp_path):
         torch.manual_seed(0)
         draws.append(r.sample(16)["index"])
     assert torch.equal(*draws)
+
+
+HALVES_ERRORS = (torch.linspace(0.1, 1.0, 20), torch.linspace(0.5, 20.0, 20))
+
+
+def prioritized_halves(**kwargs):
+    """A "ratio" replay, both buffers holding transitions with different priorities (TD errors
+    ``HALVES_ERRORS``)."""
+    replay = GoalReplay(capacity=100, strategy="ratio", alpha=1.0, environment="playground", **kwargs)
+    replay.extend(transitions(list(range(40)), [False] * 20 + [True] * 20))
+    for buffer, errors in zip(replay.buffers, HALVES_ERRORS):
+        buffer.update_priority(torch.arange(20), errors)
+    return replay
+
+
+def test_part_weights_give_each_buffer_exactly_its_share_of_the_weighted_loss():
+    by_buffer, by_part = prioritized_halves(), prioritized_halves(weight_norm="part")
+    np.random.seed(0)
+    plain = by_buffer.sample(64)
+    np.random.seed(0)
+    part = by_part.sample(64)
+    assert torch.equal(plain["index"], part["index"])  # the same draws, only the weights differ
+    relabeled = part["buffer_id"] == 1
+    w, w0 = part["priority_weight"].double(), plain["priority_weight"].double()
+    # with sum(w * l) / sum(w), the relabeled part carries her_ratio of the loss (l = 1 on it, 0 elsewhere)
+    assert (w * relabeled).sum() / w.sum() == pytest.approx(0.5, abs=1e-6)
+    assert (w0 * relabeled).sum() / w0.sum() != pytest.approx(0.5, abs=0.02)  # the per-buffer normaliser's share
+    for b in (0, 1):  # within a part the weights keep TorchRL's ratios, (p_i / p_min) ** -beta
+        chosen = part["buffer_id"] == b
+        torch.testing.assert_close(w[chosen], w0[chosen] / w0[chosen].mean())
+    with pytest.raises(ValueError, match="weight_norm='shared'"):
+        GoalReplay(weight_norm="shared", environment="playground")
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.7, 1.0])
+def test_set_beta_gives_the_importance_weights_of_that_exponent(beta):
+    replay = prioritized_halves(eps=0.01)
+    replay.set_beta(beta)
+    np.random.seed(0)
+    batch = replay.sample(64)
+    for b, name in enumerate(replay.names):
+        p = replay.priorities()[name][:20].double()
+        torch.testing.assert_close(p, (HALVES_ERRORS[b].double() + 0.01) ** 1.0)  # eps, then alpha = 1
+        chosen = batch["buffer_id"] == b
+        expected = (p[batch["index"][chosen]] / p.min()) ** -beta  # Schaul et al.'s w_i / max w
+        torch.testing.assert_close(batch["priority_weight"][chosen].double(), expected, rtol=1e-5, atol=0)

@@ -116,6 +116,8 @@ def test_overrides_are_typed_by_the_ppo_fields():
         ({"gae_lambda": 1.5}, "gae_lambda"),
         ({"goals": "test"}, "goals"),
         ({"epochs": 0}, "epochs"),
+        ({"clip_value": 0.0}, "clip_value"),
+        ({"her_centred": True, "normalize_advantage": True}, "normalize_advantage"),
     ],
 )
 def test_bad_values_fail_before_training_naming_the_field(changes, field):
@@ -128,3 +130,18 @@ def test_unknown_preset_and_field_are_named():
         make_ppo_config("sac_glam")
     with pytest.raises(ValueError, match="did you mean.*minibatch_size"):
         make_ppo_config("cpu", {"minibatch": 64})
+
+
+def test_glams_code_options_reach_the_loss_and_default_to_the_current_behaviour():
+    from torchrl_glam.objectives.ppo_glam import PPOGLAMLoss
+    from torchrl_glam.training.factories import loss_arguments
+
+    default = make_ppo_config("cpu").algorithm
+    assert (default.clip_value, default.normalize_advantage, default.bootstrap_time_limit) == (None, False, True)
+    cfg = make_ppo_config("cpu", {"clip_value": 0.2, "normalize_advantage": True, "bootstrap_time_limit": False})
+    arguments = loss_arguments(PPOGLAMLoss, cfg, centred="her_centred")
+    assert (arguments["clip_value"], arguments["normalize_advantage"], arguments["bootstrap_time_limit"]) == (
+        0.2,
+        True,
+        False,
+    )

@@ -61,6 +61,16 @@ def test_first_epoch_ratio_is_one_through_the_updater():
     assert any(not torch.equal(a, b) for a, b in zip(before["llm"], after["llm"]))  # the LLM learns
 
 
+def test_value_clipping_centres_on_the_collecting_policys_values_with_her():
+    cfg = make_ppo_config("smoke", {"her": True, "clip_value": 0.2, "epochs": 2})
+    torch.manual_seed(0)
+    agent = make_loss(cfg)
+    metrics = PPOGLAMUpdater(agent, cfg).update(collect(agent, cfg))
+    assert metrics[0]["update/relabeled_share"] > 0
+    # V_old (collected and relabeled alike) is the value of the policy that collected: nothing clipped at the first step
+    assert metrics[0]["value_clip_fraction"] == 0.0 and all("value_clip_fraction" in m for m in metrics)
+
+
 def independent_log_prob(agent, batch, goal_ids):
     """log pi(a | s, g) for the given goals, scored from freshly rendered prompts."""
     prompts, actions = render_batch(goal_ids, batch["objects"], batch["agent_on"], batch["held"], batch["grown"])

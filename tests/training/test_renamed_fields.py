@@ -31,7 +31,8 @@ def test_ppo_fields_have_the_new_names():
     assert PPOGLAMConfig.FORMER_NAMES == FORMER_NAMES
     assert not set(_flat(cfg)) & set(FORMER_NAMES)  # config.json is written with the new names only
     # the concepts both algorithms have are spelled alike
-    assert {"critic_backprop", "per_alpha"} <= set(_flat(make_config("smoke")))
+    assert {"critic_backprop", "per_alpha", "bootstrap_time_limit"} <= set(_flat(make_config("smoke")))
+    assert "bootstrap_time_limit" in _flat(cfg)  # the returns at a time limit: SAC's n-step, PPO's GAE
     assert make_ppo_config("cpu_her").algorithm.ppo_loss == "clip"
 
 

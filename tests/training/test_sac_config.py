@@ -94,6 +94,10 @@ def test_bad_overrides_name_the_field(pairs, message):
         ({"n_step": 0}, "n_step"),
         ({"her_negatives_from": "scenes"}, "her_negatives_from"),
         ({"her": False, "her_twins": True}, "her_twins"),
+        ({"critic_loss": "huber"}, "critic_loss"),
+        ({"per_beta_end": -1.0}, "per_beta_end"),
+        ({"per_eps": 0.0}, "per_eps"),
+        ({"per_weight_norm": "shared"}, "per_weight_norm"),
     ],
 )
 def test_bad_values_fail_before_training_naming_the_field(changes, field):
@@ -143,3 +147,24 @@ def test_every_refused_value_says_what_is_allowed(config_class):
 def test_refusals_explain_the_value_in_words(pairs, message):
     with pytest.raises(ValueError, match=message):
         make_config("cpu", parse_overrides(pairs))
+
+
+def test_the_paper_options_of_the_losses_and_replay_reach_them_and_default_to_the_current_behaviour():
+    from torchrl_glam.algorithms.sac_glam.build import make_replay
+    from torchrl_glam.algorithms.sac_glam.update import per_beta_at
+    from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+    from torchrl_glam.training.factories import loss_arguments
+
+    default = make_config("cpu")
+    assert (default.algorithm.critic_loss, default.replay.per_beta_end) == ("smooth_l1", None)
+    assert (default.replay.per_eps, default.replay.per_weight_norm) == (1e-6, "buffer")
+    assert [per_beta_at(default, steps) for steps in (0, 10**9)] == [0.4, 0.4]
+    cfg = make_config(
+        "cpu",
+        {"critic_loss": "l2", "per_beta_end": 1.0, "per_eps": 0.01, "per_weight_norm": "part", "total_steps": 1000},
+    )
+    assert loss_arguments(SACGLAMLoss, cfg)["critic_loss"] == "l2"
+    replay = make_replay(cfg)
+    assert replay.weight_norm == "part" and replay.buffers[0].sampler.state_dict()["_eps"] == 0.01
+    # Schaul et al.: beta linear from its start to 1 at the end of the run
+    assert [per_beta_at(cfg, steps) for steps in (0, 500, 1000, 2000)] == pytest.approx([0.4, 0.7, 1.0, 1.0])

@@ -123,6 +123,18 @@ def test_target_updates_copy_the_heads_and_never_the_llm(filled_replay):
     )
 
 
+def test_per_beta_end_anneals_the_samplers_beta_with_the_runs_steps(filled_replay):
+    from torchrl_glam.data.replay import GoalReplay
+
+    cfg = make_config("smoke", {"batch_size": 16, "per_beta_end": 1.0, "total_steps": 1000})
+    replay = GoalReplay(capacity=5_000, strategy="ratio", environment="playground")
+    replay.load_state_dict(filled_replay.state_dict())  # a copy: the fixture's beta stays
+    updater = SACGLAMUpdater(make_loss(cfg, num_actions=5), replay, cfg)
+    for steps, beta in ((500, 0.7), (1000, 1.0)):
+        updater.step(env_steps=steps)
+        assert [b.sampler.beta for b in replay.buffers] == pytest.approx([beta, beta])
+
+
 def test_bootstrap_time_limit_reaches_the_n_step_returns():
     for value in (True, False):
         _, _, nstep = make_episode_processing(make_config("smoke", {"bootstrap_time_limit": value}))

@@ -30,6 +30,7 @@ from torchrl_glam.data.prioritized import ensure_prioritized_replay
 from torchrl_glam.envs import TextEnvironment, get_environment
 
 STRATEGIES = ("ratio", "prior", "uniform")
+WEIGHT_NORMS = ("buffer", "part")
 _TREES = ("_sum_tree", "_min_tree")  # the segment trees' entries in a PrioritizedSampler's state_dict
 
 
@@ -61,7 +62,12 @@ class GoalReplay:
             the environment's ``goal_types``, in that order); :meth:`type_proportions` gives those
             of a task set.
         prioritized: TD-error prioritized sampling (``False``: uniform within each buffer).
-        alpha, beta, eps: the ``PrioritizedSampler`` parameters.
+        alpha, beta, eps: the ``PrioritizedSampler`` parameters (:meth:`set_beta` changes beta).
+        weight_norm: how importance weights are normalised. "buffer" (TorchRL's): by the buffer's
+            own smallest priority, so the share of the weighted loss each buffer's part of a batch
+            carries depends on its priorities; "part": each buffer's part of a batch scaled to mean
+            weight 1, so that it carries exactly its share of the batch (``her_ratio`` for the
+            relabeled part), the weights within a part keeping their ratios.
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its
             registered name), for goal types.
     """
@@ -76,9 +82,12 @@ class GoalReplay:
         alpha: float = 0.6,
         beta: float = 0.4,
         eps: float = 1e-6,
+        weight_norm: str = "buffer",
         *,
         environment: TextEnvironment | str,
     ) -> None:
+        if weight_norm not in WEIGHT_NORMS:
+            raise ValueError(f"weight_norm={weight_norm!r} is not a normalisation; choose one of {WEIGHT_NORMS}")
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy={strategy!r} is not a batch composition; choose one of {STRATEGIES}")
         if not 0.0 <= her_ratio <= 1.0:
@@ -88,7 +97,7 @@ class GoalReplay:
         self.environment = get_environment(environment)
         self.catalogue = self.environment.catalogue
         goal_types = self.environment.goal_types
-        self.strategy, self.her_ratio = strategy, her_ratio
+        self.strategy, self.her_ratio, self.weight_norm = strategy, her_ratio, weight_norm
         if strategy == "prior":
             if goal_type_weights is None or len(goal_type_weights) != len(goal_types):
                 raise ValueError(
@@ -161,8 +170,16 @@ class GoalReplay:
             part["buffer_id"] = torch.full((count,), i, dtype=torch.long)
             if "priority_weight" not in part.keys():
                 part["priority_weight"] = torch.ones(count)
+            elif self.weight_norm == "part":
+                part["priority_weight"] = part["priority_weight"] / part["priority_weight"].mean()
             parts.append(part)
         return torch.cat(parts)
+
+    def set_beta(self, beta: float) -> None:
+        """The importance-sampling exponent of every buffer's prioritized sampler from now on."""
+        if self.prioritized:
+            for buffer in self.buffers:
+                buffer.sampler.beta = beta
 
     def update_priority(self, batch: TensorDictBase, td_error: torch.Tensor) -> None:
         """Sets the priorities of a sampled batch from its TD errors (absolute values)."""

@@ -76,6 +76,14 @@ class PPOGLAMLoss(TrainableState, LossModule):
         kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
             (``None``: beta stays ``kl_coeff``, as in the paper's eq. 5).
         score_chunk: prompts scored at once when computing advantages (bounds the memory).
+        clip_value: ``None``: the value loss is the plain squared error (Table 1); a number: GLAM's
+            code's clipped value loss, max((V - R)^2, (V_old + clip(V - V_old, +-clip_value) - R)^2),
+            with V_old the value of the policy that collected (TorchRL's ``clip_value``).
+        normalize_advantage: standardise the advantages over each minibatch (TorchRL's
+            ``normalize_advantage``; GLAM does not). Not with ``centred``, whose advantages carry c.
+        bootstrap_time_limit: GAE bootstraps with V(s') where an episode hits its time limit (the
+            prompts do not show the time left, so this is the exact target); ``False``: a time
+            limit ends the return like a terminal, as GLAM's ``mask = 1 - done``.
 
     :meth:`forward` reads ``in_keys`` (the compact state, "action", "sample_log_prob",
     "advantage", "value_target", and "first_epoch_log_prob" when centred, "behaviour_scores" for
@@ -115,6 +123,9 @@ class PPOGLAMLoss(TrainableState, LossModule):
         kl_coeff: float = 1.0,
         kl_target: float | None = None,
         score_chunk: int = 512,
+        clip_value: float | None = None,
+        normalize_advantage: bool = False,
+        bootstrap_time_limit: bool = True,
         *,
         environment: TextEnvironment | str | None = None,
     ) -> None:
@@ -123,16 +134,27 @@ class PPOGLAMLoss(TrainableState, LossModule):
             raise ValueError(f"ppo_loss={ppo_loss!r}: expected one of {PPO_LOSSES}")
         if centred and ppo_loss != "clip":
             raise ValueError("centred=True moves the clipping range: it needs ppo_loss='clip'")
+        if centred and normalize_advantage:
+            raise ValueError(
+                "centred=True weights the advantages by the first-epoch ratio before the loss sees them: "
+                "it needs normalize_advantage=False"
+            )
+        if clip_value is not None and clip_value <= 0:
+            raise ValueError(f"clip_value={clip_value}: expected a positive number, or None for no value clipping")
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
         self.environment = get_environment(environment)
         attach_agent(self, agent)
         self.loss_kind, self.centred, self.clip_epsilon = ppo_loss, centred, clip_epsilon
-        self.score_chunk = score_chunk
+        self.score_chunk, self.clip_value, self.bootstrap_time_limit = score_chunk, clip_value, bootstrap_time_limit
         self.actor = make_actor(return_log_prob=True)
         self.value = make_value_head(scorer.hidden_size, value_width)
         common = dict(
-            entropy_coeff=entropy_coeff, critic_coeff=critic_coeff, loss_critic_type="l2", normalize_advantage=False
+            entropy_coeff=entropy_coeff,
+            critic_coeff=critic_coeff,
+            loss_critic_type="l2",
+            normalize_advantage=normalize_advantage,
+            clip_value=clip_value,
         )
         if ppo_loss == "clip":
             self.ppo = ClipPPOLoss(self.actor, self.value, clip_epsilon=clip_epsilon, **common)
@@ -154,6 +176,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
         keys = self.tensor_keys
         extra = [keys.first_epoch_log_prob] if self.centred else []
         extra += [keys.behaviour_scores] if self.loss_kind == "kl" else []
+        extra += [VALUE_KEY] if self.clip_value is not None else []
         return [
             *self.environment.state_keys,
             keys.action,
@@ -166,6 +189,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
     @property
     def out_keys(self) -> list[str]:
         kind = ["clip_fraction"] if self.loss_kind == "clip" else ["kl", "kl_coeff"]
+        kind += ["value_clip_fraction"] if self.clip_value is not None else []
         return [
             "loss_objective",
             "loss_critic",
@@ -233,7 +257,13 @@ class PPOGLAMLoss(TrainableState, LossModule):
                 full = values.new_zeros(*rollout.shape, *values.shape[1:])
                 full[mask.to(full.device)] = values
                 data[key] = full
-        self.ppo.value_estimator(data)
+        if self.bootstrap_time_limit:
+            self.ppo.value_estimator(data)
+        else:  # GLAM's mask = 1 - done: GAE reads every end of an episode as a terminal
+            terminated = data["next", keys.terminated]
+            data["next", keys.terminated] = data["next", keys.done].clone()
+            self.ppo.value_estimator(data)
+            data["next", keys.terminated] = terminated
         return data
 
     def forward(self, minibatch: TensorDictBase) -> TensorDict:
@@ -244,11 +274,13 @@ class PPOGLAMLoss(TrainableState, LossModule):
         update without HER) and its per-transition log "log_ratio" [N]; for the clipped loss
         "clip_fraction" (the share of ratios outside the clipping range: around 1, or centred
         around the first-epoch ratio); for the KL loss "kl" (mean KL(pi_old(.|s,g) || pi_theta(.|s,g')))
-        and "kl_coeff" (beta after this step).
+        and "kl_coeff" (beta after this step); with ``clip_value`` "value_clip_fraction" (the share
+        of values outside V_old +- clip_value).
         """
         keys, device = self.tensor_keys, self._device()
         scored = score_states(self.scorer, minibatch, environment=self.environment)
-        td = minibatch.select(keys.action, keys.sample_log_prob, keys.advantage, keys.value_target)
+        old_value = [VALUE_KEY] if self.clip_value is not None else []  # V_old, the clipped value's centre
+        td = minibatch.select(keys.action, keys.sample_log_prob, keys.advantage, keys.value_target, *old_value)
         td = td.to(device).clone(False)
         td.update(scored)
         behaviour_log_prob = td[keys.sample_log_prob]
@@ -265,7 +297,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
             td[keys.sample_log_prob] = first
         if self.loss_kind == "kl":
             td[_LOGITS_KEY] = minibatch[keys.behaviour_scores].to(device)  # the previous policy, pi_old(.|s,g)
-        out = self.ppo(td)
+        out = self._ppo_loss(td)
         with torch.no_grad():
             log_prob = self.actor.get_dist(td.exclude(_LOGITS_KEY)).log_prob(td[keys.action])
             out["log_ratio"] = log_prob - behaviour_log_prob
@@ -274,3 +306,25 @@ class PPOGLAMLoss(TrainableState, LossModule):
                 out["kl"] = out["kl"].mean()
                 out["kl_coeff"] = self.ppo.beta.detach().clone()
         return out.exclude("ESS", "max_ratio", "mean_ratio")  # about r / c when centred: "ratio" is r
+
+    def _ppo_loss(self, td: TensorDictBase) -> TensorDict:
+        """The TorchRL PPO loss on ``td``; for the KL loss, its backward pass uses the beta its value
+        was computed with, and the module keeps the beta TorchRL's adaptive rule set for the next call.
+
+        TorchRL 0.14.1's ``KLPENPPOLoss.forward`` (torchrl/objectives/ppo.py, lines 2041-2045) builds
+        ``neg_loss - self.beta * kl`` and then adapts beta with ``self.beta.data *= increment`` (or
+        ``decrement``). Autograd saved that very tensor for the gradient of ``beta * kl``, and
+        ``.data`` skips its in-place check, so ``backward()`` used the adapted beta (2x or 1/2 x): a
+        gradient 6-11% off the reported loss's on the training loop's batches. Here the graph's tensor
+        gets the beta of the forward back and the module a new tensor holding the adapted one (read
+        from the module, so a TorchRL that rebinds beta itself stays right).
+        """
+        if self.loss_kind != "kl":
+            return self.ppo(td)
+        in_graph = self.ppo.beta
+        used = in_graph.detach().clone()
+        out = self.ppo(td)
+        adapted = self.ppo.beta.detach().clone()
+        in_graph.data.copy_(used)  # .data: the saved tensor's version stays, so backward accepts it
+        self.ppo.beta = adapted  # a tensor: nn.Module rebinds the buffer (a number would be copied in place)
+        return out

@@ -65,6 +65,8 @@ from torchrl_glam.modules import (
 from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
 
 SUCCESS_LOGIT_KEY = "success_logit"
+#: the critic's distances to the TD target: Huber (TorchRL's default) or the squared error
+CRITIC_LOSSES = ("smooth_l1", "l2")
 
 
 class SACGLAMLoss(TrainableState, LossModule):
@@ -87,6 +89,12 @@ class SACGLAMLoss(TrainableState, LossModule):
             0: no head (the paper).
         critic_dueling: the heads are dueling networks, V from the prompt's hidden state and A from
             each candidate's (:class:`~torchrl_glam.modules.DuelingCriticHead`; not in the paper).
+        critic_loss: each head's distance to the TD target, "smooth_l1" (Huber, TorchRL's default)
+            or "l2" (the squared error of SAC's papers).
+
+    The critic's and the actor's losses take the prioritized sampler's importance weights w as
+    ``sum(w * l) / sum(w)`` over the batch (TorchRL's reduction); the temperature's loss and the
+    "entropy" diagnostic are plain means over the batch.
 
     Reads the compact state (the environment's ``state_keys``), "action", ("next", its ``step_keys``,
     "reward", "done", "terminated"), and when present "steps_to_next_obs" (n-step transitions),
@@ -121,9 +129,12 @@ class SACGLAMLoss(TrainableState, LossModule):
         target_llm: bool = False,
         success_loss_coef: float = 0.0,
         critic_dueling: bool = False,
+        critic_loss: str = "smooth_l1",
         environment: TextEnvironment | str | None = None,
     ) -> None:
         super().__init__()
+        if critic_loss not in CRITIC_LOSSES:
+            raise ValueError(f"critic_loss={critic_loss!r}: expected one of {CRITIC_LOSSES}")
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
         self.num_actions = num_actions
@@ -154,6 +165,7 @@ class SACGLAMLoss(TrainableState, LossModule):
             target_entropy=target_entropy,
             action_space="categorical",
             delay_qvalue=True,
+            loss_function=critic_loss,
         )
         self.sac.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
         self.success_loss_coef = success_loss_coef

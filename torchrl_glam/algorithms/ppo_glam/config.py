@@ -39,6 +39,14 @@ class PPOAlgorithmConfig:
     lr: float = 1e-4  # Adam, on the LLM and the value head
     clip_epsilon: float = 0.2  # the clipped loss's ratio bound
     max_grad_norm: float | None = 0.5  # gradient-norm clipping; None: none
+    # None: the value loss is the squared error to the GAE target (Table 1). A number: GLAM's code's
+    # clipped value loss, V kept within this distance of the collecting policy's value (GLAM: 0.2)
+    clip_value: float | None = None
+    # standardise the advantages over each minibatch (TorchRL's option; GLAM does not)
+    normalize_advantage: bool = False
+    # True: GAE bootstraps with V(s') at a time limit (the prompts do not show the time left, so this
+    # is the exact target). False: a time limit ends the return like a terminal (GLAM's mask = 1 - done)
+    bootstrap_time_limit: bool = True
     # "clip": ClipPPOLoss; "kl": KLPENPPOLoss (App. G.1), with or without HER ("PPO KL", Figure 10)
     ppo_loss: str = "clip"
     # hindsight relabeling (App. G):
@@ -82,6 +90,8 @@ class PPOGLAMConfig(GLAMConfig):
             "algorithm.lr": a.lr > 0,
             "algorithm.clip_epsilon": 0.0 < a.clip_epsilon < 1.0,
             "algorithm.max_grad_norm": a.max_grad_norm is None or a.max_grad_norm > 0,
+            "algorithm.clip_value": a.clip_value is None or a.clip_value > 0,
+            "algorithm.normalize_advantage": not (a.normalize_advantage and a.her_centred),
             "algorithm.ppo_loss": a.ppo_loss in ("clip", "kl"),
             "algorithm.her_filter": a.her_filter in ("none", "aligned")
             and (a.her_filter != "aligned" or self._has("subgoal_matrix")),
@@ -105,6 +115,8 @@ class PPOGLAMConfig(GLAMConfig):
             **dict.fromkeys(["algorithm.gamma", "algorithm.gae_lambda"], "a number in [0, 1]"),
             "algorithm.lr": "a positive number",
             "algorithm.max_grad_norm": "a positive number, or none for no clipping",
+            "algorithm.clip_value": "a positive number, or none for no value clipping",
+            "algorithm.normalize_advantage": "false with her_centred=true (its advantages carry the first-epoch ratio)",
             "algorithm.ppo_loss": "'clip' or 'kl'",
             "algorithm.her_filter": "'none' or 'aligned'" + self._lacks("subgoal_matrix"),
             "algorithm.her_centred": "false with ppo_loss='kl' (centring moves the clipping range; KL has none)",

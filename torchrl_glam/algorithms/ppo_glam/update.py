@@ -16,7 +16,7 @@ from tensordict import TensorDictBase
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
 from torchrl_glam.data.her import relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter
-from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, PPOGLAMLoss
+from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, VALUE_KEY, PPOGLAMLoss
 from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share
 from torchrl_glam.training.factories import NonFiniteLossError
 
@@ -29,6 +29,7 @@ UPDATE_KEYS = (
     FIRST_EPOCH_LOG_PROB_KEY,
     "advantage",
     "value_target",
+    VALUE_KEY,  # V_old, the centre of the clipped value loss (clip_value)
     "relabeled",
 )
 
@@ -87,6 +88,7 @@ class PPOGLAMUpdater:
         num_minibatches = all_max(math.ceil(len(data) / self.minibatch_size))  # the same steps on every rank
         keys = ["loss_objective", "loss_critic", "loss_entropy", "entropy", "kl_approx", "ratio"]
         keys += ["clip_fraction"] if self.cfg.algorithm.ppo_loss == "clip" else ["kl", "kl_coeff"]
+        keys += ["value_clip_fraction"] if self.cfg.algorithm.clip_value is not None else []
         metrics = []
         for epoch in range(self.cfg.algorithm.epochs):
             for indices in torch.randperm(len(data)).tensor_split(num_minibatches):

@@ -82,6 +82,8 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
         prioritized=replay.prioritized,
         alpha=replay.per_alpha,
         beta=replay.per_beta,
+        eps=replay.per_eps,
+        weight_norm=replay.per_weight_norm,
         environment=environment,
     )
 

@@ -32,6 +32,9 @@ class SACAlgorithmConfig:
     # True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal
     # candidates (modules/critic.py; not in the paper)
     critic_dueling: bool = False
+    # each head's distance to the TD target: "smooth_l1" (Huber, TorchRL's default; bounds the
+    # gradient of the large errors of fresh targets) or "l2" (the squared error of SAC's papers)
+    critic_loss: str = "smooth_l1"
     gamma: float = 0.99  # the discount
     actor_lr: float = 1e-4  # Adam on the LLM (the actor's loss; with one Adam, the critic's too)
     critic_lr: float = 1e-4  # Adam on the critic heads
@@ -110,6 +113,14 @@ class ReplayConfig:
     prioritized: bool = True  # prioritized replay by TD error (TorchRL's PrioritizedSampler)
     per_alpha: float = 0.6  # prioritized replay's priority exponent
     per_beta: float = 0.4  # prioritized replay's importance-sampling exponent
+    # None: per_beta all run long. A number: beta goes linearly from per_beta at step 0 to this at
+    # total_steps (Schaul et al. 2016 anneal it to 1, fully correcting the bias at the end)
+    per_beta_end: float | None = None
+    per_eps: float = 1e-6  # added to |TD error| before the exponent: no priority is 0
+    # importance weights normalised by each buffer's own smallest priority ("buffer", TorchRL's: the
+    # relabeled part then carries 0.37-0.46 of the weighted loss), or each buffer's part of a batch
+    # scaled to mean 1 ("part": the relabeled part carries exactly her_ratio)
+    per_weight_norm: str = "buffer"
 
 
 @dataclass
@@ -127,6 +138,7 @@ class SACGLAMConfig(GLAMConfig):
             **super()._checks(),
             "algorithm.critic_input": a.critic_input in ("observation_action", "observation"),
             "algorithm.critic_dueling": not a.critic_dueling or a.critic_input == "observation_action",
+            "algorithm.critic_loss": a.critic_loss in ("smooth_l1", "l2"),
             "replay.batch_strategy": r.batch_strategy in ("ratio", "prior", "types_uniform", "uniform"),
             "algorithm.gamma": 0.0 <= a.gamma <= 1.0,
             "replay.her_ratio": 0.0 <= r.her_ratio <= 1.0,
@@ -156,6 +168,9 @@ class SACGLAMConfig(GLAMConfig):
             "replay.noop_twins": not r.noop_twins or self._has("noop_actions"),
             "replay.per_alpha": r.per_alpha >= 0,
             "replay.per_beta": r.per_beta >= 0,
+            "replay.per_beta_end": r.per_beta_end is None or r.per_beta_end >= 0,
+            "replay.per_eps": r.per_eps > 0,
+            "replay.per_weight_norm": r.per_weight_norm in ("buffer", "part"),
             "algorithm.autotelic": a.autotelic in ("off", "uniform", "lp")
             and (a.autotelic == "off" or self._has("neutral_scene_objects")),
             "algorithm.lp_epsilon": 0.0 <= a.lp_epsilon <= 1.0,
@@ -171,6 +186,7 @@ class SACGLAMConfig(GLAMConfig):
             "algorithm.critic_input": "'observation_action' or 'observation'",
             "algorithm.critic_dueling": "false with critic_input='observation' (a dueling head splits the "
             "observation-action head: V from the prompt, A from each candidate)",
+            "algorithm.critic_loss": "'smooth_l1' (Huber) or 'l2' (squared error)",
             "replay.batch_strategy": "'ratio', 'prior', 'types_uniform' or 'uniform'",
             "replay.buffer_capacity": f"at least batch_size ({a.batch_size})",
             "algorithm.max_grad_norm": "a positive number, or none for no clipping",
@@ -192,6 +208,9 @@ class SACGLAMConfig(GLAMConfig):
             **dict.fromkeys(["algorithm.alpha_lr", "replay.per_alpha", "replay.per_beta"], "a number >= 0"),
             "algorithm.tau": "a number in (0, 1]",
             "replay.her_max_per_episode": "an integer >= 1, or none for every reported goal",
+            "replay.per_beta_end": "a number >= 0 (1: Schaul et al.'s annealing), or none for a constant per_beta",
+            "replay.per_eps": "a positive number",
+            "replay.per_weight_norm": "'buffer' or 'part'",
             "algorithm.actor_lr_decay": "a factor in (0, 1]",
             "algorithm.critic_llm_lr": "none (the LLM's one Adam at actor_lr takes both losses, the paper) or a "
             "positive number with critic_backprop=true (without it no critic "

@@ -11,6 +11,17 @@ from torchrl_glam.training.distributed import all_true, average_gradients, rank_
 from torchrl_glam.training.factories import NonFiniteLossError
 
 
+def per_beta_at(cfg: SACGLAMConfig, env_steps: int) -> float:
+    """Prioritized replay's beta at ``env_steps``: linear from ``per_beta`` at 0 to ``per_beta_end``
+    at ``total_steps`` (constant ``per_beta`` without an end). A function of the run's steps, as the
+    learning rates, so a resume continues the schedule."""
+    replay = cfg.replay
+    if replay.per_beta_end is None:
+        return replay.per_beta
+    progress = min(env_steps / cfg.run.total_steps, 1.0)
+    return replay.per_beta + progress * (replay.per_beta_end - replay.per_beta)
+
+
 class SACGLAMUpdater:
     """One gradient step of SAC-GLAM: losses, optimisers, soft target update, priorities.
 
@@ -54,6 +65,8 @@ class SACGLAMUpdater:
         """One update on a batch from replay; ``env_steps`` (the run's) sets the LLM's rates."""
         if env_steps is not None:
             self.set_llm_learning_rates(env_steps)
+            if self.cfg.replay.per_beta_end is not None:
+                self.replay.set_beta(per_beta_at(self.cfg, env_steps))
         batch = self.replay.sample(batch_size or self.batch_size)
         warmup = self.updates < self.cfg.algorithm.warmup_updates
         with self.loss.warming_up(warmup):
