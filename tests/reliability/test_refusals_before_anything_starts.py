@@ -111,3 +111,13 @@ def test_resume_where_there_is_no_run_says_it_starts_afresh(tmp_path, sac_exampl
     assert sac_example.main(argv) == 0
     assert "holds no run yet, so this starts a fresh run there" in capsys.readouterr().out
     assert json.loads((run / "config.json").read_text())["run"]["total_steps"] == 16
+
+
+def test_replay_that_cannot_fit_is_refused_with_its_estimate_before_allocating(tmp_path):
+    # 2 buffers of 2^30 slots: ~64 GiB of priority trees, more than any test machine has available
+    _refused(
+        tmp_path,
+        ["--run-dir", str(tmp_path / "r"), "buffer_capacity=1000000000"],
+        "priority trees need about 64.0 GiB but this machine has",
+        light=False,
+    )

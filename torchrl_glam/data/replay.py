@@ -39,6 +39,33 @@ def _tree_values(tree, size: int) -> torch.Tensor:
     return tree[torch.arange(size)].clone()
 
 
+class ReplayMemoryError(MemoryError):
+    """Replay buffers that would not fit in this machine's available memory."""
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's MemAvailable); ``None`` elsewhere."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_fits(what: str, needed: int, fix: str) -> None:
+    """Raises a :class:`ReplayMemoryError` with the estimate when ``needed`` bytes exceed what is
+    available: refused before allocating, instead of an allocation failing (or swapping) later."""
+    available = available_memory()
+    if available is not None and needed > available:
+        raise ReplayMemoryError(
+            f"{what} need about {needed / 2**30:.1f} GiB but this machine has {available / 2**30:.1f} GiB "
+            f"available: {fix}"
+        )
+
+
 def split_counts(batch_size: int, weights: list[float]) -> list[int]:
     """Integer counts summing to ``batch_size`` in proportion to ``weights`` (largest remainder)."""
     weights = np.asarray(weights, dtype=float)
@@ -111,8 +138,17 @@ class GoalReplay:
         else:
             self.names, self.weights = ["all"], [1.0]
         self.prioritized = prioritized
+        self.capacity = capacity
+        self._fix = f"lower buffer_capacity={capacity} (the paper: 100000)"
         if prioritized:
             ensure_prioritized_replay()
+            # a PrioritizedSampler allocates its sum and min trees at once: two trees of 2 x capacity
+            # (rounded up to a power of two) nodes, ~32 bytes per slot as measured here
+            slots = 1 << max(int(capacity) - 1, 1).bit_length()
+            check_fits(
+                f"{len(self.names)} prioritized replay buffers' priority trees", 32 * slots * len(self.names), self._fix
+            )
+        self._storage_checked = False
         self.buffers = [
             TensorDictReplayBuffer(
                 storage=LazyTensorStorage(capacity),
@@ -142,6 +178,11 @@ class GoalReplay:
     def extend(self, transitions: TensorDictBase) -> None:
         """Adds n-step transitions [M] (``nstep.py``), each to its buffer."""
         route = self._route(transitions)
+        if not self._storage_checked:  # LazyTensorStorage allocates all its capacity at the first extend
+            per_transition = transitions.bytes() / max(transitions.shape[0], 1)
+            needed = int(per_transition * self.capacity * len(self.buffers))
+            check_fits(f"{len(self.buffers)} replay buffers of {self.capacity} transitions", needed, self._fix)
+            self._storage_checked = True
         for i, buffer in enumerate(self.buffers):
             chosen = route == i
             if chosen.any():

@@ -54,6 +54,7 @@ USER_ERROR_CLASSES = (
     ("torchrl_glam.modules.loading", "ModelNotFoundError"),
     ("torchrl_glam.modules.shipped", "ShippedWeightsError"),
     ("torchrl_glam.modules.offline_models", "OfflineModelNotBuilt"),
+    ("torchrl_glam.data.replay", "ReplayMemoryError"),
 )
 #: The exit code of such a refusal (argparse's for a bad command line).
 USAGE_ERROR = 2
