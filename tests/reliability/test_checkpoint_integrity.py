@@ -164,3 +164,15 @@ def test_a_write_that_fails_for_space_keeps_the_previous_checkpoint(tmp_path, mo
     monkeypatch.undo()
     assert ckpt.load_checkpoint(tmp_path)["step"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]
+
+
+def test_both_checkpoints_damaged_names_both_and_what_to_do(tmp_path):
+    ckpt.save_checkpoint(_state(1), tmp_path)
+    ckpt.save_checkpoint(_state(2), tmp_path)
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        _flip_a_byte_in(tmp_path / name, torch.full((4096,), 0.25).numpy().tobytes())
+    with pytest.raises(
+        ckpt.CheckpointError,
+        match=r"both checkpoints.*checkpoint.pt is corrupted.*checkpoint.prev.pt is corrupted.*new --run-dir",
+    ):
+        ckpt.load_checkpoint(tmp_path)

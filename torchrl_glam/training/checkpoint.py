@@ -281,7 +281,15 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
                 f"{err}. No readable previous checkpoint ({previous.name}) to fall back to: "
                 f"start again without --resume in a new --run-dir (or with --overwrite in {run_dir})."
             ) from None
-        state = _read(previous)
+        try:
+            state = _read(previous)
+        except UnsafeCheckpointError:
+            raise
+        except CheckpointError as previous_err:
+            raise CheckpointError(
+                f"both checkpoints of {run_dir} are unreadable: {err}; and {previous_err}. Nothing can be "
+                f"resumed from them: start again without --resume in a new --run-dir (or with --overwrite in {run_dir})"
+            ) from None
         warnings.warn(
             f"{err}; resuming from the previous checkpoint {previous} instead (the steps since then are replayed)",
             stacklevel=2,
