@@ -121,3 +121,16 @@ def test_replay_that_cannot_fit_is_refused_with_its_estimate_before_allocating(t
         "priority trees need about 64.0 GiB but this machine has",
         light=False,
     )
+
+
+def test_a_model_that_cannot_be_found_is_refused_at_once(tmp_path, monkeypatch):
+    _refused(tmp_path, ["--run-dir", str(tmp_path / "r"), "model=/nonexistent"], "model.name='/nonexistent': no such")
+    # the hub cannot be reached (HF_HUB_OFFLINE=1, as on CI): said at once, with what to pass instead
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _refused(
+        tmp_path,
+        ["--run-dir", str(tmp_path / "r"), "model=nosuchmodel"],
+        "the hub cannot be reached from this machine (offline). Pass model=",
+        light=False,  # smollm2-135m, a packaged model, is looked up in torchrl_glam.modules
+    )
+    assert not (tmp_path / "r").exists()  # nothing left behind

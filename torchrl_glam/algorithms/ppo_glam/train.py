@@ -27,6 +27,7 @@ from torchrl_glam.training.cli import command_line, parse_command_line
 def main(argv: list[str] | None = None) -> int:
     cfg, options = parse_command_line(PPOGLAMConfig, PPO_PRESETS, argv, __doc__)
     cfg.check_device()  # a GPU this machine lacks: refused before TorchRL and the model load
+    cfg.check_model()  # a model that cannot be found (a path, or the hub offline): likewise
     # torch, TorchRL and the agent load after the command line: --help and a refused field answer at once
     from torchrl_glam.algorithms.ppo_glam.build import make_loss
     from torchrl_glam.algorithms.ppo_glam.rollout import Rollout
