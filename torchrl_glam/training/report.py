@@ -13,6 +13,7 @@ from pathlib import Path
 from torchrl_glam.training.config import flatten_sections
 from torchrl_glam.training.eval_sets import EVAL_SETS
 from torchrl_glam.training.logging import read_evaluations
+from torchrl_glam.training.provenance import ENVIRONMENT_NAME, environment_summary, read_environment
 
 PICTURE_NAME = "report.png"
 SUMMARY_NAME = "report.md"
@@ -75,6 +76,7 @@ def _write_summary(path: Path, curves: dict[str, list[dict]], config: dict) -> P
         f"{steps} environment steps in {minutes:.1f} min; the config is `config.json`, every evaluation "
         "`evaluations.jsonl`, the curves `report.png`.",
         "",
+        *_environment_lines(path.parent),
         "| evaluation set | what it measures | last success | best success (at step) |",
         "| --- | --- | --- | --- |",
     ]
@@ -86,3 +88,11 @@ def _write_summary(path: Path, curves: dict[str, list[dict]], config: dict) -> P
         )
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _environment_lines(run_dir: Path) -> list[str]:
+    """What the run ran on (``environment.json``): bitwise reproducible only on the same."""
+    record = read_environment(run_dir)
+    if record is None:
+        return []
+    return [f"Ran on: {environment_summary(record)} (`{ENVIRONMENT_NAME}`).", ""]

@@ -80,6 +80,7 @@ from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
 from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
+from torchrl_glam.training.provenance import record_environment
 from torchrl_glam.training.report import write_report
 from torchrl_glam.training.resume import apply_resume, resume_changes
 from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
@@ -153,6 +154,10 @@ class TrainingRun:
         self.main_rank = self.rank == 0
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
         prepare_run_dir(cfg.run.run_dir, self.options.resume, self.options.overwrite, self.rank)
+        if self.main_rank:  # environment.json: what the run ran on; a resume elsewhere says so
+            changed = record_environment(cfg.run.run_dir, self.options.resume)
+            if changed:
+                print(changed, file=sys.stderr)
         seed_everything(cfg.run.seed)  # the same initial weights on every rank
         self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.run.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)

@@ -41,7 +41,7 @@ RUN_CONTENT = (
     EVENTS_NAME,
 )
 #: Every name a run writes at the top of its run dir (rank<k>/ and temporaries: see is_artifact).
-ARTIFACTS = RUN_CONTENT + ("autotelic.jsonl", "wandb", LOCK_NAME, MARKER_NAME, "launch.json")
+ARTIFACTS = RUN_CONTENT + ("environment.json", "autotelic.jsonl", "wandb", LOCK_NAME, MARKER_NAME, "launch.json")
 
 _held: dict[str, int] = {}  # resolved run dir -> file descriptor holding its lock
 
