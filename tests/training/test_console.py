@@ -151,3 +151,23 @@ def test_without_matplotlib_the_report_is_its_summary_and_a_line_why(finished_ru
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     assert write_report(tmp_path, {"env": "playground"}) == [tmp_path / "report.md"]
     assert 'matplotlib is not installed (pip install "torchrl_glam[plots]")' in capsys.readouterr().out
+
+
+def test_piped_output_says_how_fast_the_run_goes_and_when_the_next_evaluation_comes(tmp_path, monkeypatch, capsys):
+    # issue 70: a piped --preset cpu_babyai printed its header, then nothing for ~22 minutes
+    from torchrl_glam.training import pace
+
+    monkeypatch.setattr(pace, "PACE_EVERY_SECONDS", 0.0)  # a line every iteration instead of every minute
+    assert main([*SMOKE, "--run-dir", str(tmp_path / "run"), "loggers=csv"]) == 0  # capsys: no terminal, no bar
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
+    assert re.fullmatch(r"step 8/20: [\d.]+ steps/s, next evaluation at 16 in ~[\d.]+ (s|min|h), done in ~.*", lines[0])
+    assert any(line.startswith("step 16/20: ") and "next evaluation at 20 in" in line for line in lines), lines
+
+
+def test_the_pace_line_reads_in_seconds_minutes_and_hours():
+    from torchrl_glam.training.pace import pace_line
+
+    assert pace_line(1_200, 50_000, 7.4, 2_000) == (
+        "step 1,200/50,000: 7.4 steps/s, next evaluation at 2,000 in ~1.8 min, done in ~1.8 h"
+    )
+    assert pace_line(10, 20, 1.0, None) == "step 10/20: 1.0 steps/s, done in ~10 s"

@@ -55,6 +55,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from transformers.utils import logging as hf_logging
 
 from torchrl_glam.data.episodes import EpisodeAssembler, episode_success
+from torchrl_glam.training import pace
 from torchrl_glam.training.checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
@@ -177,6 +178,7 @@ class TrainingRun:
         self._logger_state: dict | None = None  # the restored logger's, until the logger exists
         self.failure: str | None = None  # why the run ended early (a non-finite loss)
         self._start = time.perf_counter()
+        self._pace_mark: tuple[int, float] | None = None  # (steps, time) of the last pace line
 
     # ---- start-up
     @property
@@ -237,6 +239,7 @@ class TrainingRun:
             else (None if self.options.progress is None else not self.options.progress),
             dynamic_ncols=True,
         )
+        self._pace_mark = (self.steps, time.perf_counter())
         if self.main_rank and self.steps < self.cfg.run.total_steps:
             run = self.cfg.run
             self._print(
@@ -369,11 +372,26 @@ class TrainingRun:
                 self.evaluate()
         if stop or self.every(cfg.run.checkpoint_every) or last:
             self.checkpoint()
+        if self.main_rank and self.progress.disable and not (stop or last):
+            self._pace()
         if stop:
             self.progress.close()
             print(f"rank {self.rank}: stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
             self.stopped = True
             STOP.acknowledge()
+
+    def _pace(self) -> None:
+        """Without a bar (piped output): every ``pace.PACE_EVERY_SECONDS``, how fast the run goes
+        and when its next evaluation comes."""
+        now, (steps, then) = time.perf_counter(), self._pace_mark
+        if now - then < pace.PACE_EVERY_SECONDS:
+            return
+        run = self.cfg.run
+        upcoming = (self.steps // run.eval_every + 1) * run.eval_every  # the next multiple every() crosses
+        next_evaluation = min(upcoming, run.total_steps) if self.greedy_policy is not None else None
+        rate = (self.steps - steps) / max(now - then, 1e-9)
+        print(pace.pace_line(self.steps, run.total_steps, rate, next_evaluation), flush=True)
+        self._pace_mark = (self.steps, now)
 
     def _print(self, line: str) -> None:
         """A line above the progress bar (or plain, without one)."""
