@@ -168,5 +168,5 @@ def test_the_environment_record_survives_a_missing_git(monkeypatch):
 
     monkeypatch.setattr(provenance.subprocess, "run", no_git)
     record = provenance.current_environment()
-    assert record["git"] == {"commit": None, "dirty": None}
+    assert record["git"] == {"commit": None, "dirty": None, "diff_sha256": None}
     assert "commit unknown" in provenance.environment_summary(record)

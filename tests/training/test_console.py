@@ -171,3 +171,25 @@ def test_the_pace_line_reads_in_seconds_minutes_and_hours():
         "step 1,200/50,000: 7.4 steps/s, next evaluation at 2,000 in ~1.8 min, done in ~1.8 h"
     )
     assert pace_line(10, 20, 1.0, None) == "step 10/20: 1.0 steps/s, done in ~10 s"
+
+
+def test_a_stopped_run_says_the_command_that_continues_it(tmp_path, monkeypatch, capsys):
+    # issue 70: Ctrl-C said where the checkpoint was, not how to continue, with "rank 0:" on one process
+    import shlex
+    import sys
+
+    from torchrl_glam.training.preemption import STOP
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(sys, "argv", ["examples/sac_glam.py"])  # as the user ran it
+    STOP.request()  # what Ctrl-C or SIGTERM does
+    try:
+        assert main([*SMOKE, "--run-dir", str(run), "--no-progress"]) == 3
+    finally:
+        STOP.reset()
+    out = capsys.readouterr().out
+    assert "rank 0" not in out and f"stopped at 8 environment steps; checkpoint in {run}" in out
+    command = out.split("continue it with: ")[1].splitlines()[0]
+    assert command == f"python examples/sac_glam.py --preset smoke --run-dir {shlex.quote(str(run))} --resume"
+    assert main(shlex.split(command)[2:] + ["--no-progress"]) == 0  # the command continues the run to its end
+    assert "rank 0" not in capsys.readouterr().out

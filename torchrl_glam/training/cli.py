@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ __all__ = [
     "command_line",
     "default_run_dir",
     "parse_command_line",
+    "resume_command",
     "user_errors",
 ]
 
@@ -180,6 +182,15 @@ def parse_command_line(
         overwrite=args.overwrite,
         progress=True if args.progress else False if args.no_progress else None,
     )
+
+
+def resume_command(preset: str, run_dir: str | Path) -> str:
+    """The command that continues the run in ``run_dir``: this process's script (``python
+    examples/sac_glam.py``, or an installed command such as ``sac-glam``) with ``--preset``,
+    ``--run-dir`` and ``--resume`` (a resume reads the rest from the run's ``config.json``)."""
+    script = sys.argv[0] if sys.argv and sys.argv[0] else "sac-glam"
+    program = ["python", script] if script.endswith(".py") else [Path(script).name]
+    return shlex.join([*program, "--preset", preset, "--run-dir", str(run_dir), "--resume"])
 
 
 def _saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | None:

@@ -11,6 +11,7 @@ Reading a record needs no torch (the results tool reads it); :func:`current_envi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import subprocess
@@ -70,8 +71,9 @@ def current_environment() -> dict:
     import torch
 
     commit = _git("rev-parse", "HEAD")
-    # tracked files only: the run folders a run writes inside a clone do not make it dirty
-    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    # tracked files only: the run folders a run writes inside a clone do not make it dirty; the
+    # diff's hash tells a resume whether the uncommitted changes are still the same
+    diff = _git("diff", "HEAD") if commit else None
     cuda = torch.cuda.is_available()
     return {
         "packages": {name: _version(name) for name in PACKAGES},
@@ -86,7 +88,11 @@ def current_environment() -> dict:
         "gpu": torch.cuda.get_device_name(0) if cuda else None,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "git": {"commit": commit, "dirty": None if status is None else bool(status)},
+        "git": {
+            "commit": commit,
+            "dirty": None if diff is None else bool(diff),
+            "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None,
+        },
         "command": sys.argv,
     }
 
@@ -123,8 +129,8 @@ def environment_changes(old: dict, new: dict) -> list[str]:
     old_git, new_git = old.get("git", {}), new.get("git", {})
     if old_git.get("commit") != new_git.get("commit"):
         changes.append(f"commit {_short(old_git.get('commit'))} -> {_short(new_git.get('commit'))}")
-    elif new_git.get("dirty"):
-        changes.append("the project's tree is dirty")  # uncommitted changes may differ
+    elif old_git.get("diff_sha256") != new_git.get("diff_sha256"):
+        changes.append("uncommitted changes differ")
     return changes
 
 
@@ -168,13 +174,13 @@ def environment_summary(record: dict) -> str:
     return ", ".join(parts)
 
 
-def record_environment(run_dir: str | Path, resume: bool) -> str | None:
-    """Writes ``run_dir/environment.json`` (this process's); under ``--resume``, returns the
-    one-line warning naming what changed since the record it replaces (also in ``events.jsonl``),
+def record_environment(run_dir: str | Path, resumed: bool) -> str | None:
+    """Writes ``run_dir/environment.json`` (this process's); ``resumed`` (from a checkpoint): returns
+    the one-line warning naming what changed since the record it replaces (also in ``events.jsonl``),
     or ``None``."""
     from torchrl_glam.training.rundir import record_event, write_atomic
 
-    previous = read_environment(run_dir) if resume else None
+    previous = read_environment(run_dir) if resumed else None
     current = current_environment()
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     write_atomic(Path(run_dir) / ENVIRONMENT_NAME, json.dumps(current, indent=1) + "\n")

@@ -73,6 +73,7 @@ from torchrl_glam.training.cli import (
     command_line,
     default_run_dir,
     parse_command_line,
+    resume_command,
 )
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
@@ -155,10 +156,6 @@ class TrainingRun:
         self.main_rank = self.rank == 0
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
         prepare_run_dir(cfg.run.run_dir, self.options.resume, self.options.overwrite, self.rank)
-        if self.main_rank:  # environment.json: what the run ran on; a resume elsewhere says so
-            changed = record_environment(cfg.run.run_dir, self.options.resume)
-            if changed:
-                print(changed, file=sys.stderr)
         seed_everything(cfg.run.seed)  # the same initial weights on every rank
         self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.run.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)
@@ -217,6 +214,10 @@ class TrainingRun:
         self.eval_envs = make_eval_envs(self.cfg)  # fixed seeds: the same episodes for every algorithm
         seed_everything(self.cfg.run.seed + self.rank)  # ranks act and sample differently
         td = self.restore() if self.options.resume else None
+        if self.main_rank:  # environment.json: what the run ran on; a resume elsewhere says so
+            changed = record_environment(self.cfg.run.run_dir, resumed=td is not None)
+            if changed:
+                print(changed, file=sys.stderr)
         if td is None:
             if self.options.resume and self.main_rank:  # a run killed before its first checkpoint
                 truncate_logs(self.cfg.run.run_dir, 0)
@@ -273,7 +274,7 @@ class TrainingRun:
         self.pending_evaluation = state.get("pending_evaluation")
         self._logger_state = state.get("logger")  # absent from older checkpoints: means restart
         apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
-        print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
+        print(f"{self._rank_prefix}resumed from {self.checkpoint_dir} at {self.steps} environment steps")
         return self.env.observation()
 
     def _refuse_old_layout(self, state: dict) -> None:
@@ -376,7 +377,9 @@ class TrainingRun:
             self._pace()
         if stop:
             self.progress.close()
-            print(f"rank {self.rank}: stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
+            print(f"{self._rank_prefix}stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
+            if self.main_rank:
+                print("continue it with: " + resume_command(self.options.preset, self.cfg.run.run_dir), flush=True)
             self.stopped = True
             STOP.acknowledge()
 
@@ -392,6 +395,11 @@ class TrainingRun:
         rate = (self.steps - steps) / max(now - then, 1e-9)
         print(pace.pace_line(self.steps, run.total_steps, rate, next_evaluation), flush=True)
         self._pace_mark = (self.steps, now)
+
+    @property
+    def _rank_prefix(self) -> str:
+        """``"rank 2: "`` before a line every rank prints; nothing for a single process."""
+        return f"rank {self.rank}: " if self.world > 1 else ""
 
     def _print(self, line: str) -> None:
         """A line above the progress bar (or plain, without one)."""
