@@ -193,3 +193,38 @@ def test_a_stopped_run_says_the_command_that_continues_it(tmp_path, monkeypatch,
     assert command == f"python examples/sac_glam.py --preset smoke --run-dir {shlex.quote(str(run))} --resume"
     assert main(shlex.split(command)[2:] + ["--no-progress"]) == 0  # the command continues the run to its end
     assert "rank 0" not in capsys.readouterr().out
+
+
+def test_the_report_names_the_algorithm_the_preset_and_how_it_evaluates(finished_run):
+    # issue 70: report.md and report.png named neither the algorithm nor the preset nor the evaluation
+    import json
+
+    run, *_ = finished_run
+    episodes = json.loads((run / "config.json").read_text())["run"]["eval_episodes"]
+    summary = (run / "report.md").read_text()
+    assert summary.startswith("# Run report: SAC-GLAM+HER, preset smoke: playground"), summary
+    assert f"the greedy policy (its most probable action), over {episodes} fixed episodes per evaluation set" in summary
+
+
+def test_the_report_picture_says_the_same_and_its_legend_covers_no_curve(finished_run, tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    import matplotlib.pyplot as plt
+
+    from torchrl_glam.training.report import write_report
+
+    run, *_ = finished_run
+    shutil.copy(run / "evaluations.jsonl", tmp_path / "evaluations.jsonl")
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it
+    write_report(tmp_path, json.loads((run / "config.json").read_text()), algorithm="SAC-GLAM", preset="smoke")
+    (figure,) = figures
+    assert "SAC-GLAM+HER, preset smoke" in figure._suptitle.get_text() and "greedy" in figure._suptitle.get_text()
+    renderer = figure.canvas.get_renderer()
+    legends = figure.legends + [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
+    assert legends
+    for legend in legends:
+        for ax in figure.axes:
+            assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    plt.close(figure)

@@ -397,6 +397,14 @@ class TrainingRun:
         self._pace_mark = (self.steps, now)
 
     @property
+    def _algorithm(self) -> str:
+        """The algorithm's name in reports: its registered script's (``sac_glam`` -> ``SAC-GLAM``)."""
+        from torchrl_glam.training.scripts import SCRIPTS
+
+        name = next((n for n, s in SCRIPTS.items() if s.config_class is type(self.cfg)), None)
+        return name.upper().replace("_", "-") if name else type(self.cfg).__name__.removesuffix("Config")
+
+    @property
     def _rank_prefix(self) -> str:
         """``"rank 2: "`` before a line every rank prints; nothing for a single process."""
         return f"rank {self.rank}: " if self.world > 1 else ""
@@ -443,7 +451,9 @@ class TrainingRun:
                 f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; success "
                 + ", ".join(_final_success(k, v) for k, v in final.items() if k.endswith("/success"))
             )
-            report = write_report(self.cfg.run.run_dir, self.cfg.to_dict())
+            report = write_report(
+                self.cfg.run.run_dir, self.cfg.to_dict(), algorithm=self._algorithm, preset=self.options.preset
+            )
             print(f"logs and checkpoint in {Path(self.cfg.run.run_dir).resolve()}")
             if report:
                 print("report: " + ", ".join(str(path) for path in report))
