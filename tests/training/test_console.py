@@ -228,3 +228,21 @@ def test_the_report_picture_says_the_same_and_its_legend_covers_no_curve(finishe
         for ax in figure.axes:
             assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
     plt.close(figure)
+
+
+def test_the_report_shows_a_few_final_episodes_of_each_evaluation_set(finished_run):
+    # issue 70: a text agent's picture is its transcript (the logs' texts/ folder was empty)
+    import json
+
+    run, *_ = finished_run
+    final = json.loads((run / "logs" / "texts" / "final_episodes.json").read_text())
+    assert sorted(final) == ["held_out", "train"] and all(len(episodes) == 3 for episodes in final.values())
+    summary = (run / "report.md").read_text()
+    section = summary.split("## A few episodes of the final evaluation")[1]
+    for name, episodes in final.items():
+        first = episodes[0]
+        assert f"### {name}, episode 1 (greedy): {first['goal']}: " in section
+        step = first["steps"][0]
+        assert step["saw"].rstrip() in section and f"It took `{step['action']}`" in section
+        assert step["action"] == step["candidates"][0][0]  # greedy: the most probable candidate
+        assert f"Its top candidates: `{step['candidates'][0][0]}` {step['candidates'][0][1]:.2f}" in section

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from torchrl_glam.training.config import flatten_sections
 from torchrl_glam.training.eval_sets import EVAL_SETS
-from torchrl_glam.training.logging import read_evaluations
+from torchrl_glam.training.logging import FINAL_EPISODES, read_evaluations, read_final_episodes
 from torchrl_glam.training.provenance import ENVIRONMENT_NAME, environment_summary, read_environment
 
 PICTURE_NAME = "report.png"
@@ -109,6 +109,7 @@ def _write_summary(path: Path, curves: dict[str, list[dict]], config: dict, name
         lines.append(
             f"| {name} | {meaning} | {rows[-1]['success']:.2f} | {best['success']:.2f} ({best['env_steps']}) |"
         )
+    lines += _episode_lines(path.parent)
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -119,3 +120,33 @@ def _environment_lines(run_dir: Path) -> list[str]:
     if record is None:
         return []
     return [f"Ran on: {environment_summary(record)} (`{ENVIRONMENT_NAME}`).", ""]
+
+
+#: steps of an episode shown in the report (the rest are in the file)
+SHOWN_STEPS = 12
+
+
+def _episode_lines(run_dir: Path) -> list[str]:
+    """A few episodes of the final evaluation of each set as transcripts: what the agent does."""
+    final = read_final_episodes(run_dir)
+    if not final:
+        return []
+    lines = ["", "## A few episodes of the final evaluation", "", f"All their steps: `{FINAL_EPISODES}`."]
+    for name, episodes in final.items():
+        policy = "greedy" if name not in EVAL_SETS or EVAL_SETS[name].greedy else "sampled"
+        for k, episode in enumerate(episodes, 1):
+            steps = episode["steps"]
+            ending = f"succeeded in {len(steps)} steps" if episode["success"] else f"failed ({len(steps)} steps)"
+            lines += ["", f"### {name}, episode {k} ({policy}): {episode['goal']}: {ending}"]
+            for t, step in enumerate(steps[:SHOWN_STEPS], 1):
+                lines += ["", f"**Step {t}.** The agent saw:", "", "```text", step["saw"].rstrip(), "```", ""]
+                candidates = step.get("candidates")
+                top = ", ".join(f"`{text}` {prob:.2f}" for text, prob in candidates or [])
+                reported = ", ".join(step["reported"]) or "nothing"
+                lines.append(
+                    (f"Its top candidates: {top}. " if top else "")
+                    + f"It took `{step['action']}`; reward {step['reward']:g}; the partner reported {reported}."
+                )
+            if len(steps) > SHOWN_STEPS:
+                lines += ["", f"({len(steps) - SHOWN_STEPS} more steps in the file.)"]
+    return lines

@@ -343,11 +343,20 @@ class TrainingRun:
         else:  # piped output: the line grows as each set is done (a set can take a minute)
             print(head, end="", flush=True)
         report = []
+        final = self.steps >= self.cfg.run.total_steps  # the report shows a few of its episodes as text
         for name, eval_env in self.eval_envs.items():
+            transcripts = [] if final else None
             results = evaluate(
-                self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy, goal_types=self.cfg.environment.goal_types
+                self.greedy_policy,
+                eval_env,
+                greedy=EVAL_SETS[name].greedy,
+                goal_types=self.cfg.environment.goal_types,
+                transcripts=transcripts,
+                environment=self.cfg.environment,
             )
             self.logger.evaluation(name, results, self.steps, self.wall_seconds)
+            if transcripts:
+                self.logger.final_episodes(name, transcripts)
             report.append(f"{name} {results['success']:.2f}")
             if not bar:
                 print(("" if len(report) == 1 else ", ") + report[-1], end="", flush=True)
