@@ -246,3 +246,21 @@ def test_the_report_shows_a_few_final_episodes_of_each_evaluation_set(finished_r
         assert step["saw"].rstrip() in section and f"It took `{step['action']}`" in section
         assert step["action"] == step["candidates"][0][0]  # greedy: the most probable candidate
         assert f"Its top candidates: `{step['candidates'][0][0]}` {step['candidates'][0][1]:.2f}" in section
+
+
+def test_help_with_a_preset_lists_that_presets_values_and_folder_in_whole_sentences(capsys):
+    # issue 70: --preset X --help showed the default preset's values and folder, its lines cut at ~100 characters
+    from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
+    from torchrl_glam.training.config import field_help
+
+    with pytest.raises(SystemExit):
+        main(["--preset", "cpu_babyai", "--help"])
+    out = capsys.readouterr().out
+    assert "the values of --preset cpu_babyai" in out and "\n    env=babyai " in out
+    assert "total_steps=100000 " in out and "total_steps=50000 " not in out
+    assert "go to runs/sac_glam/cpu_babyai/seed0" in " ".join(out.split())
+    epilog = out.split("presets (--preset NAME")[1]
+    assert not [line for line in epilog.splitlines() if len(line) > 100 or line.endswith("...")]
+    # the longest help comment is all there, its words in order
+    longest = max(field_help(SACGLAMConfig).values(), key=len)
+    assert longest in " ".join(epilog.split())
