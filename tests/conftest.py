@@ -57,3 +57,13 @@ def filled_replay():
                 nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99, environment="playground")
             )
     return replay
+
+
+@pytest.fixture(scope="session")
+def offline_model():
+    """``offline_model("offline:tiny-llama")`` builds an offline model into the cache once (or finds
+    it shipped or built) and returns its folder: a test that loads one by name passes alone, on a
+    fresh machine, and in any order (loading never builds)."""
+    from torchrl_glam.offline import build_offline_model
+
+    return build_offline_model

@@ -7,7 +7,9 @@ runs are grouped by their variant (the folder above ``seed<k>``, or ``--group-by
 config without seed and run_dir). For each group and evaluation set (training / held-out goals):
 greedy success against environment steps and against wall seconds, mean ± std over seeds, overall
 and per goal type. Writes ``success_vs_steps.png``, ``success_vs_seconds.png``,
-``success_by_goal_type.png``, ``curves.csv`` (every point) and ``summary.csv`` (final values).
+``success_by_goal_type.png``, ``curves.csv`` (every point), ``summary.csv`` (final values) and
+``environments.csv`` (what each run ran on: its ``environment.json``; runs on different ones agree
+statistically, not to the digit).
 A seed that stopped early does not cut its group's curves: every point says how many seeds it
 averages (``seeds``), and a warning names the group; torn lines of ``evaluations.jsonl`` are
 skipped with a warning naming the file.
@@ -43,6 +45,7 @@ from torchrl_glam.algorithms import SCRIPTS
 from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.training.config import config_paths
 from torchrl_glam.training.evaluation import EVAL_SETS
+from torchrl_glam.training.provenance import environment_summary, read_environment
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def load_run(run: Path) -> dict:
     script = next((s for s in SCRIPTS.values() if all(knows(s, k) for k in config)), SCRIPTS["sac_glam"])
     config = {script.config_class.FORMER_NAMES.get(k, k): v for k, v in config.items()}  # 0.1.0's names
     config = config_paths(config, script.config_class)
-    return {"run": run, "config": config, "evaluations": evaluations}
+    return {"run": run, "config": config, "evaluations": evaluations, "environment": read_environment(run)}
 
 
 def _load_runs(paths: list[Path]) -> list[dict]:
@@ -355,11 +358,23 @@ def aggregate(
         rows = csv.writer(f)
         rows.writerow(["level", "set", "value"])
         rows.writerows([level.name, level.eval_set or "all", level.value] for level in levels)
+    write_environments(runs, out)
     if reference is not None:
         write_relative(relative_rows(data, reference, target), out)
     if discovery:
         write_discovery(runs, out)
     return out
+
+
+def write_environments(runs: list[dict], out: Path) -> None:
+    """``environments.csv``: what each run ran on (its ``environment.json``; empty for runs
+    written before it existed)."""
+    with open(out / "environments.csv", "w", newline="") as f:
+        rows = csv.writer(f)
+        rows.writerow(["run", "group", "environment"])
+        for run in runs:
+            record = run["environment"]
+            rows.writerow([run["run"], run["group"], environment_summary(record) if record else ""])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -403,6 +418,13 @@ def main(argv: list[str] | None = None) -> int:
         discovery=args.discovery,
     )
     print(f"wrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    with open(out / "environments.csv", newline="") as f:
+        environments = len({row["environment"] for row in csv.DictReader(f) if row["environment"]})
+    if environments > 1:  # bitwise reproducibility holds only within one
+        print(
+            f"the runs ran on {environments} different environments (environments.csv): compare their "
+            "numbers statistically, not to the digit"
+        )
     return 0
 
 

@@ -12,7 +12,8 @@ def test_the_stream_is_table_3s_acting_and_replayed_batches():
     assert isinstance(prompt, str) and len(candidates) == len(mask) and mask.any()
 
 
-def test_the_benchmark_times_both_tokenisers_on_a_decoder_only_model(capsys):
+def test_the_benchmark_times_both_tokenisers_on_a_decoder_only_model(capsys, offline_model):
+    offline_model("offline:tiny-llama")  # not shipped: built here, not by another test first
     tokenisation.main(["--model", "offline:tiny-llama", "--transitions", "64"])
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" ms ")[0].rsplit(" ", 1)[0].strip() for line in lines] == [

@@ -345,3 +345,23 @@ def test_runs_logged_before_the_first_report_steps_are_exact_from_their_checkpoi
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         aggregate([runs], tmp_path / "out", discovery=True)
+
+
+def test_the_report_lists_what_each_run_ran_on_and_says_when_they_differ(tmp_path, capsys):
+    # issue 70: seeds run on two machines differ after 2k steps; the results tool says they ran elsewhere
+    from torchrl_glam.training.provenance import current_environment
+
+    runs = tmp_path / "runs"
+    _run(runs, "a", 0, [0.4, 1.0])
+    _run(runs, "a", 1, [0.5, 0.9])
+    _run(runs, "a", 2, [0.5, 0.9])  # written before environment.json existed
+    record = current_environment()
+    (runs / "a" / "seed0" / "environment.json").write_text(json.dumps(record))
+    record["cpu"]["flags"] = ["avx2"]
+    record["torch"]["cpu_capability"] = "AVX2"
+    (runs / "a" / "seed1" / "environment.json").write_text(json.dumps(record))
+    assert main([str(runs), "--out", str(tmp_path / "out")]) == 0
+    assert "2 different environments" in capsys.readouterr().out
+    with open(tmp_path / "out" / "environments.csv", newline="") as f:
+        rows = {row["run"].split("/")[-1]: row["environment"] for row in csv.DictReader(f)}
+    assert "AVX2 kernels" in rows["seed1"] and "AVX2 kernels" not in rows["seed0"] and rows["seed2"] == ""

@@ -80,9 +80,12 @@ def test_an_existing_run_dir_is_refused_without_resume_and_cleared_with_overwrit
     assert sac_example.main(common) == 0
     with pytest.raises(RuntimeError, match=r"--resume.*--run-dir.*--overwrite"):
         sac_example.main(common)
-    (run / "stale-note.txt").write_text("from the first run")
+    (run / "stale-note.txt").write_text("the user's, not the run's")
+    with pytest.raises(RuntimeError, match=r"stale-note.txt, which no run wrote.*Nothing was deleted"):
+        sac_example.main([*common, "--overwrite"])  # issue 69: --overwrite deletes only what the run wrote
+    assert (run / "stale-note.txt").read_text() == "the user's, not the run's"
+    (run / "stale-note.txt").unlink()
     assert sac_example.main([*common, "--overwrite"]) == 0
-    assert not (run / "stale-note.txt").exists()
     evaluations = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     assert sorted(e["set"] for e in evaluations) == ["held_out", "train"]  # one run's rows, not two
 
@@ -133,3 +136,40 @@ def test_ranks_above_zero_neither_lock_nor_clear(tmp_path):
         rundir.prepare_run_dir(run, resume=False, rank=1)  # every rank refuses the same way
     rundir.prepare_run_dir(run, resume=False, overwrite=True, rank=1)
     assert (run / "logs").exists() and not (run / ".lock").exists()
+
+
+def test_a_run_folder_records_what_it_ran_on_and_a_resume_elsewhere_says_what_changed(tmp_path, sac_example, capsys):
+    # issue 70: the same command on another machine gave other numbers, and nothing said why
+    from torchrl_glam.training import provenance
+
+    run = tmp_path / "run"
+    common = ["--preset", "smoke", "--run-dir", str(run), *SMOKE]
+    assert sac_example.main(common) == 0
+    record = json.loads((run / "environment.json").read_text())
+    assert record["packages"]["torch"] and record["packages"]["torchrl_glam"]
+    assert record["torch"]["threads"] == torch.get_num_threads() and record["torch"]["build"] in ("CPU", "CUDA")
+    assert {"model", "flags"} <= set(record["cpu"]) and record["python"] and "commit" in record["git"]
+    assert "Ran on: torch " in (run / "report.md").read_text()
+    # the run so far ran under another torch on a CPU with other flags
+    record["packages"]["torch"], record["cpu"]["flags"] = "2.0.0", ["avx512_bf16"]
+    (run / "environment.json").write_text(json.dumps(record))
+    capsys.readouterr()
+    assert sac_example.main([*common, "--resume", "total_steps=96"]) == 0
+    warning = [line for line in capsys.readouterr().err.splitlines() if "bitwise" in line]
+    assert len(warning) == 1 and f"torch 2.0.0 -> {provenance.current_environment()['packages']['torch']}" in warning[0]
+    assert "CPU flags differ" in warning[0]
+    assert json.loads((run / "environment.json").read_text())["packages"]["torch"] != "2.0.0"  # now this one's
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert any(e["event"] == "environment_changed" for e in events)
+
+
+def test_the_environment_record_survives_a_missing_git(monkeypatch):
+    from torchrl_glam.training import provenance
+
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(provenance.subprocess, "run", no_git)
+    record = provenance.current_environment()
+    assert record["git"] == {"commit": None, "dirty": None, "diff_sha256": None}
+    assert "commit unknown" in provenance.environment_summary(record)

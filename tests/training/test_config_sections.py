@@ -121,3 +121,37 @@ def test_a_checkpoint_of_earlier_commits_with_a_flat_config_resumes():
     flat = by_name(cfg)  # a checkpoint's config before sections
     assert resume_changes(flat, cfg) == {}
     assert resume_changes(flat, cfg.replace(total_steps=800)) == {"run.total_steps": (400, 800)}
+
+
+def test_an_exactly_integral_number_is_an_integer_and_a_fraction_is_refused(tmp_path):
+    # issue 70: total_steps=1e4 and batch_size=64.0 were refused while 10_000 was accepted
+    typed = parse_overrides(["total_steps=1e4", "batch_size=64.0", "seed=10_000", "actor_lr=1e-4"])
+    assert typed == {
+        "run.total_steps": 10_000,
+        "algorithm.batch_size": 64,
+        "run.seed": 10_000,
+        "algorithm.actor_lr": 1e-4,
+    }
+    assert all(type(typed[path]) is int for path in ("run.total_steps", "algorithm.batch_size", "run.seed"))
+    for text in ("1.5", "1e400", "nan"):
+        with pytest.raises(ConfigError, match=rf"bad config value algorithm.batch_size='{text}': expected an integer"):
+            parse_overrides([f"batch_size={text}"])
+    mine = tmp_path / "mine.yaml"  # YAML reads 64.0 as a number and 1e4 as text
+    mine.write_text("extends: cpu\nalgorithm:\n  batch_size: 64.0\nrun:\n  total_steps: 1e4\n")
+    cfg, _ = parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(mine)])
+    assert (cfg.algorithm.batch_size, cfg.run.total_steps) == (64, 10_000)
+    with pytest.raises(ConfigError, match="expected an integer"):
+        make_config("smoke", {"batch_size": 1.5})
+
+
+def test_a_field_in_the_wrong_section_names_the_section_that_holds_it(tmp_path):
+    # issue 70: `algorithm: her: false` in a preset file suggested algorithm.alpha_lr
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: cpu\nalgorithm:\n  her: false\n")
+    with pytest.raises(ConfigError) as error:
+        parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(mine)])
+    assert "did you mean 'replay.her'?" in str(error.value) and "her is a field of replay" in str(error.value)
+    with pytest.raises(ConfigError, match=r"did you mean 'replay.her'\?"):
+        parse_overrides(["algorithm.her=false"])
+    with pytest.raises(ConfigError, match=r"unknown config field 'algorithm.lr'; did you mean"):
+        parse_overrides(["algorithm.lr=1"])  # a name no section holds: the nearest one, as before

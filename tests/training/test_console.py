@@ -151,3 +151,116 @@ def test_without_matplotlib_the_report_is_its_summary_and_a_line_why(finished_ru
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     assert write_report(tmp_path, {"env": "playground"}) == [tmp_path / "report.md"]
     assert 'matplotlib is not installed (pip install "torchrl_glam[plots]")' in capsys.readouterr().out
+
+
+def test_piped_output_says_how_fast_the_run_goes_and_when_the_next_evaluation_comes(tmp_path, monkeypatch, capsys):
+    # issue 70: a piped --preset cpu_babyai printed its header, then nothing for ~22 minutes
+    from torchrl_glam.training import pace
+
+    monkeypatch.setattr(pace, "PACE_EVERY_SECONDS", 0.0)  # a line every iteration instead of every minute
+    assert main([*SMOKE, "--run-dir", str(tmp_path / "run"), "loggers=csv"]) == 0  # capsys: no terminal, no bar
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
+    assert re.fullmatch(r"step 8/20: [\d.]+ steps/s, next evaluation at 16 in ~[\d.]+ (s|min|h), done in ~.*", lines[0])
+    assert any(line.startswith("step 16/20: ") and "next evaluation at 20 in" in line for line in lines), lines
+
+
+def test_the_pace_line_reads_in_seconds_minutes_and_hours():
+    from torchrl_glam.training.pace import pace_line
+
+    assert pace_line(1_200, 50_000, 7.4, 2_000) == (
+        "step 1,200/50,000: 7.4 steps/s, next evaluation at 2,000 in ~1.8 min, done in ~1.8 h"
+    )
+    assert pace_line(10, 20, 1.0, None) == "step 10/20: 1.0 steps/s, done in ~10 s"
+
+
+def test_a_stopped_run_says_the_command_that_continues_it(tmp_path, monkeypatch, capsys):
+    # issue 70: Ctrl-C said where the checkpoint was, not how to continue, with "rank 0:" on one process
+    import shlex
+    import sys
+
+    from torchrl_glam.training.preemption import STOP
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(sys, "argv", ["examples/sac_glam.py"])  # as the user ran it
+    STOP.request()  # what Ctrl-C or SIGTERM does
+    try:
+        assert main([*SMOKE, "--run-dir", str(run), "--no-progress"]) == 3
+    finally:
+        STOP.reset()
+    out = capsys.readouterr().out
+    assert "rank 0" not in out and f"stopped at 8 environment steps; checkpoint in {run}" in out
+    command = out.split("continue it with: ")[1].splitlines()[0]
+    assert command == f"python examples/sac_glam.py --preset smoke --run-dir {shlex.quote(str(run))} --resume"
+    assert main(shlex.split(command)[2:] + ["--no-progress"]) == 0  # the command continues the run to its end
+    assert "rank 0" not in capsys.readouterr().out
+
+
+def test_the_report_names_the_algorithm_the_preset_and_how_it_evaluates(finished_run):
+    # issue 70: report.md and report.png named neither the algorithm nor the preset nor the evaluation
+    import json
+
+    run, *_ = finished_run
+    episodes = json.loads((run / "config.json").read_text())["run"]["eval_episodes"]
+    summary = (run / "report.md").read_text()
+    assert summary.startswith("# Run report: SAC-GLAM+HER, preset smoke: playground"), summary
+    assert f"the greedy policy (its most probable action), over {episodes} fixed episodes per evaluation set" in summary
+
+
+def test_the_report_picture_says_the_same_and_its_legend_covers_no_curve(finished_run, tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    import matplotlib.pyplot as plt
+
+    from torchrl_glam.training.report import write_report
+
+    run, *_ = finished_run
+    shutil.copy(run / "evaluations.jsonl", tmp_path / "evaluations.jsonl")
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it
+    write_report(tmp_path, json.loads((run / "config.json").read_text()), algorithm="SAC-GLAM", preset="smoke")
+    (figure,) = figures
+    assert "SAC-GLAM+HER, preset smoke" in figure._suptitle.get_text() and "greedy" in figure._suptitle.get_text()
+    renderer = figure.canvas.get_renderer()
+    legends = figure.legends + [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
+    assert legends
+    for legend in legends:
+        for ax in figure.axes:
+            assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    plt.close(figure)
+
+
+def test_the_report_shows_a_few_final_episodes_of_each_evaluation_set(finished_run):
+    # issue 70: a text agent's picture is its transcript (the logs' texts/ folder was empty)
+    import json
+
+    run, *_ = finished_run
+    final = json.loads((run / "logs" / "texts" / "final_episodes.json").read_text())
+    assert sorted(final) == ["held_out", "train"] and all(len(episodes) == 3 for episodes in final.values())
+    summary = (run / "report.md").read_text()
+    section = summary.split("## A few episodes of the final evaluation")[1]
+    for name, episodes in final.items():
+        first = episodes[0]
+        assert f"### {name}, episode 1 (greedy): {first['goal']}: " in section
+        step = first["steps"][0]
+        assert step["saw"].rstrip() in section and f"It took `{step['action']}`" in section
+        assert step["action"] == step["candidates"][0][0]  # greedy: the most probable candidate
+        assert f"Its top candidates: `{step['candidates'][0][0]}` {step['candidates'][0][1]:.2f}" in section
+
+
+def test_help_with_a_preset_lists_that_presets_values_and_folder_in_whole_sentences(capsys):
+    # issue 70: --preset X --help showed the default preset's values and folder, its lines cut at ~100 characters
+    from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
+    from torchrl_glam.training.config import field_help
+
+    with pytest.raises(SystemExit):
+        main(["--preset", "cpu_babyai", "--help"])
+    out = capsys.readouterr().out
+    assert "the values of --preset cpu_babyai" in out and "\n    env=babyai " in out
+    assert "total_steps=100000 " in out and "total_steps=50000 " not in out
+    assert "go to runs/sac_glam/cpu_babyai/seed0" in " ".join(out.split())
+    epilog = out.split("presets (--preset NAME")[1]
+    assert not [line for line in epilog.splitlines() if len(line) > 100 or line.endswith("...")]
+    # the longest help comment is all there, its words in order
+    longest = max(field_help(SACGLAMConfig).values(), key=len)
+    assert longest in " ".join(epilog.split())

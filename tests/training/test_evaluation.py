@@ -75,3 +75,46 @@ def test_a_sampled_evaluation_repeats_and_leaves_the_training_random_stream_unto
 def test_a_bad_evaluation_set_is_named():
     with pytest.raises(ValueError, match="eval_sets.*train_distribution"):
         make_config("cpu", {"eval_sets": ["train", "train_distrib"]})
+
+
+def scored_random_policy(td, greedy: bool):
+    """Random scores over the candidates, the masked argmax as the action: a policy that writes
+    "action_scores" as the agent's does for transcripts."""
+    scores = torch.randn(td["action_mask"].shape, generator=torch.Generator().manual_seed(td["goal_id"].sum().item()))
+    td.set("action_scores", scores)
+    td.set("action", scores.masked_fill(~td["action_mask"], float("-inf")).argmax(-1))
+    return td
+
+
+@pytest.mark.parametrize("environment", ["playground", "babyai"])
+def test_an_evaluation_records_a_few_episodes_as_text_in_any_environment(environment):
+    # issue 70: the report shows what the agent does; the recording reads only the environment protocol
+    if environment == "babyai":
+        pytest.importorskip("minigrid")
+    preset = "smoke" if environment == "playground" else "smoke_babyai"
+    cfg = make_config(preset, {"eval_episodes": 8})
+    env = make_eval_envs(cfg)["train"]
+    transcripts = []
+    results = evaluate(
+        scored_random_policy,
+        env,
+        goal_types=cfg.environment.goal_types,
+        transcripts=transcripts,
+        environment=cfg.environment,
+        num_transcripts=3,
+    )
+    assert evaluate(scored_random_policy, env, goal_types=cfg.environment.goal_types) == results  # unchanged
+    assert len(transcripts) == 3
+    goals = evaluation_goals(env)[:3].tolist()
+    assert [episode["goal"] for episode in transcripts] == [env.catalogue.goals[g] for g in goals]
+    for episode in transcripts:
+        assert 1 <= len(episode["steps"]) <= env.max_steps and isinstance(episode["success"], bool)
+        for step in episode["steps"]:
+            assert step["saw"] and step["action"] == step["candidates"][0][0]  # the argmax: the most probable
+            probabilities = [p for _, p in step["candidates"]]
+            assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1.001
+            assert isinstance(step["reward"], float) and isinstance(step["reported"], list)
+    # a success is reported by the partner in the episode's last step
+    for episode in transcripts:
+        if episode["success"]:
+            assert episode["goal"] in episode["steps"][-1]["reported"]

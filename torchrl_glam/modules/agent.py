@@ -79,17 +79,22 @@ class GLAMAgent(nn.Module):
         return self._policies[return_log_prob]
 
     @torch.no_grad()
-    def act(self, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = False) -> TensorDictBase:
+    def act(
+        self, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = False, with_scores: bool = False
+    ) -> TensorDictBase:
         """Writes "action" into an environment tensordict: a sample of the policy, or its mode
         with ``greedy`` (TorchRL's deterministic exploration type); with ``with_log_prob`` also its
         log-probability ("sample_log_prob") and the candidates' scores ("behaviour_scores"), the
-        behaviour policy PPO needs."""
+        behaviour policy PPO needs; with ``with_scores`` the candidates' scores as "action_scores"
+        (an evaluation's transcripts show their probabilities)."""
         device = next(self.llm.parameters()).device
-        policy = self.policy(return_log_prob=with_log_prob and not greedy)
+        policy = self.policy(return_log_prob=(with_log_prob and not greedy) or with_scores)
         with set_exploration_type(ExplorationType.DETERMINISTIC if greedy else ExplorationType.RANDOM):
             out = policy(td.select(*self.environment.state_keys, ACTION_MASK_KEY).to(device))
         td.set("action", out["action"].cpu())
         if with_log_prob and not greedy:
             td.set(LOG_PROB_KEY, out[LOG_PROB_KEY].cpu())
             td.set(BEHAVIOUR_SCORES_KEY, out[SCORES_KEY].cpu())
+        if with_scores:
+            td.set(SCORES_KEY, out[SCORES_KEY].cpu())
         return td

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchrl_glam.training.config import (
+    ConfigError,
     GLAMConfig,
     Presets,
     config_from_preset,
@@ -39,6 +42,7 @@ __all__ = [
     "command_line",
     "default_run_dir",
     "parse_command_line",
+    "resume_command",
     "saved_config",
     "user_errors",
 ]
@@ -91,21 +95,23 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
     help_lines = field_help(config_class)
     short = {path: name for name, path in config_class.short_names().items()}
     lines = ["presets (--preset NAME; the files are in " + str(presets.folder) + "):"]
-    lines += [f"  {name:<28} {_one_line(presets.purpose(name), 90)}" for name in presets]
-    lines.append(
-        f"\nfields (section.field=value, or field=value where the name is unique; the values of --preset {preset}):"
-    )
+    lines += [_hanging(f"  {name:<28} ", presets.purpose(name)) for name in presets]
+    lines.append(f"\nfields (section.field=value, or field=value where unique; the values of --preset {preset}):")
     section = None
     for path, value in shown.items():
         if path.rsplit(".", 1)[0] != section:
             section = path.rsplit(".", 1)[0]
             lines.append(f"  [{section}]")
         setting = f"{short.get(path, path)}={value}"
-        lines.append(f"    {setting:<34} {_one_line(help_lines.get(path, ''))}".rstrip())
+        lines.append(_hanging(f"    {setting:<34} ", help_lines.get(path, "")))
+    folder = _run_folder(shown["run.run_dir"], preset, shown["run.seed"])
     lines.append(
-        f"\nlogs, checkpoints and the report go to {_run_folder(shown['run.run_dir'], preset, shown['run.seed'])} "
-        "(<run_dir>/<preset>/seed<seed>) "
-        "unless --run-dir says otherwise"
+        "\n"
+        + _hanging(
+            "",
+            f"logs, checkpoints and the report go to {folder} (<run_dir>/<preset>/seed<seed>) "
+            "unless --run-dir says otherwise",
+        )
     )
     return "\n".join(lines)
 
@@ -147,7 +153,7 @@ def parse_command_line(
     parser = argparse.ArgumentParser(
         description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=_fields_epilog(config_class, presets, default_preset),
+        epilog=_fields_epilog(config_class, presets, _asked_preset(presets, argv, default_preset)),
     )
     parser.add_argument(
         "--preset",
@@ -217,6 +223,28 @@ def check_run_dir(run_dir: str) -> None:
         raise RunDirError(f"--run-dir {run_dir} is an existing file, not a folder: choose a folder's path")
 
 
+def resume_command(preset: str, run_dir: str | Path) -> str:
+    """The command that continues the run in ``run_dir``: this process's script (``python
+    examples/sac_glam.py``, or an installed command such as ``sac-glam``) with ``--preset``,
+    ``--run-dir`` and ``--resume`` (a resume reads the rest from the run's ``config.json``)."""
+    script = sys.argv[0] if sys.argv and sys.argv[0] else "sac-glam"
+    program = ["python", script] if script.endswith(".py") else [Path(script).name]
+    return shlex.join([*program, "--preset", preset, "--run-dir", str(run_dir), "--resume"])
+
+
+def _asked_preset(presets: Presets, argv: list[str] | None, default_preset: str) -> str:
+    """The preset ``--preset`` names (``--help`` lists its values and folder), or the default where
+    none is given or it is not one (the parser then refuses it, naming the presets)."""
+    finder = argparse.ArgumentParser(add_help=False)
+    finder.add_argument("--preset", default=default_preset)
+    preset = finder.parse_known_args(argv)[0].preset
+    try:
+        preset_overrides(presets, preset)
+    except ConfigError:
+        return default_preset
+    return preset
+
+
 def saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | None:
     """The config a run dir's ``config.json`` holds, or ``None`` when it has none or holds another
     algorithm's (the resume's refusal then names it)."""
@@ -226,9 +254,17 @@ def saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | 
         return None
 
 
-def _one_line(text: str, limit: int = 100) -> str:
-    """A field's help on one line of the listing (the whole comment is in the config's source)."""
-    return text if len(text) <= limit else text[: limit - 3].rsplit(" ", 1)[0] + "..."
+#: the width of --help's listing
+HELP_WIDTH = 100
+
+
+def _hanging(head: str, text: str) -> str:
+    """``head`` then ``text`` wrapped at :data:`HELP_WIDTH`, its further lines under its first
+    (whole sentences: a help line cut at a width left them unfinished)."""
+    if not text:
+        return head.rstrip()
+    indent = " " * len(head) if len(head) < HELP_WIDTH // 2 else " " * 8
+    return textwrap.fill(text, HELP_WIDTH, initial_indent=head, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _final_success(key: str, value: float) -> str:

@@ -174,6 +174,14 @@ class GLAMConfig:
         if leaves.count(name) > 1:
             paths = [path for path in types if path.rsplit(".", 1)[-1] == name]
             raise ConfigError(f"config field {name!r} is ambiguous: say {' or '.join(paths)}")
+        section, _, leaf = name.rpartition(".")
+        elsewhere = [path for path in types if path.rsplit(".", 1)[-1] == leaf]
+        if section and elsewhere:  # the right field in the wrong section (a YAML file's indentation)
+            sections = " and ".join(path.rsplit(".", 1)[0] for path in elsewhere)
+            raise ConfigError(
+                f"unknown config field {name!r}: {leaf} is a field of {sections}, not of {section}; "
+                f"did you mean {' or '.join(repr(path) for path in elsewhere)}?"
+            )
         close = difflib.get_close_matches(name, [*types, *short], n=1)
         if close:
             raise ConfigError(f"unknown config field {name!r}; did you mean {close[0]!r}?")
@@ -542,6 +550,7 @@ def _paths_and_values(config_class: type[GLAMConfig], values: Mapping[str, Any])
     flat: dict[str, Any] = {}
     for name, value in flatten_sections(values).items():  # {"replay": {"her": true}} as replay.her
         path = config_class.path_of(name)
+        value = _integral(value, types[path])
         if isinstance(value, str):
             value = _from_text(value, types[path])
         elif not _has_type(value, types[path]):
@@ -550,6 +559,28 @@ def _paths_and_values(config_class: type[GLAMConfig], values: Mapping[str, Any])
             )
         flat[path] = value
     return flat
+
+
+def _integral(value: Any, hint: Any) -> Any:
+    """An integer field's exactly integral number (``1e4``, ``64.0``, from the command line or YAML)
+    as an int; anything else unchanged (``1.5`` is then refused with the field's type)."""
+    if int not in (hint, *get_args(hint)) or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            int(text)
+            return value  # already an integer's text ("10_000" too): OmegaConf reads it
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _has_type(value: Any, hint: Any) -> bool:

@@ -74,6 +74,19 @@ def read_evaluations(run_dir: str | Path) -> dict[str, list[dict]]:
     return curves
 
 
+#: a few episodes of the final evaluation as text, per evaluation set (in the CSV logger's texts/)
+FINAL_EPISODES = Path("logs") / "texts" / "final_episodes.json"
+
+
+def read_final_episodes(run_dir: str | Path) -> dict[str, list[dict]]:
+    """``{set: [episode, ...]}`` of ``run_dir``'s final evaluation; empty when there are none."""
+    try:
+        episodes = json.loads((Path(run_dir) / FINAL_EPISODES).read_text())
+    except (OSError, ValueError):
+        return {}
+    return episodes if isinstance(episodes, dict) else {}
+
+
 def last_evaluations(run_dir: str | Path) -> dict[str, float]:
     """The last evaluation of each set in ``run_dir/evaluations.jsonl``, as ``{"<set>/<metric>": value}``
     (``RunLogger.last_evaluation``'s form); torn lines are skipped."""
@@ -235,6 +248,14 @@ class RunLogger:
         }
         append_line(self.run_dir / "autotelic.jsonl", json.dumps(line) + "\n")
         goals.reset_choice_counts()
+
+    def final_episodes(self, name: str, episodes: list[dict]) -> None:
+        """A few episodes of the final evaluation of set ``name`` as text (``evaluation.Transcripts``),
+        into ``logs/texts/final_episodes.json`` (one entry per set), which the report renders."""
+        path = self.run_dir / FINAL_EPISODES
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written = read_final_episodes(self.run_dir)
+        write_atomic(path, json.dumps({**written, name: episodes}, indent=1) + "\n")
 
     def evaluation(self, name: str, results: dict[str, float], env_steps: int, wall_seconds: float) -> None:
         for key, value in results.items():

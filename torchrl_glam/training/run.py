@@ -55,6 +55,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from transformers.utils import logging as hf_logging
 
 from torchrl_glam.data.episodes import EpisodeAssembler, episode_success
+from torchrl_glam.training import pace
 from torchrl_glam.training.checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
@@ -72,6 +73,7 @@ from torchrl_glam.training.cli import (
     command_line,
     default_run_dir,
     parse_command_line,
+    resume_command,
 )
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
@@ -80,6 +82,7 @@ from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
 from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
 from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
+from torchrl_glam.training.provenance import record_environment
 from torchrl_glam.training.report import write_report
 from torchrl_glam.training.resume import apply_resume, resume_changes
 from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
@@ -172,6 +175,7 @@ class TrainingRun:
         self._logger_state: dict | None = None  # the restored logger's, until the logger exists
         self.failure: str | None = None  # why the run ended early (a non-finite loss)
         self._start = time.perf_counter()
+        self._pace_mark: tuple[int, float] | None = None  # (steps, time) of the last pace line
 
     # ---- start-up
     @property
@@ -210,6 +214,10 @@ class TrainingRun:
         self.eval_envs = make_eval_envs(self.cfg)  # fixed seeds: the same episodes for every algorithm
         seed_everything(self.cfg.run.seed + self.rank)  # ranks act and sample differently
         td = self.restore() if self.options.resume else None
+        if self.main_rank:  # environment.json: what the run ran on; a resume elsewhere says so
+            changed = record_environment(self.cfg.run.run_dir, resumed=td is not None)
+            if changed:
+                print(changed, file=sys.stderr)
         if td is None:
             if self.options.resume and self.main_rank:  # a run killed before its first checkpoint
                 truncate_logs(self.cfg.run.run_dir, 0)
@@ -232,6 +240,7 @@ class TrainingRun:
             else (None if self.options.progress is None else not self.options.progress),
             dynamic_ncols=True,
         )
+        self._pace_mark = (self.steps, time.perf_counter())
         if self.main_rank and self.steps < self.cfg.run.total_steps:
             run = self.cfg.run
             self._print(
@@ -265,7 +274,7 @@ class TrainingRun:
         self.pending_evaluation = state.get("pending_evaluation")
         self._logger_state = state.get("logger")  # absent from older checkpoints: means restart
         apply_resume(self.cfg, changes, self.optimizers, self.steps, self.main_rank)
-        print(f"rank {self.rank}: resumed from {self.checkpoint_dir} at {self.steps} environment steps")
+        print(f"{self._rank_prefix}resumed from {self.checkpoint_dir} at {self.steps} environment steps")
         return self.env.observation()
 
     def _refuse_old_layout(self, state: dict) -> None:
@@ -334,11 +343,20 @@ class TrainingRun:
         else:  # piped output: the line grows as each set is done (a set can take a minute)
             print(head, end="", flush=True)
         report = []
+        final = self.steps >= self.cfg.run.total_steps  # the report shows a few of its episodes as text
         for name, eval_env in self.eval_envs.items():
+            transcripts = [] if final else None
             results = evaluate(
-                self.greedy_policy, eval_env, greedy=EVAL_SETS[name].greedy, goal_types=self.cfg.environment.goal_types
+                self.greedy_policy,
+                eval_env,
+                greedy=EVAL_SETS[name].greedy,
+                goal_types=self.cfg.environment.goal_types,
+                transcripts=transcripts,
+                environment=self.cfg.environment,
             )
             self.logger.evaluation(name, results, self.steps, self.wall_seconds)
+            if transcripts:
+                self.logger.final_episodes(name, transcripts)
             report.append(f"{name} {results['success']:.2f}")
             if not bar:
                 print(("" if len(report) == 1 else ", ") + report[-1], end="", flush=True)
@@ -364,11 +382,41 @@ class TrainingRun:
                 self.evaluate()
         if stop or self.every(cfg.run.checkpoint_every) or last:
             self.checkpoint()
+        if self.main_rank and self.progress.disable and not (stop or last):
+            self._pace()
         if stop:
             self.progress.close()
-            print(f"rank {self.rank}: stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
+            print(f"{self._rank_prefix}stopped at {steps} environment steps; checkpoint in {self.checkpoint_dir}")
+            if self.main_rank:
+                print("continue it with: " + resume_command(self.options.preset, self.cfg.run.run_dir), flush=True)
             self.stopped = True
             STOP.acknowledge()
+
+    def _pace(self) -> None:
+        """Without a bar (piped output): every ``pace.PACE_EVERY_SECONDS``, how fast the run goes
+        and when its next evaluation comes."""
+        now, (steps, then) = time.perf_counter(), self._pace_mark
+        if now - then < pace.PACE_EVERY_SECONDS:
+            return
+        run = self.cfg.run
+        upcoming = (self.steps // run.eval_every + 1) * run.eval_every  # the next multiple every() crosses
+        next_evaluation = min(upcoming, run.total_steps) if self.greedy_policy is not None else None
+        rate = (self.steps - steps) / max(now - then, 1e-9)
+        print(pace.pace_line(self.steps, run.total_steps, rate, next_evaluation), flush=True)
+        self._pace_mark = (self.steps, now)
+
+    @property
+    def _algorithm(self) -> str:
+        """The algorithm's name in reports: its registered script's (``sac_glam`` -> ``SAC-GLAM``)."""
+        from torchrl_glam.training.scripts import SCRIPTS
+
+        name = next((n for n, s in SCRIPTS.items() if s.config_class is type(self.cfg)), None)
+        return name.upper().replace("_", "-") if name else type(self.cfg).__name__.removesuffix("Config")
+
+    @property
+    def _rank_prefix(self) -> str:
+        """``"rank 2: "`` before a line every rank prints; nothing for a single process."""
+        return f"rank {self.rank}: " if self.world > 1 else ""
 
     def _print(self, line: str) -> None:
         """A line above the progress bar (or plain, without one)."""
@@ -412,7 +460,9 @@ class TrainingRun:
                 f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; success "
                 + ", ".join(_final_success(k, v) for k, v in final.items() if k.endswith("/success"))
             )
-            report = write_report(self.cfg.run.run_dir, self.cfg.to_dict())
+            report = write_report(
+                self.cfg.run.run_dir, self.cfg.to_dict(), algorithm=self._algorithm, preset=self.options.preset
+            )
             print(f"logs and checkpoint in {Path(self.cfg.run.run_dir).resolve()}")
             if report:
                 print("report: " + ", ".join(str(path) for path in report))

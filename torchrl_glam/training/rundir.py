@@ -48,6 +48,7 @@ WRITTEN_NAME = ".torchrl_glam_written"
 ARTIFACTS = RUN_CONTENT + (
     "autotelic.jsonl",
     "wandb",
+    "environment.json",
     "report.md",
     "report.png",
     LOCK_NAME,

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             "updater": updater,
             "rollout": rollout,
         },
-        greedy_policy=lambda t, greedy: agent.act(t, greedy),
+        greedy_policy=lambda t, greedy: agent.act(t, greedy, with_scores=True),  # scores: for transcripts
         optimizers=updater.optimizers,
     )
 

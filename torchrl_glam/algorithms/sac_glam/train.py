@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         pieces["autotelic"] = goal_choice
     td = run.start(
         pieces,
-        greedy_policy=lambda t, greedy: agent.act(t, greedy),
+        greedy_policy=lambda t, greedy: agent.act(t, greedy, with_scores=True),  # scores: for transcripts
         optimizers=updater.optimizers,
         env_transform=goal_choice,
     )
