@@ -125,7 +125,7 @@ def package_file(root: Path, room: str, source: str) -> Path:
 
 #: The rooms that reach an environment only through the protocol's members, never by its name: a
 #: new environment then edits none of them (presets, docstrings and comments aside).
-NAME_BLIND = ("data", "modules", "objectives", "training", "algorithms")
+NAME_BLIND = ("data", "modules", "offline", "objectives", "training", "algorithms", "launch")
 #: The one literal allowed: the config's default environment, which the command line reads before
 #: any environment loads (tests/training/test_light_command_line.py checks it is the registry's).
 DEFAULT_NAME = ("training/config.py", "DEFAULT_ENVIRONMENT")
