@@ -33,7 +33,7 @@ named groups, ``loss.param_groups()`` -> {"llm", "heads", "alpha"}, for optimise
 
 Immediate-success head (``success_loss_coef > 0``; not in the paper): a third head, the Q-heads'
 design, reads the same hidden states and predicts whether the chosen action itself achieved the
-goal (terminated after one step; the label needs no model). Its class-balanced binary
+goal (a rewarded termination after one step; the label needs no model). Its class-balanced binary
 cross-entropy, "loss_success", trains the head and, like the critic's loss, the LLM: a clean
 contrast (a grasp of the goal's object against a grasp of another) where the critic's TD targets
 carry it only as the gap between 1 and bootstrapped values near 1.
