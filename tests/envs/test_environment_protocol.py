@@ -135,7 +135,9 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
     info = tmp_path / "toy_environments-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-environments\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[torchrl_glam.environments]\ntoy = toy_environments:ToyText\n")
+    (info / "entry_points.txt").write_text(
+        "[torchrl_glam.environments]\ntoy = toy_environments:ToyText\nmistyped = toy_environments:TyoText\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         assert "toy" in environment_names()
@@ -154,10 +156,13 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
         assert build_command("offline:tiny-t5-pretrained", toy).endswith(" --env toy")
         with pytest.raises(ValueError, match="already registered"):
             register_environment("toy", TextEnvironment)
+        with pytest.raises(ValueError, match="'toy_environments:TyoText'.*names nothing its module has"):
+            get_environment("mistyped")
     finally:
         from torchrl_glam.envs import unregister_environment
 
         unregister_environment("toy")
+        unregister_environment("mistyped")
         sys.modules.pop("toy_environments", None)
 
 

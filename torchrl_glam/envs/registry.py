@@ -61,7 +61,14 @@ def _discover() -> None:
 
 def _loader(entry_point: EntryPoint) -> Callable[[], TextEnvironment]:
     def factory() -> TextEnvironment:
-        return entry_point.load()()
+        try:
+            target = entry_point.load()  # an ImportError (a dependency not installed) goes through
+        except AttributeError as error:
+            raise ValueError(
+                f"the entry point {entry_point.name} = {entry_point.value!r} (group {ENTRY_POINT_GROUP}) names "
+                f"nothing its module has ({error}): fix it in the pyproject.toml of the package that declares it"
+            ) from None
+        return target()
 
     return factory
 
@@ -106,7 +113,8 @@ def get_environment(name: str | TextEnvironment) -> TextEnvironment:
         if name not in _FACTORIES:
             raise ValueError(
                 f"unknown environment {name!r}; registered: {', '.join(environment_names())} "
-                "(register your own with torchrl_glam.envs.register_environment)"
+                f"(register your own in the entry-point group {ENTRY_POINT_GROUP} of its package, or with "
+                "torchrl_glam.envs.register_environment)"
             )
         environment = _FACTORIES[name]()
         if not isinstance(environment, TextEnvironment):
