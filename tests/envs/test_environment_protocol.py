@@ -137,7 +137,12 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-environments\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         "[torchrl_glam.environments]\ntoy = toy_environments:ToyText\nmistyped = toy_environments:TyoText\n"
+        "twice = toy_environments:ToyText\n"
     )
+    other = tmp_path / "other_environments-1.0.dist-info"  # another package claiming "twice"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other-environments\nVersion: 1.0\n")
+    (other / "entry_points.txt").write_text("[torchrl_glam.environments]\ntwice = other_environments:Twice\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         assert "toy" in environment_names()
@@ -158,11 +163,14 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
             register_environment("toy", TextEnvironment)
         with pytest.raises(ValueError, match="'toy_environments:TyoText'.*names nothing its module has"):
             get_environment("mistyped")
+        with pytest.raises(ValueError, match="'twice' is declared by several entry points"):
+            get_environment("twice")
     finally:
         from torchrl_glam.envs import unregister_environment
 
         unregister_environment("toy")
         unregister_environment("mistyped")
+        unregister_environment("twice")
         sys.modules.pop("toy_environments", None)
 
 

@@ -36,31 +36,39 @@ BUILT_IN = {
 
 _FACTORIES: dict[str, Callable[[], TextEnvironment]] = {}
 _INSTANCES: dict[str, TextEnvironment] = {}
-#: the entry points already registered, and the sys.path they were read from
+#: the entry points already registered (name, values), and the sys.path they were read from
 _SEEN: set[tuple[str, str]] = set()
 _SCANNED_PATH: list[str] | None = None
 
 
 def _discover() -> None:
     """Registers the entry points of the installed distributions not yet registered (read again
-    when sys.path changes; the first distribution on sys.path wins a name). Imports none of them."""
+    when sys.path changes). Imports none of them."""
     global _SCANNED_PATH
     if _SCANNED_PATH == sys.path:
         return
     _SCANNED_PATH = list(sys.path)
-    found: dict[str, EntryPoint] = {}
+    found: dict[str, dict[str, EntryPoint]] = {}
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(entry_point.name, entry_point)
+        found.setdefault(entry_point.name, {}).setdefault(entry_point.value, entry_point)
     for name, value in BUILT_IN.items():
-        found.setdefault(name, EntryPoint(name, value, ENTRY_POINT_GROUP))
-    for name, entry_point in found.items():
-        if (name, entry_point.value) not in _SEEN:
-            _SEEN.add((name, entry_point.value))
-            _FACTORIES.setdefault(name, _loader(entry_point))
+        found.setdefault(name, {value: EntryPoint(name, value, ENTRY_POINT_GROUP)})
+    for name, declared in found.items():
+        key = (name, tuple(sorted(declared)))
+        if key not in _SEEN:
+            _SEEN.add(key)
+            _FACTORIES.setdefault(name, _loader(*declared.values()))
 
 
-def _loader(entry_point: EntryPoint) -> Callable[[], TextEnvironment]:
+def _loader(entry_point: EntryPoint, *others: EntryPoint) -> Callable[[], TextEnvironment]:
     def factory() -> TextEnvironment:
+        if others:  # two packages claim the name: neither is taken silently for the other
+            values = ", ".join(repr(e.value) for e in (entry_point, *others))
+            raise ValueError(
+                f"the environment {entry_point.name!r} is declared by several entry points ({values}, group "
+                f"{ENTRY_POINT_GROUP}): uninstall all but one package, or register the one you mean with "
+                "torchrl_glam.envs.register_environment(..., replace=True)"
+            )
         try:
             target = entry_point.load()  # an ImportError (a dependency not installed) goes through
         except AttributeError as error:
