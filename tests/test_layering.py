@@ -1,7 +1,8 @@
 """The library's layers reach an environment only through the protocol package
 (``torchrl_glam.envs``: the protocol, its keys, the registry, the shared transforms): ``modules/``,
-``objectives/`` and ``data/`` import no environment's subpackage, anywhere in their code (functions
-and ``importlib.import_module("...")`` calls included). No module of the package imports
+``objectives/``, ``data/``, ``training/`` and ``algorithms/`` import no environment's subpackage,
+anywhere in their code (functions and ``importlib.import_module("...")`` calls included), and name
+no environment in a string (``NAME_BLIND``). No module of the package imports
 the research record (``experiments``), which the wheel does not ship. The modules of a training
 script's command line import nothing heavy when they load (``LIGHT``)."""
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "torchrl_glam"
-LAYERS = ("modules", "objectives", "data")
+LAYERS = ("modules", "objectives", "data", "training", "algorithms")
 #: the envs modules a layer may import: the protocol package, nothing environment-specific
 ALLOWED = {
     "torchrl_glam.envs",
@@ -120,6 +121,67 @@ def package_file(root: Path, room: str, source: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
     return path
+
+
+#: The rooms that reach an environment only through the protocol's members, never by its name: a
+#: new environment then edits none of them (presets, docstrings and comments aside).
+NAME_BLIND = ("data", "modules", "offline", "objectives", "training", "algorithms", "launch")
+#: The one literal allowed: the config's default environment, which the command line reads before
+#: any environment loads (tests/training/test_light_command_line.py checks it is the registry's).
+DEFAULT_NAME = ("training/config.py", "DEFAULT_ENVIRONMENT")
+
+
+def environment_names_in(path: Path, names, root: Path = PACKAGE) -> list[str]:
+    """The string literals of a file that name an environment (one of ``names``), outside its
+    docstrings (a string standing alone as a statement) and the config's default environment."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            skipped.add(id(node.value))  # a docstring
+        elif (
+            isinstance(node, ast.Assign)
+            and path.relative_to(root).as_posix() == DEFAULT_NAME[0]
+            and [getattr(t, "id", None) for t in node.targets] == [DEFAULT_NAME[1]]
+        ):
+            skipped.add(id(node.value))
+    return [
+        f"{path.relative_to(root.parent)}:{node.lineno} names the environment {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and id(node) not in skipped and node.value in names
+    ]
+
+
+def test_the_rooms_name_no_environment():
+    from torchrl_glam.envs import environment_names
+
+    names = set(environment_names())
+    files = sorted(p for room in NAME_BLIND for p in (PACKAGE / room).rglob("*.py"))
+    violations = [v for path in files for v in environment_names_in(path, names)]
+    assert not violations, (
+        "read what an environment differs in from a member of TextEnvironment, not from its name:\n"
+        + "\n".join(violations)
+    )
+
+
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        ('if environment.name == "playground":\n    pass\n', True),
+        ('def f(environment="babyai"):\n    pass\n', True),
+        ('SETS = {"playground": ("train",)}\n', True),
+        ('DEFAULT_ENVIRONMENT = "playground"\n', True),  # only the config's
+        ('"""Playground-Text: "playground"."""\n', False),
+        ('def f():\n    """babyai"""\n', False),
+        ('NAME = "tiny-t5-pretrained-babyai"  # playground\n', False),
+    ],
+)
+def test_the_check_catches_a_named_environment(tmp_path, source, found):
+    path = package_file(tmp_path, "training", source)
+    assert bool(environment_names_in(path, {"playground", "babyai"}, tmp_path / "torchrl_glam")) is found
+    config = path.with_name("config.py")
+    config.write_text('DEFAULT_ENVIRONMENT = "playground"\n')
+    assert environment_names_in(config, {"playground", "babyai"}, tmp_path / "torchrl_glam") == []
 
 
 #: The package's rooms, each importing only from the ones before it (torchrl_glam/__init__.py).

@@ -3,6 +3,7 @@ the memory, the neutral pre-discovery goal, and the transform's state."""
 
 import pytest
 import torch
+from tensordict import TensorDict
 from torchrl.envs import TransformedEnv
 
 from torchrl_glam.data.autotelic import NEUTRAL_GOAL, AutotelicGoals
@@ -79,6 +80,29 @@ def test_learning_progress_on_a_hand_built_success_history():
     progress.record(torch.tensor([3]), torch.tensor([0]))  # group 2: [1, 0] against [0, 1]
     assert progress.progress()[2].item() == pytest.approx(abs(0.5 - 0.5))
     assert LearningProgress(torch.tensor([0]), 1, window=3).progress().tolist() == [0.0]  # no attempt
+
+
+def test_an_episode_that_terminates_without_a_reward_is_a_failed_attempt():
+    # an environment may end an episode on a failure (a game lost): its outcome is a rewarded
+    # termination, not the termination alone
+    _, choice = autotelic_env(num_envs=2)
+    choice.neutral[:] = False
+    goal = CATALOGUE.id_of("Grasp blue cat")
+    ended = torch.ones(2, 1, dtype=torch.bool)
+    step = TensorDict(
+        {
+            "achieved_goal_ids": torch.full((2, 3), -1),
+            "achieved_goal_count": torch.zeros(2, dtype=torch.int64),
+            "goal_id": torch.full((2,), goal),
+            "done": ended,
+            "terminated": ended,
+            "reward": torch.tensor([[0.0], [1.0]]),
+        },
+        batch_size=[2],
+    )
+    choice._step(TensorDict({}, batch_size=[2]), step)
+    group = choice.group_of[goal]
+    assert choice.progress.attempts[group] == 2 and choice.progress.successes[group] == 1
 
 
 def test_learning_progress_state_round_trip_and_mismatch():

@@ -7,9 +7,10 @@ from tensordict import TensorDict
 
 from tests.data.test_nstep_her import random_play_episodes
 from torchrl_glam.data.her import HindsightRelabel
-from torchrl_glam.data.noop_twins import NoOpTwins, noop_actions, noop_twins, successes
+from torchrl_glam.data.noop_twins import NoOpTwins, noop_twins, successes
 from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.envs.playground import OBJECT_NAMES, PlaygroundTextEnv
+from torchrl_glam.envs.playground.environment import noop_actions
 
 
 def test_noop_actions_are_read_from_where_the_agent_stands_and_what_it_holds():

@@ -1,6 +1,10 @@
 """Playground-Text and BabyAI-Text behind the protocol: the adapters' pure functions of the compact
 state give what the environments themselves give."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -109,3 +113,85 @@ def test_there_is_no_default_environment():
         with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'environment'"):
             build()
     assert EpisodeAssembler(2, 10, environment="babyai").step_keys == get_environment("babyai").state_keys + ("action",)
+
+
+TOY_MODULE = '''\
+from torchrl_glam.envs.playground.environment import PlaygroundText
+
+
+class ToyText(PlaygroundText):
+    """Playground-Text under a name of its own, as a user's package would register it."""
+
+    name = "toy"
+    legacy_offline_names = False
+    hindsight_tiny_models = False
+'''
+
+
+def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_path, monkeypatch):
+    # a distribution as pip installs one: its module, and a *.dist-info whose entry_points.txt
+    # importlib.metadata reads
+    (tmp_path / "toy_environments.py").write_text(TOY_MODULE)
+    info = tmp_path / "toy_environments-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-environments\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[torchrl_glam.environments]\ntoy = toy_environments:ToyText\nmistyped = toy_environments:TyoText\n"
+        "twice = toy_environments:ToyText\n"
+    )
+    other = tmp_path / "other_environments-1.0.dist-info"  # another package claiming "twice"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other-environments\nVersion: 1.0\n")
+    (other / "entry_points.txt").write_text("[torchrl_glam.environments]\ntwice = other_environments:Twice\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert "toy" in environment_names()
+        assert "toy_environments" not in sys.modules  # listed, not imported
+        toy = get_environment("toy")
+        assert type(toy).__module__ == "toy_environments" and toy.name == "toy"
+        from torchrl_glam.algorithms.sac_glam.config import make_config
+        from torchrl_glam.modules.offline_models import build_command, offline_name
+        from torchrl_glam.training.config import ConfigError
+
+        assert make_config("smoke", {"env": "toy"}).environment is toy
+        with pytest.raises(ConfigError, match="model.name"):  # no hindsight-pretrained tiny models
+            make_config("smoke", {"env": "toy", "model": "offline:tiny-t5-hindsight"})
+        # an environment without legacy names gets its own offline models
+        assert offline_name("t5", "random", toy) == "tiny-t5-pretrained-toy"
+        assert build_command("offline:tiny-t5-pretrained", toy).endswith(" --env toy")
+        with pytest.raises(ValueError, match="already registered"):
+            register_environment("toy", TextEnvironment)
+        with pytest.raises(ValueError, match="'toy_environments:TyoText'.*names nothing its module has"):
+            get_environment("mistyped")
+        with pytest.raises(ValueError, match="'twice' is declared by several entry points"):
+            get_environment("twice")
+    finally:
+        from torchrl_glam.envs import unregister_environment
+
+        unregister_environment("toy")
+        unregister_environment("mistyped")
+        unregister_environment("twice")
+        sys.modules.pop("toy_environments", None)
+
+
+def test_the_built_in_environments_are_the_entry_points_pyproject_declares():
+    import tomllib
+
+    from torchrl_glam.envs.registry import BUILT_IN, ENTRY_POINT_GROUP
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"][ENTRY_POINT_GROUP] == BUILT_IN
+
+
+def test_the_registry_imports_no_environment_until_one_is_named():
+    code = (
+        "import sys\n"
+        "from torchrl_glam.envs import environment_names, get_environment\n"
+        "assert {'playground', 'babyai'} <= set(environment_names())\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('torchrl_glam.envs.playground', "
+        "'torchrl_glam.envs.babyai'))))\n"
+        "get_environment('playground')\n"
+        "print('torchrl_glam.envs.playground.environment' in sys.modules, 'torchrl_glam.envs.babyai' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "True False"], done.stderr

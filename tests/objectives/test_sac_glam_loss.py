@@ -111,7 +111,7 @@ def test_success_head_labels_only_the_chosen_actions_own_success(filled_replay):
         {
             loss.hidden_key: loss.score(batch)[loss.hidden_key].detach(),
             "action": batch["action"],
-            "next": {"terminated": torch.ones(32, 1, dtype=torch.bool)},
+            "next": {"terminated": torch.ones(32, 1, dtype=torch.bool), "reward": torch.ones(32, 1)},
             "steps_to_next_obs": torch.full((32, 1), 3),
         },
         batch_size=[32],
@@ -127,6 +127,11 @@ def test_success_head_labels_only_the_chosen_actions_own_success(filled_replay):
     assert loss.success_loss(td).item() == pytest.approx(softplus(torch.tensor(-1.5)).item(), rel=1e-5)
     td["steps_to_next_obs"][:16] = 3  # half each: successes and failures weigh half each
     both = 2 * 0.5 * (softplus(torch.tensor(1.5)) + softplus(torch.tensor(-1.5)))
+    assert loss.success_loss(td).item() == pytest.approx(both.item(), rel=1e-5)
+    # an episode that terminates without a reward (a game lost, BabyAI's wrong object put down)
+    # is a failure, not a success
+    td["steps_to_next_obs"][:] = 1
+    td["next", "reward"][:16] = 0.0
     assert loss.success_loss(td).item() == pytest.approx(both.item(), rel=1e-5)
 
 

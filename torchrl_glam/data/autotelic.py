@@ -16,7 +16,8 @@ AutotelicGoals(...))`` is then a drop-in for ``env`` in any loop or collector.
 Keys, B = ``num_envs``:
 
 * read at each step: ``("next", "achieved_goal_ids")`` [B, K], ``("next", "achieved_goal_count")``
-  [B] (discovery), ``("next", "goal_id")``, ``("next", "done")``, ``("next", "terminated")`` [B, 1]
+  [B] (discovery), ``("next", "goal_id")``, ``("next", "done")``, ``("next", "terminated")``,
+  ``("next", "reward")`` [B, 1]
   (the outcome of each finished attempt, for the LP statistics);
 * written at each reset, into the request passed to the base environment: ``"goal"`` (one goal
   text per reset sub-environment) and ``"scene"`` (object names for a neutral episode, else None).
@@ -36,6 +37,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups
+from torchrl_glam.data.episodes import step_success
 from torchrl_glam.data.goal_memory import GoalMemory
 from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
 
@@ -48,6 +50,7 @@ _STEP_KEYS = [
     ("next", "goal_id"),
     ("next", "done"),
     ("next", "terminated"),
+    ("next", "reward"),
 ]
 
 
@@ -145,7 +148,7 @@ class AutotelicGoals(Transform):
         self.env_steps += B
         ended = next_tensordict["done"].reshape(B) & ~self.neutral
         self.progress.record(
-            next_tensordict["goal_id"].reshape(B)[ended], next_tensordict["terminated"].reshape(B)[ended]
+            next_tensordict["goal_id"].reshape(B)[ended], step_success(next_tensordict).reshape(B)[ended]
         )
         return next_tensordict
 

@@ -32,14 +32,6 @@ from torchrl_glam.data.episodes import EVENT_KEYS, step_success
 from torchrl_glam.envs import TextEnvironment, get_environment
 
 
-def noop_actions(agent_on: torch.Tensor, held: torch.Tensor, num_objects: int) -> torch.Tensor:
-    """Playground-Text's no-op rule (``agent_on``, ``held`` [M]: object slots, -1 for nothing;
-    bool [M, num_objects + 2]); other environments: their ``noop_actions``."""
-    return get_environment("playground").noop_actions(
-        {"agent_on": agent_on, "held": held, "objects": torch.empty(len(agent_on), num_objects, dtype=torch.int64)}
-    )
-
-
 def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
     """(``e``, ``t``) [M] each: the episodes of a padded batch [E, T] that end with a success, and
     their last step."""

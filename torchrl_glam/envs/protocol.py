@@ -59,6 +59,9 @@ class TextEnvironment(abc.ABC):
     goal once, when first achieved (an event), or at every step that holds it (a state):
     relabeling uses each goal's first report in an episode, where the episode would have ended with
     that goal, so both are safe (tests/data/test_her_contract.py replays every relabeled section).
+    A step succeeds when it terminates with a reward (``"terminated"`` and ``"reward" > 0``, which
+    relabeling rewrites together): an environment may also terminate an episode on a failure (a
+    game lost, a wrong object put down), with reward 0, and nothing reads that as a success.
     The training loop also reads their ``num_envs``, ``max_steps`` (no episode is longer: episodes are padded to it),
     ``seed_value`` (the last seed set: evaluation replays the same episodes) and ``catalogue``;
     ``--resume`` needs ``state_dict`` / ``load_state_dict`` (plain data, so that
@@ -91,6 +94,18 @@ class TextEnvironment(abc.ABC):
     #: tiny model (:mod:`torchrl_glam.offline.pretraining`); ``()``: the first of :attr:`goal_sets`
     pretraining_goal_sets: tuple[str, ...] = ()
     pretraining_max_steps: int = 10
+    #: its offline models keep the names and recipes of before they were per environment: no
+    #: ``-<name>`` suffix (``tiny-t5-pretrained``), no environment in the pretraining recipe (so
+    #: no other version name), no ``--env`` in the build command, and the shipped random-init
+    #: ``tiny-t5`` holds its words (Playground-Text's: the shipped weights and built caches are
+    #: named so). Another environment's offline models are named ``tiny-t5-pretrained-<name>``.
+    legacy_offline_names: bool = False
+    #: the offline tiny models pretrained with hindsight goals (``offline:tiny-t5-hindsight``)
+    #: are pretrained on its transcripts (Playground-Text's only)
+    hindsight_tiny_models: bool = False
+    #: the goal sets the zero-shot baseline evaluates by default and accepts
+    #: (:mod:`torchrl_glam.training.zero_shot`); ``()``: every one of :attr:`goal_sets`
+    zero_shot_goal_sets: tuple[str, ...] = ()
 
     @property
     def state_keys(self) -> tuple[str, ...]:
@@ -152,6 +167,12 @@ class TextEnvironment(abc.ABC):
             reports = [goals[g] for g in nxt[ACHIEVED_GOAL_IDS_KEY][b, : int(nxt[ACHIEVED_GOAL_COUNT_KEY][b])].tolist()]
             targets.append(f"{candidates[b][chosen]} : {', '.join(reports) if reports else 'nothing'}")
         return targets
+
+    def episode_metrics(self, episodes: Any) -> dict[str, tuple[float, int]]:
+        """The environment's own diagnostics of a padded batch of finished episodes [E, T] (its
+        state keys at the root and under ``"next"``, ``"action"``, ``"mask"``): name -> (sum,
+        count), logged as the mean ``train/<name>``. Default: none."""
+        return {}
 
     def with_options(self, **options) -> TextEnvironment:
         """This environment with the :attr:`state_options` set (an environment that has some

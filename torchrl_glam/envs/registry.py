@@ -1,24 +1,84 @@
 """The names a config's ``env`` field accepts: each a factory of a :class:`TextEnvironment`.
 
-Registration is Python only: a config names a registered environment and never an import path,
-so nothing the library loads runs code from a config file::
+An environment is registered by a package through the entry-point group ``torchrl_glam.environments``
+(the built-in ones too), its value the ``module:attribute`` of a class or factory of a
+:class:`TextEnvironment`, imported when a config first names it::
 
-    from torchrl_glam.envs import register_environment
-    register_environment("my_env", MyEnvironment)  # then: main(["env=my_env", ...])
+    # pyproject.toml of the package that holds MyEnvironment
+    [project.entry-points."torchrl_glam.environments"]
+    my_env = "my_package.environment:MyEnvironment"
+
+or from Python, in a script (``register_environment("my_env", MyEnvironment)``, then
+``main(["env=my_env", ...])``). A config names a registered environment and never an import path,
+so nothing the library loads runs code from a config file.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from importlib.metadata import EntryPoint, entry_points
 
 from torchrl_glam.envs.protocol import TextEnvironment
 
 #: The environment of a config that names none (the paper's)
 DEFAULT_ENVIRONMENT = "playground"
+#: The entry-point group of the environments
+ENTRY_POINT_GROUP = "torchrl_glam.environments"
+#: The built-in environments, as pyproject.toml declares them in :data:`ENTRY_POINT_GROUP`
+#: (a test checks they agree): the registry falls back on them where the installed metadata lacks
+#: them (a source checkout on ``PYTHONPATH`` over an install of an earlier version)
+BUILT_IN = {
+    "playground": "torchrl_glam.envs.playground.environment:PlaygroundText",
+    "babyai": "torchrl_glam.envs.babyai.environment:BabyAIText",  # imports minigrid: only when chosen
+}
 
 
 _FACTORIES: dict[str, Callable[[], TextEnvironment]] = {}
 _INSTANCES: dict[str, TextEnvironment] = {}
+#: the entry points already registered (name, values), and the sys.path they were read from
+_SEEN: set[tuple[str, str]] = set()
+_SCANNED_PATH: list[str] | None = None
+
+
+def _discover() -> None:
+    """Registers the entry points of the installed distributions not yet registered (read again
+    when sys.path changes). Imports none of them."""
+    global _SCANNED_PATH
+    if _SCANNED_PATH == sys.path:
+        return
+    _SCANNED_PATH = list(sys.path)
+    found: dict[str, dict[str, EntryPoint]] = {}
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(entry_point.name, {}).setdefault(entry_point.value, entry_point)
+    for name, value in BUILT_IN.items():
+        found.setdefault(name, {value: EntryPoint(name, value, ENTRY_POINT_GROUP)})
+    for name, declared in found.items():
+        key = (name, tuple(sorted(declared)))
+        if key not in _SEEN:
+            _SEEN.add(key)
+            _FACTORIES.setdefault(name, _loader(*declared.values()))
+
+
+def _loader(entry_point: EntryPoint, *others: EntryPoint) -> Callable[[], TextEnvironment]:
+    def factory() -> TextEnvironment:
+        if others:  # two packages claim the name: neither is taken silently for the other
+            values = ", ".join(repr(e.value) for e in (entry_point, *others))
+            raise ValueError(
+                f"the environment {entry_point.name!r} is declared by several entry points ({values}, group "
+                f"{ENTRY_POINT_GROUP}): uninstall all but one package, or register the one you mean with "
+                "torchrl_glam.envs.register_environment(..., replace=True)"
+            )
+        try:
+            target = entry_point.load()  # an ImportError (a dependency not installed) goes through
+        except AttributeError as error:
+            raise ValueError(
+                f"the entry point {entry_point.name} = {entry_point.value!r} (group {ENTRY_POINT_GROUP}) names "
+                f"nothing its module has ({error}): fix it in the pyproject.toml of the package that declares it"
+            ) from None
+        return target()
+
+    return factory
 
 
 def register_environment(name: str, factory: Callable[[], TextEnvironment], replace: bool = False) -> None:
@@ -26,6 +86,7 @@ def register_environment(name: str, factory: Callable[[], TextEnvironment], repl
     :class:`TextEnvironment` (built once, on first use)."""
     if not name or not isinstance(name, str):
         raise ValueError(f"an environment name must be a non-empty string, not {name!r}")
+    _discover()
     if name in _FACTORIES and not replace:
         raise ValueError(f"an environment named {name!r} is already registered (pass replace=True to replace it)")
     _FACTORIES[name] = factory
@@ -34,12 +95,14 @@ def register_environment(name: str, factory: Callable[[], TextEnvironment], repl
 
 def unregister_environment(name: str) -> None:
     """Removes a registered environment (tests, notebooks)."""
+    _discover()
     _FACTORIES.pop(name, None)
     _INSTANCES.pop(name, None)
 
 
 def environment_names() -> list[str]:
     """The registered environment names."""
+    _discover()
     return sorted(_FACTORIES)
 
 
@@ -54,10 +117,12 @@ def get_environment(name: str | TextEnvironment) -> TextEnvironment:
             f"got {type(name).__name__}"
         )
     if name not in _INSTANCES:
+        _discover()
         if name not in _FACTORIES:
             raise ValueError(
                 f"unknown environment {name!r}; registered: {', '.join(environment_names())} "
-                "(register your own with torchrl_glam.envs.register_environment)"
+                f"(register your own in the entry-point group {ENTRY_POINT_GROUP} of its package, or with "
+                "torchrl_glam.envs.register_environment)"
             )
         environment = _FACTORIES[name]()
         if not isinstance(environment, TextEnvironment):
@@ -68,23 +133,9 @@ def get_environment(name: str | TextEnvironment) -> TextEnvironment:
     return _INSTANCES[name]
 
 
-def _playground() -> TextEnvironment:
-    from torchrl_glam.envs.playground.environment import PlaygroundText
-
-    return PlaygroundText()
-
-
-def _babyai() -> TextEnvironment:
-    from torchrl_glam.envs.babyai.environment import BabyAIText  # imports minigrid: only when chosen
-
-    return BabyAIText()
-
-
-register_environment("playground", _playground)
-register_environment("babyai", _babyai)
-
 __all__ = [
     "DEFAULT_ENVIRONMENT",
+    "ENTRY_POINT_GROUP",
     "environment_names",
     "get_environment",
     "register_environment",

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from torchrl_glam.envs import get_environment
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
 from torchrl_glam.modules.shipped import recipe_version, shipped_model_path
 
 ModelKind = Literal["t5", "llama"]
@@ -103,7 +103,7 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
     raise ValueError(f"unknown tiny model kind {kind!r}: expected 't5' or 'llama'")
 
 
-def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment="playground") -> dict:
+def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment=DEFAULT_ENVIRONMENT) -> dict:
     """Everything the random-init tiny model's weights depend on; its hash is the version name
     (:func:`~torchrl_glam.modules.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
     (the code of the build itself): bump it when that changes. The environment's vocabulary is
@@ -128,7 +128,7 @@ def pretraining_recipe(
     lr: float = DEFAULT_LR,
     seed: int = DEFAULT_SEED,
     data: str = "random",
-    environment="playground",
+    environment=DEFAULT_ENVIRONMENT,
 ) -> dict:
     """Everything the pretrained model's weights depend on, its starting point included; its hash
     is the version name of the cache directory and of the shipped weights. ``environment``: the
@@ -150,7 +150,7 @@ def pretraining_recipe(
         "grad_clip": 1.0,
         "optimizer": "Adam",
     }
-    if env.name != "playground":  # Playground-Text's recipe stays as it was, so its version name does too
+    if not env.legacy_offline_names:  # a legacy recipe stays as it was, so its version name does too
         recipe["environment"] = env.name
     if data == "hindsight":  # the "random" recipe stays as it was, so its version name does too
         recipe["data"] += f", {HINDSIGHT_SHARE:g} of them with hindsight goals (reported later in the episode)"
@@ -163,11 +163,11 @@ def transcript_goal_sets(environment) -> tuple[str, ...]:
     return environment.pretraining_goal_sets or environment.goal_sets[:1]
 
 
-def offline_name(kind: ModelKind = "t5", data: str = "random", environment="playground") -> str:
+def offline_name(kind: ModelKind = "t5", data: str = "random", environment=DEFAULT_ENVIRONMENT) -> str:
     """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``
     (Playground-Text), ``tiny-t5-pretrained-babyai`` (another environment's transcripts)."""
     env = get_environment(environment)
-    suffix = "" if env.name == "playground" else f"-{env.name}"
+    suffix = "" if env.legacy_offline_names else f"-{env.name}"
     return f"tiny-{kind}-" + ("pretrained" if data == "random" else data) + suffix
 
 
@@ -189,14 +189,14 @@ class OfflineModelNotBuilt(FileNotFoundError):
         self.path = path
 
 
-def build_command(name: str, environment="playground") -> str:
+def build_command(name: str, environment=DEFAULT_ENVIRONMENT) -> str:
     """The command that builds the offline model ``name`` into the cache."""
     key = name.removeprefix(OFFLINE_PREFIX)
-    env = get_environment(environment).name
-    return f"python -m torchrl_glam.offline {key}" + ("" if env == "playground" else f" --env {env}")
+    env = get_environment(environment)
+    return f"python -m torchrl_glam.offline {key}" + ("" if env.legacy_offline_names else f" --env {env.name}")
 
 
-def parse_offline_name(name: str, environment="playground") -> tuple[ModelKind, str | None, Any]:
+def parse_offline_name(name: str, environment=DEFAULT_ENVIRONMENT) -> tuple[ModelKind, str | None, Any]:
     """(kind, pretraining data or ``None`` for a random-init model, environment) of the offline
     model ``name``; the environment is the name's suffix (``-babyai``) when it has one, else
     ``environment``."""
@@ -211,7 +211,7 @@ def parse_offline_name(name: str, environment="playground") -> tuple[ModelKind, 
     return kind, "hindsight" if trained[0] == "hindsight" else "random", trained[1] if len(trained) > 1 else environment
 
 
-def offline_location(name: str, environment="playground") -> tuple[str, str]:
+def offline_location(name: str, environment=DEFAULT_ENVIRONMENT) -> tuple[str, str]:
     """(directory name, recipe version) of the offline model ``name`` in the vocabulary of
     ``environment`` (see :func:`parse_offline_name`)."""
     kind, data, environment = parse_offline_name(name, environment)
@@ -221,14 +221,15 @@ def offline_location(name: str, environment="playground") -> tuple[str, str]:
     return f"tiny-{kind}", recipe_version(tiny_model_recipe(kind, environment=environment))
 
 
-def offline_model_path(name: str, environment="playground") -> Path:
+def offline_model_path(name: str, environment=DEFAULT_ENVIRONMENT) -> Path:
     """The directory of the offline model ``name`` (see :func:`offline_location`): its shipped copy
     (checked against the manifest), else its build in the cache. Builds nothing:
     :class:`OfflineModelNotBuilt` names the command that builds it."""
     _, data, named_environment = parse_offline_name(name, environment)
     directory, version = offline_location(name, environment)
-    # a shipped random-init model holds Playground-Text's words; a pretrained one's name says its own
-    if data is not None or get_environment(named_environment).name == "playground":
+    # the shipped random-init model holds the words of the environment with legacy names; a
+    # pretrained one's name says its own
+    if data is not None or get_environment(named_environment).legacy_offline_names:
         shipped = shipped_model_path(directory, version)
         if shipped is not None:
             return shipped

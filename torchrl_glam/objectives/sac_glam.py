@@ -33,7 +33,7 @@ named groups, ``loss.param_groups()`` -> {"llm", "heads", "alpha"}, for optimise
 
 Immediate-success head (``success_loss_coef > 0``; not in the paper): a third head, the Q-heads'
 design, reads the same hidden states and predicts whether the chosen action itself achieved the
-goal (terminated after one step; the label needs no model). Its class-balanced binary
+goal (a rewarded termination after one step; the label needs no model). Its class-balanced binary
 cross-entropy, "loss_success", trains the head and, like the critic's loss, the LLM: a clean
 contrast (a grasp of the goal's object against a grasp of another) where the critic's TD targets
 carry it only as the gap between 1 and bootstrapped values near 1.
@@ -53,6 +53,7 @@ from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
+from torchrl_glam.data.episodes import step_success
 from torchrl_glam.envs import TextEnvironment, get_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
@@ -343,14 +344,15 @@ class SACGLAMLoss(TrainableState, LossModule):
 
     def success_loss(self, td: TensorDictBase) -> torch.Tensor:
         """The immediate-success head's weighted binary cross-entropy on ``td`` (hidden states,
-        "action", ("next", "terminated"), "steps_to_next_obs" when n-step). Successes and failures
-        each weigh half: successes are a few percent of a batch, and the probe that learnt the
-        match of a grasp with the goal (critic/capacity_probe.py) had them balanced."""
+        "action", ("next", "terminated") and ("next", "reward"), "steps_to_next_obs" when n-step).
+        Successes and failures each weigh half: successes are a few percent of a batch, and the
+        probe that learnt the match of a grasp with the goal (critic/capacity_probe.py) had them
+        balanced."""
         logits = self.success_head(td.select(*self.success_head.in_keys))[SUCCESS_LOGIT_KEY]
         chosen = logits.gather(-1, td["action"].unsqueeze(-1)).squeeze(-1)
-        # terminated means success in Playground-Text (rules.py: terminated = reward > 0); after
-        # one step it is the chosen action's own success, not a later one's
-        label = td["next", "terminated"].reshape(chosen.shape)
+        # a success is a rewarded termination (an episode may also end on a failure); after one
+        # step it is the chosen action's own success, not a later one's
+        label = step_success(td["next"]).reshape(chosen.shape)
         if "steps_to_next_obs" in td.keys():
             label = label & (td["steps_to_next_obs"].reshape(chosen.shape) == 1)
         label = label.float()

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT
 from torchrl_glam.modules.offline_models import OFFLINE_MODELS, OFFLINE_PREFIX, parse_offline_name
 from torchrl_glam.offline.pretraining import default_pretrained_model_path, pretrain
 from torchrl_glam.offline.tiny import build_tiny_model, build_word_tokenizer, default_tiny_model_path
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
 
-def build_offline_model(name: str | None, environment="playground") -> Path:
+def build_offline_model(name: str | None, environment=DEFAULT_ENVIRONMENT) -> Path:
     """The directory of the offline model ``name`` (``offline:<one of OFFLINE_MODELS>``; ``None``:
     ``offline:tiny-t5``) in the vocabulary of ``environment``: shipped, already built, or built now
     into the cache (once: concurrent callers wait for one build)."""

@@ -2,13 +2,16 @@
 
 import argparse
 
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT
 from torchrl_glam.modules.offline_models import OFFLINE_MODELS, OFFLINE_PREFIX
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="build an offline model into the cache (once) and print where")
     parser.add_argument("name", choices=OFFLINE_MODELS, help="the offline model (offline:<name> in a config)")
-    parser.add_argument("--env", default="playground", help="the environment whose vocabulary (a registered name)")
+    parser.add_argument(
+        "--env", default=DEFAULT_ENVIRONMENT, help="the environment whose vocabulary (a registered name)"
+    )
     args = parser.parse_args(argv)
     from torchrl_glam.offline import build_offline_model
 

@@ -55,6 +55,7 @@ from pathlib import Path
 
 import torch
 
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
 from torchrl_glam.modules.offline_models import (
     DATA,
     DEFAULT_BATCH_SIZE,
@@ -98,7 +99,7 @@ def register_transcript_stream(name: str, factory: Callable) -> None:
 
 
 def transcript_stream(
-    data: str = "random", seed: int = DEFAULT_SEED, environment="playground"
+    data: str = "random", seed: int = DEFAULT_SEED, environment=DEFAULT_ENVIRONMENT
 ) -> RandomPlayTranscripts:
     """The pretraining data of a name of :data:`DATA` (or of :func:`register_transcript_stream`)."""
     if data not in TRANSCRIPT_STREAMS:
@@ -158,7 +159,7 @@ def pretrain(
     log_every: int = 50,
     why: str | None = None,
     data: str | RandomPlayTranscripts = "random",
-    environment="playground",
+    environment=DEFAULT_ENVIRONMENT,
 ) -> Path:
     """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
     random-play transcripts (``data``: a name of :data:`DATA`, or a stream such as
@@ -174,7 +175,7 @@ def pretrain(
 
 
 def _pretrain(
-    out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random", environment="playground"
+    out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random", environment=DEFAULT_ENVIRONMENT
 ) -> tuple[Path, dict]:
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -244,7 +245,7 @@ def transcript_loss(
     batches: int = 8,
     batch_size: int = 128,
     seed: int = TRANSCRIPT_LOSS_SEED,
-    environment="playground",
+    environment=DEFAULT_ENVIRONMENT,
 ) -> float:
     """Mean token negative log-likelihood of the model at ``path`` on fixed random-play transcripts
     that pretraining never sees (their own seed): the quality measure of a pretrained build."""
@@ -266,7 +267,10 @@ def transcript_loss(
 
 
 def transcripts_fingerprint(
-    batch_size: int = DEFAULT_BATCH_SIZE, seed: int = DEFAULT_SEED, data: str = "random", environment="playground"
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    seed: int = DEFAULT_SEED,
+    data: str = "random",
+    environment=DEFAULT_ENVIRONMENT,
 ) -> str:
     """sha256 of the first batch of the pretraining stream: it changes when anything that makes the
     data changes (environment dynamics, rendering, the target format), which the recipe's values
@@ -276,7 +280,9 @@ def transcripts_fingerprint(
     return hashlib.sha256("\n\0".join(prompts + targets).encode()).hexdigest()
 
 
-def default_pretrained_model_path(kind: ModelKind = "t5", data: str = "random", environment="playground") -> Path:
+def default_pretrained_model_path(
+    kind: ModelKind = "t5", data: str = "random", environment=DEFAULT_ENVIRONMENT
+) -> Path:
     """The pretrained offline model of the default recipe (on the transcripts ``data`` of
     ``environment``, default Playground-Text): the copy shipped in the package (instant, checked
     against its manifest), else built once into the cache (about ten minutes on a CPU; concurrent
@@ -317,7 +323,9 @@ def main(argv: list[str] | None = None) -> None:
         help="the transcripts: random play, or half of it with hindsight goals (offline:tiny-<kind>-hindsight)",
     )
     parser.add_argument(
-        "--env", default="playground", help="the environment whose transcripts (a registered name; default playground)"
+        "--env",
+        default=DEFAULT_ENVIRONMENT,
+        help=f"the environment whose transcripts (a registered name; default {DEFAULT_ENVIRONMENT})",
     )
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument(
@@ -364,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
                         ["python -m torchrl_glam.offline.pretraining --ship"]
                         + (["--kind", args.kind] if args.kind != "t5" else [])
                         + (["--data", args.data] if args.data != "random" else [])
-                        + (["--env", env] if env != "playground" else [])
+                        + ([] if get_environment(env).legacy_offline_names else ["--env", env])
                     ),
                     "torch_threads": torch.get_num_threads(),
                     "build_seconds": round(stats["seconds"]),

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT
 from torchrl_glam.modules.offline_models import (
     OFFLINE_PREFIX,
     OUTPUT_INIT_STD,
@@ -44,7 +45,7 @@ from torchrl_glam.offline.shipping import ship
 PAD_TOKEN, EOS_TOKEN, UNK_TOKEN, BOS_TOKEN = "<pad>", "</s>", "<unk>", "<s>"
 
 
-def build_word_tokenizer(kind: ModelKind = "t5", environment="playground"):
+def build_word_tokenizer(kind: ModelKind = "t5", environment=DEFAULT_ENVIRONMENT):
     """A word-level ``PreTrainedTokenizerFast`` over every word of ``environment`` (a
     :class:`~torchrl_glam.envs.protocol.TextEnvironment` or its name; default Playground-Text).
 
@@ -108,7 +109,7 @@ def tiny_model_config(kind: ModelKind, vocab_size: int, **overrides):
 
 
 def build_tiny_model(
-    out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, environment="playground", **overrides
+    out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, environment=DEFAULT_ENVIRONMENT, **overrides
 ) -> Path:
     """Build the tiny model and its tokenizer into ``out`` (created) and return ``out``.
 
@@ -154,7 +155,7 @@ def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
     return out
 
 
-def default_tiny_model_path(kind: ModelKind = "t5", environment="playground") -> Path:
+def default_tiny_model_path(kind: ModelKind = "t5", environment=DEFAULT_ENVIRONMENT) -> Path:
     """Path of the default tiny model (seed 0) of an environment's vocabulary (default
     Playground-Text): the shipped one where the package has it for the current recipe, else built
     once into :func:`~torchrl_glam.modules.offline_models.cache_root` under its recipe version."""

@@ -9,6 +9,7 @@ from tensordict import TensorDictBase
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.her import relabel_episodes
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT
 from torchrl_glam.modules.offline_models import transcript_goal_sets
 
 
@@ -22,7 +23,7 @@ class RandomPlayTranscripts:
     """
 
     def __init__(
-        self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment="playground"
+        self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment=DEFAULT_ENVIRONMENT
     ) -> None:
         from torchrl_glam.envs import get_environment
 
@@ -64,7 +65,7 @@ class RandomPlayTranscripts:
         return [prompts[i] for i in order], [targets[i] for i in order]
 
 
-def transcript_pairs(steps: TensorDictBase, environment="playground") -> tuple[list[str], list[str]]:
+def transcript_pairs(steps: TensorDictBase, environment=DEFAULT_ENVIRONMENT) -> tuple[list[str], list[str]]:
     """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
     "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
     candidate followed by what it did, in the prompt's words (the environment's
@@ -97,7 +98,7 @@ class HindsightTranscripts(RandomPlayTranscripts):
         max_steps: int | None = None,
         hindsight_share: float = 0.5,
         window: int | None = None,
-        environment="playground",
+        environment=DEFAULT_ENVIRONMENT,
     ) -> None:
         if not 0.0 < hindsight_share <= 1.0:
             raise ValueError(f"hindsight_share={hindsight_share} must be in (0, 1]")

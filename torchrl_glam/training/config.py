@@ -281,8 +281,8 @@ class GLAMConfig:
             "model.normalization": model.normalization in ("sum", "mean"),
             "model.tokenization": model.tokenization in ("exact", "separate"),
             "model.quantization": model.quantization in (None, "4bit", "8bit"),
-            # the hindsight transcripts are Playground-Text's only
-            "model.name": not (env.name != DEFAULT_ENVIRONMENT and _is_hindsight_tiny(model.name)),
+            # the tiny models pretrained with hindsight goals exist for some environments only
+            "model.name": environment.hindsight_tiny_models or not _is_hindsight_tiny(model.name),
             # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
             "quantization_needs_lora": model.quantization is None or model.lora_rank >= 1,
             "model.device": _is_device(model.device),

@@ -100,7 +100,7 @@ def loss_arguments(loss_class: type, cfg: GLAMConfig, **renamed: str) -> dict:
     }
 
 
-#: The offline models that another environment than Playground-Text gets in its own vocabulary.
+#: The offline models that an environment without ``legacy_offline_names`` gets in its own vocabulary.
 _OWN_OFFLINE_MODELS = (
     None,
     "offline:tiny-t5",
@@ -116,11 +116,11 @@ def model_of(cfg: GLAMConfig) -> str | None:
 
 
 def environment_model(model: str | None, environment) -> str | None:
-    """``model`` for ``environment``, offline models built on first use: another environment than
-    Playground-Text gets the tiny model built from its own vocabulary (random-init, or pretrained on
-    its own random-play transcripts) in place of the offline tiny models (whose tokenizer holds
-    Playground-Text's words)."""
-    if get_environment(environment).name != "playground" and model in _OWN_OFFLINE_MODELS:
+    """``model`` for ``environment``, offline models built on first use: an environment without
+    ``legacy_offline_names`` gets the tiny model built from its own vocabulary (random-init, or
+    pretrained on its own random-play transcripts) in place of the offline tiny models (whose
+    tokenizer holds the words of the one with legacy names, Playground-Text)."""
+    if not get_environment(environment).legacy_offline_names and model in _OWN_OFFLINE_MODELS:
         return str(build_offline_model(model, environment))
     if model is not None and model.startswith(OFFLINE_PREFIX):
         return str(build_offline_model(model))

@@ -166,35 +166,12 @@ class RunLogger:
         types = torch.as_tensor(self.catalogue.goal_type[episodes["goal_id"][:, 0].cpu().numpy()])
         self._add("train/success", success.sum().item(), len(success))
         self._add("train/episode_length", length.sum().item(), len(length))
-        if self.environment.has("noop_actions") and "agent_on" in self.environment.step_keys:
-            self._playground_actions(episodes)
+        for name, (total, count) in self.environment.episode_metrics(episodes).items():
+            self._add(f"train/{name}", total, count)
         for k, name in enumerate(self.environment.goal_types):
             chosen = types == k
             if chosen.any():
                 self._add(f"train/success/{name}", success[chosen].sum().item(), int(chosen.sum()))
-
-    def _playground_actions(self, episodes: TensorDictBase) -> None:
-        """Playground-Text's action diagnostics of finished episodes."""
-        # "Go to" the object the agent already stands on: the action greedy cycles repeat. It does
-        # nothing, except a first contact of a held supply with that object.
-        steps = episodes["mask"]
-        repeats = (episodes["action"] == episodes["agent_on"]) & steps
-        self._add("train/repeat_go_to_share", repeats.sum().item(), int(steps.sum()))
-        # What a collapsed policy does: steps that
-        # change nothing (a repeat "Go to", a Grasp with full hands or on nothing, a Release of
-        # nothing), and the kind of action taken. Padding steps past an episode's end do not count.
-        unchanged = (episodes["next", "grown"] == episodes["grown"]).all(-1)
-        for key in ("agent_on", "held"):
-            unchanged &= episodes["next", key] == episodes[key]
-        self._add("train/no_op_share", (unchanged & steps).sum().item(), int(steps.sum()))
-        num_objects = episodes["objects"].shape[-1]
-        kinds = {
-            "go_to": episodes["action"] < num_objects,
-            "grasp": episodes["action"] == num_objects,
-            "release": episodes["action"] == num_objects + 1,
-        }
-        for kind, chosen in kinds.items():
-            self._add(f"train/action_share/{kind}", (chosen & steps).sum().item(), int(steps.sum()))
 
     def update(self, metrics: dict[str, float], env_steps: int, replay=None) -> None:
         for name, value in metrics.items():

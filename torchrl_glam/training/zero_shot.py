@@ -36,14 +36,12 @@ from collections.abc import Sequence
 
 import torch
 
-from torchrl_glam.envs import TextEnvironment, get_environment
-from torchrl_glam.envs.playground import GOAL_TYPES
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT, TextEnvironment, get_environment
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
 from torchrl_glam.objectives.common import render_observations
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import environment_model
 
-GOAL_SETS = ("simplified", "train", "held_out")
 NORMALIZATIONS = ("sum", "mean")
 MODES = ("greedy", "sampled")
 #: ``--model random``: the uniformly random policy over legal candidates
@@ -51,12 +49,9 @@ RANDOM = "random"
 _KEY_COLUMNS = ("model", "chat_template", "goals", "normalization", "mode", "tokenization", "episodes", "seed")
 
 
-def columns(goal_types: Sequence[str] = GOAL_TYPES) -> tuple[str, ...]:
+def columns(goal_types: Sequence[str]) -> tuple[str, ...]:
     """The CSV's columns for an environment's goal types."""
     return (*_KEY_COLUMNS, "success", *(f"success/{name}" for name in goal_types), "episode_length", "seconds")
-
-
-COLUMNS = columns()  # Playground-Text's
 
 
 class ZeroShotPolicy:
@@ -73,7 +68,7 @@ class ZeroShotPolicy:
         mode: str = "greedy",
         chat_template: bool = False,
         seed: int = 0,
-        environment: str | TextEnvironment = "playground",
+        environment: str | TextEnvironment = DEFAULT_ENVIRONMENT,
     ):
         if mode not in MODES + (RANDOM,):
             raise ValueError(f"mode must be one of {MODES + (RANDOM,)}, got {mode!r}")
@@ -126,7 +121,7 @@ def make_zero_shot_env(
     goals: str,
     episodes: int,
     seed: int,
-    environment: str | TextEnvironment = "playground",
+    environment: str | TextEnvironment = DEFAULT_ENVIRONMENT,
     max_steps: int | None = None,
     goal_types: Sequence[str] | None = None,
 ):
@@ -177,17 +172,16 @@ def run_zero_shot(
     dtype: str = "float32",
     device: str = "cpu",
     log=print,
-    environment: str | TextEnvironment = "playground",
+    environment: str | TextEnvironment = DEFAULT_ENVIRONMENT,
     max_steps: int | None = None,
     goal_types: Sequence[str] | None = None,
 ) -> list[dict]:
     """Evaluates every setting and appends one CSV row per setting to ``out``; returns the new rows.
-    ``goals``: goal sets of ``environment`` (default: Playground-Text's simplified, train and
-    held_out; another environment's every goal set); ``model="random"``: the random policy;
+    ``goals``: goal sets of ``environment`` (default: its ``zero_shot_goal_sets``, Playground-Text's
+    simplified, train and held_out; else every goal set); ``model="random"``: the random policy;
     ``goal_types``: only those goal types (not a column of the CSV: give it a file of its own)."""
     environment = get_environment(environment)
-    playground = environment.name == "playground"
-    goal_sets = GOAL_SETS if playground else environment.goal_sets
+    goal_sets = environment.zero_shot_goal_sets or environment.goal_sets
     goals = goal_sets if goals is None else goals
     row_columns = columns(environment.goal_types)
     if model == RANDOM:
@@ -263,7 +257,7 @@ def run_zero_shot(
     return new_rows
 
 
-def _append(path: str, row: dict, fieldnames: Sequence[str] = COLUMNS) -> None:
+def _append(path: str, row: dict, fieldnames: Sequence[str]) -> None:
     new = not os.path.exists(path) or os.path.getsize(path) == 0
     with open(path, "a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fieldnames)
@@ -284,12 +278,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--label", help="the model's name in the CSV (default: --model)")
     parser.add_argument("--out", required=True, help="CSV file; rows are appended, settings already there skipped")
-    parser.add_argument("--env", default="playground", help="a registered environment")
+    parser.add_argument("--env", default=DEFAULT_ENVIRONMENT, help="a registered environment")
     parser.add_argument(
         "--goals",
         nargs="+",
         default=None,
-        help=f"goal sets (default: Playground-Text's {' '.join(GOAL_SETS)}; another environment's all)",
+        help="goal sets (default: the environment's zero_shot_goal_sets, Playground-Text's simplified train "
+        "held_out; another environment's all)",
     )
     parser.add_argument("--max-steps", type=int, default=None, help="the time limit (default: the environment's)")
     parser.add_argument(

@@ -22,6 +22,7 @@ from torchrl_glam.envs.protocol import TextEnvironment
 
 if TYPE_CHECKING:
     import torch
+    from tensordict import TensorDictBase
     from torchrl.envs import EnvBase
     from torchrl.envs.transforms import Transform
 
@@ -40,6 +41,9 @@ class PlaygroundText(TextEnvironment):
     held_out_goal_set = "held_out"
     config_options = ("num_objects",)
     pretraining_goal_sets = ("simplified", "train")  # both scene sizes, half each
+    legacy_offline_names = True  # the shipped weights' names and recipes predate other environments
+    hindsight_tiny_models = True
+    zero_shot_goal_sets = ("simplified", "train", "held_out")
     #: every object name a scene may hold, indexed by the ids of "objects"
     object_names = OBJECT_NAMES
 
@@ -109,6 +113,31 @@ class PlaygroundText(TextEnvironment):
                 f"{', '.join(reports) if reports else 'nothing'}"
             )
         return targets
+
+    def episode_metrics(self, episodes: TensorDictBase) -> dict[str, tuple[float, int]]:
+        """The share of "Go to" repeats, of no-op steps and of each kind of action."""
+        metrics = {}
+        # "Go to" the object the agent already stands on: the action greedy cycles repeat. It does
+        # nothing, except a first contact of a held supply with that object.
+        steps = episodes["mask"]
+        repeats = (episodes["action"] == episodes["agent_on"]) & steps
+        metrics["repeat_go_to_share"] = (repeats.sum().item(), int(steps.sum()))
+        # What a collapsed policy does: steps that
+        # change nothing (a repeat "Go to", a Grasp with full hands or on nothing, a Release of
+        # nothing), and the kind of action taken. Padding steps past an episode's end do not count.
+        unchanged = (episodes["next", "grown"] == episodes["grown"]).all(-1)
+        for key in ("agent_on", "held"):
+            unchanged &= episodes["next", key] == episodes[key]
+        metrics["no_op_share"] = ((unchanged & steps).sum().item(), int(steps.sum()))
+        num_objects = episodes["objects"].shape[-1]
+        kinds = {
+            "go_to": episodes["action"] < num_objects,
+            "grasp": episodes["action"] == num_objects,
+            "release": episodes["action"] == num_objects + 1,
+        }
+        for kind, chosen in kinds.items():
+            metrics[f"action_share/{kind}"] = ((chosen & steps).sum().item(), int(steps.sum()))
+        return metrics
 
     def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
         """A single goal names an object of the scene when the social partner would report it for
