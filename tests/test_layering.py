@@ -231,6 +231,7 @@ LIGHT = (
     "torchrl_glam.training.cli",
     "torchrl_glam.training.config",
     "torchrl_glam.training.eval_sets",
+    "torchrl_glam.training.rundir",
     "torchrl_glam.training.scripts",
     "torchrl_glam.algorithms",
     "torchrl_glam.algorithms.sac_glam",

@@ -134,3 +134,13 @@ def test_a_model_that_cannot_be_found_is_refused_at_once(tmp_path, monkeypatch):
         light=False,  # smollm2-135m, a packaged model, is looked up in torchrl_glam.modules
     )
     assert not (tmp_path / "r").exists()  # nothing left behind
+
+
+def test_a_huge_value_is_refused_fast_and_echoed_abbreviated(tmp_path):
+    import yaml
+
+    preset = tmp_path / "big.yaml"
+    preset.write_text(yaml.safe_dump({"extends": "smoke", "run": {"eval_sets": ["train"] * 200_000}}))
+    _refused(tmp_path, ["--preset", str(preset)], "a list of 200000 entries")  # was minutes
+    done, (code, _) = probe(PROBE.format(script="sac_glam", argv=["normalization=" + "x" * 100_000], heavy=HEAVY))
+    assert code == 2 and "(100002 characters)" in done.stderr and len(done.stderr) < 1000

@@ -372,7 +372,7 @@ class GLAMConfig:
         _merged(type(self), self, {})
         for path, value in self.flat_dict().items():  # inf and nan pass every comparison the wrong way
             if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"bad config value {path}={value!r}: expected a finite number")
+                raise ConfigError(f"bad config value {path}={_shown(value)}: expected a finite number")
         expected = self._expected()
         for path, ok in self._checks().items():
             if not ok:
@@ -380,7 +380,7 @@ class GLAMConfig:
                 shown = (
                     f"model.quantization={self.model.quantization!r} with model.lora_rank={self.model.lora_rank}"
                     if path == "quantization_needs_lora"
-                    else f"{path}={self.get(path)!r}"
+                    else f"{path}={_shown(self.get(path))}"
                 )
                 raise ConfigError(f"bad config value {shown}: expected {hint}")
         return self
@@ -521,10 +521,10 @@ def _config_error(config_class: type, error: Exception, given: Mapping[str, Any]
     if path in _leaf_types(config_class):
         expected = _type_name(_leaf_types(config_class)[path])
         if path in given:
-            return ConfigError(f"bad config value {path}={given[path]!r}: expected {expected}")
+            return ConfigError(f"bad config value {path}={_shown(given[path])}: expected {expected}")
         value = re.match(r"(?:Value|Incompatible value) '(.*?)'", message)
         if value:
-            return ConfigError(f"bad config value {path}={value.group(1)!r}: expected {expected}")
+            return ConfigError(f"bad config value {path}={_shown(value.group(1))}: expected {expected}")
         return ConfigError(f"bad config value {path}: {message}; expected {expected}")
     if path:
         return ConfigError(f"bad config field {path}: {message}")
@@ -544,6 +544,20 @@ def typed_overrides(config_class: type[GLAMConfig], values: Mapping[str, Any]) -
     return {path: _value_at(typed, path) for path in flat}
 
 
+#: The most entries a list field takes (goal types, evaluation sets, loggers hold a few): a longer
+#: list is refused before it is typed, which for a list of 10^5 entries took minutes.
+MAX_LIST_ENTRIES = 1000
+
+
+def _shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, abbreviated past ``limit`` characters (an error echoes a value, not megabytes)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    entries = f", {len(value)} entries" if isinstance(value, (list, tuple, dict, set)) else ""
+    return f"{text[: limit - 50]}... ({len(text)} characters{entries})"
+
+
 def _paths_and_values(config_class: type[GLAMConfig], values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` by path, text read as on the command line, other values checked for their type."""
     types = config_class.field_types()
@@ -553,9 +567,15 @@ def _paths_and_values(config_class: type[GLAMConfig], values: Mapping[str, Any])
         value = _integral(value, types[path])
         if isinstance(value, str):
             value = _from_text(value, types[path])
-        elif not _has_type(value, types[path]):
+        if isinstance(value, (list, tuple)) and len(value) > MAX_LIST_ENTRIES:
             raise ConfigError(
-                f"bad config value {path}={value!r}: expected {_type_name(types[path])}, got {type(value).__name__}"
+                f"bad config value {path}: a list of {len(value)} entries; expected {_type_name(types[path])} "
+                f"of at most {MAX_LIST_ENTRIES} entries"
+            )
+        if not isinstance(value, str) and not _has_type(value, types[path]):
+            raise ConfigError(
+                f"bad config value {path}={_shown(value)}: expected {_type_name(types[path])}, "
+                f"got {type(value).__name__}"
             )
         flat[path] = value
     return flat
@@ -796,8 +816,9 @@ class Presets(Mapping[str, dict[str, Any]]):
         return self._presets[name].path
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` refusing a key given twice in one mapping (PyYAML keeps the last)."""
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """A safe YAML loader (libyaml's where installed) refusing a key given twice in one mapping (PyYAML
+    keeps the last)."""
 
     def construct_mapping(self, node, deep=False):
         keys = [self.construct_object(key, deep=deep) for key, _ in node.value]

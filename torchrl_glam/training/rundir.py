@@ -139,8 +139,8 @@ _recorded: dict[str, set[str]] = {}
 
 def written_entries(run_dir: str | os.PathLike) -> set[str]:
     """What runs recorded writing in ``run_dir``, relative: a file; a folder a run created
-    (ending in "/": removed by ``--overwrite`` once empty); a folder a library fills with files of
-    its own naming (ending in "/**": all of it the run's)."""
+    (ending in ``/``: removed by ``--overwrite`` once empty); a folder a library fills with files of
+    its own naming (ending in ``/**``: all of it the run's)."""
     path = Path(run_dir) / WRITTEN_NAME
     if not path.is_file() or path.is_symlink():
         return set()
