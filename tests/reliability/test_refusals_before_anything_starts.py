@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "training"))
 from test_light_command_line import HEAVY, PROBE, probe  # noqa: E402
 
-from torchrl_glam.launch.launcher import main as launch  # noqa: E402
+from torchrl_glam.launch.launcher import cli as launch  # noqa: E402
 
 
 def _one_line_refusal(capsys, says: str) -> None:

@@ -1,5 +1,5 @@
 import sys
 
-from torchrl_glam.launch.launcher import main
+from torchrl_glam.launch.launcher import cli
 
-sys.exit(main())
+sys.exit(cli())

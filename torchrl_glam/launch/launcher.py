@@ -243,11 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sbatch", action="append", default=[], help="extra sbatch option KEY=VALUE")
     parser.add_argument("overrides", nargs="*", help="config field=value for every run")
     args = parser.parse_intermixed_args(argv)
-    try:
-        runs = build_runs(args)
-    except (ValueError, TypeError, OSError) as err:  # a refusal that says what to do: no traceback
-        print(f"error: {err}", file=sys.stderr)
-        return USAGE_ERROR
+    runs = build_runs(args)
     if args.dry_run:
         for run in runs:
             print(run.run_dir, "::", run.algorithm, " ".join(run.argv()))
@@ -263,6 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.wait:
         return _report(runs, jobs)
     return 0
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """The launcher's command line: a refusal (a bad seed list, field, value or sweep, a resume its
+    jobs would refuse) is printed as ``error: <message>`` with exit code 2, before anything is
+    submitted; :func:`main` raises it (callers in Python)."""
+    try:
+        return main(argv)
+    except (ValueError, TypeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
 
 
 def _report(runs: list[RunSpec], jobs: list[submitit.Job]) -> int:
