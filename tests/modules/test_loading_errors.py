@@ -43,3 +43,30 @@ def test_options_dtype_and_target_modules(tiny_paths):
     with pytest.raises(ValueError, match="only be trained through LoRA"):
         pytest.importorskip("bitsandbytes")
         load_llm(LLMConfig(str(tiny_paths["t5"]), quantization="4bit"))
+
+
+class _RunsCode:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import pathlib
+
+        return (pathlib.Path.touch, (self.marker,))
+
+
+def test_weights_whose_pickle_would_run_code_are_refused_in_one_line(tiny_paths, tmp_path):
+    # issue 69: a model folder holding an unsafe .bin was a traceback (nothing ran, but no advice)
+    import pickle
+    import shutil
+
+    from torchrl_glam.modules.loading import ModelFilesError
+
+    folder, marker = tmp_path / "model", tmp_path / "ran"
+    shutil.copytree(tiny_paths["t5"], folder)
+    for weights in folder.glob("*.safetensors"):
+        weights.unlink()
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"shared.weight": _RunsCode(marker)}))
+    with pytest.raises(ModelFilesError, match=r"refusing the weights in .*nothing ran.*safetensors"):
+        load_llm(LLMConfig(str(folder)))
+    assert not marker.exists()

@@ -31,6 +31,7 @@ quantised LLM go to eval mode; dropout is switched off once at load time instead
 from __future__ import annotations
 
 import os
+import pickle
 import struct
 import warnings
 from collections.abc import Sequence
@@ -282,6 +283,12 @@ def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
         model = auto_class.from_pretrained(name, **kwargs)
     except (struct.error, EOFError) as error:  # a GGUF torn after its header
         raise _damaged(name, gguf_file, error) from error
+    except pickle.UnpicklingError:  # a .bin that asks to run code: torch refused it, nothing ran
+        raise ModelFilesError(
+            f"refusing the weights in {name}: their pickle names Python objects that loading would have to "
+            "execute (torch.load weights_only refused it; nothing ran). Use the model's safetensors weights, or "
+            "re-save it from a trusted copy with save_pretrained(safe_serialization=True)"
+        ) from None
     if config.quantization is None:
         model = model.to(config.device)
     if config.disable_dropout:

@@ -56,6 +56,7 @@ USER_ERROR_CLASSES = (
     ("torchrl_glam.training.resume", "ResumeError"),
     ("torchrl_glam.training.checkpoint", "CheckpointError"),
     ("torchrl_glam.modules.loading", "ModelNotFoundError"),
+    ("torchrl_glam.modules.loading", "ModelFilesError"),
     ("torchrl_glam.modules.shipped", "ShippedWeightsError"),
     ("torchrl_glam.modules.offline_models", "OfflineModelNotBuilt"),
     ("torchrl_glam.data.replay", "ReplayMemoryError"),
