@@ -47,7 +47,7 @@ def test_the_launchers_dry_run_refuses_what_the_jobs_resume_would(tmp_path, caps
     assert launch([*common, "--dry-run", "total_steps=32"]) == 0  # what a resume may change passes
     (run / "config.json").write_text("garbage")
     assert launch([*common, "--dry-run"]) == 2
-    _one_line_refusal(capsys, "config.json is missing or unreadable")
+    _one_line_refusal(capsys, "config.json is unreadable")
 
 
 @pytest.mark.slow
@@ -96,12 +96,18 @@ def test_a_bad_preset_file_is_refused_in_one_line(tmp_path, text, says):
 
 def test_resume_without_a_readable_config_names_it(tmp_path, sac_example, capsys):
     run = tmp_path / "run"
-    assert sac_example.main(["--preset", "smoke", "--run-dir", str(run), "--no-progress", "total_steps=16"]) == 0
+    argv = ["--preset", "smoke", "--run-dir", str(run), "--no-progress", "total_steps=16", "batch_size=8"]
+    assert sac_example.main(argv) == 0
     (run / "config.json").write_text("not json")
     from torchrl_glam.training.rundir import release_run_dir
 
     release_run_dir(run)
-    with pytest.raises(RuntimeError, match=r"config.json is missing or unreadable.*put back that run's config.json"):
+    with pytest.raises(RuntimeError, match=r"config.json is unreadable \(not JSON\).*put back that run's config.json"):
+        sac_example.main(["--preset", "smoke", "--run-dir", str(run), "--resume", "total_steps=32"])
+    (run / "config.json").unlink()  # missing: the preset's settings differ from the run's (batch_size=8)
+    with pytest.raises(
+        ValueError, match=r"config.json is missing, so --resume took.*algorithm.batch_size: saved 8, now 32"
+    ):
         sac_example.main(["--preset", "smoke", "--run-dir", str(run), "--resume", "total_steps=32"])
 
 

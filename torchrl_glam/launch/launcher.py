@@ -28,7 +28,7 @@ import yaml
 from torchrl_glam.algorithms import SCRIPTS, get_script
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.cli import USAGE_ERROR, saved_config
+from torchrl_glam.training.cli import USAGE_ERROR, saved_config, unreadable_json
 from torchrl_glam.training.config import config_from_preset, parse_overrides, preset_name
 from torchrl_glam.training.rundir import existing_run_content, write_atomic
 
@@ -75,9 +75,10 @@ def _check_resume(cfg, overrides: dict[str, Any]) -> None:
         return
     saved = saved_config(type(cfg), run_dir)
     if saved is None:
+        problem = "is unreadable" if unreadable_json(run_dir / "config.json") else "is missing or another algorithm's"
         raise ValueError(
-            f"{run_dir} holds a run whose config.json is missing or unreadable, so its jobs cannot resume "
-            "it: give these runs another --runs-root or --name, or remove that run dir"
+            f"{run_dir} holds a run whose config.json {problem}, so its jobs cannot resume it: give these "
+            "runs another --runs-root or --name, or remove that run dir"
         )
     from torchrl_glam.training.resume import resume_changes  # imports torch: only for existing runs
 

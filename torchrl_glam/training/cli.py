@@ -189,9 +189,9 @@ def parse_command_line(
         saved = saved_config(config_class, run_dir)
         if saved is not None:
             cfg = saved.replace({**overrides, "run.run_dir": cfg.run.run_dir}).validate()
-        elif (run_dir / "checkpoint.pt").exists() or (run_dir / "checkpoint.prev.pt").exists():
+        elif unreadable_json(run_dir / "config.json"):
             raise RunDirError(
-                f"{run_dir / 'config.json'} is missing or unreadable (not a config of this script), so --resume "
+                f"{run_dir / 'config.json'} is unreadable (not JSON), so --resume "
                 "cannot tell the settings the run started with: put back that run's config.json, or start a new "
                 "run with a fresh --run-dir"
             )
@@ -244,6 +244,17 @@ def _asked_preset(presets: Presets, argv: list[str] | None, default_preset: str)
     except ConfigError:
         return default_preset
     return preset
+
+
+def unreadable_json(path: Path) -> bool:
+    """Whether ``path`` exists but holds no JSON (garbage, a torn write)."""
+    try:
+        json.loads(path.read_text())
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    return False
 
 
 def saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | None:

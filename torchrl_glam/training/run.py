@@ -84,7 +84,7 @@ from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
 from torchrl_glam.training.provenance import record_environment
 from torchrl_glam.training.report import write_report
-from torchrl_glam.training.resume import apply_resume, resume_changes
+from torchrl_glam.training.resume import ResumeError, apply_resume, resume_changes
 from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
 from torchrl_glam.training.runtime import apply_runtime
 
@@ -258,7 +258,18 @@ class TrainingRun:
             return None
         self._refuse_old_layout(state)
         self._require(state, ["config"])
-        changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
+        try:
+            changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
+        except ResumeError as err:
+            config_json = Path(self.cfg.run.run_dir) / "config.json"
+            if config_json.exists():
+                raise
+            # without config.json the resume started from the preset, not from the run's settings
+            raise ResumeError(
+                f"{config_json} is missing, so --resume took the settings of the preset and the command line "
+                f"instead of the run's, and they differ from its checkpoint's. Put back that run's config.json, or "
+                f"give the run's --preset and overrides again ({str(err).split('(', 1)[1].split(')', 1)[0]})"
+            ) from None
         self._require(state, ["rng", "wall_seconds", *self.pieces])
         for name, piece in self.pieces.items():
             try:
