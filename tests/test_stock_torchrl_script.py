@@ -9,7 +9,7 @@ from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.envs.playground import STATE_KEYS, PlaygroundTextEnv, RenderText
-from torchrl_glam.modules import GLAMAgent, make_scorer
+from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 
 
@@ -44,7 +44,8 @@ def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(aut
     assert batch["prompt"][0].startswith("Goal: ") and batch["next", "prompt"][0].startswith("Goal: ")
     assert batch["actions"][0][-2:] == ["Grasp", "Release"]
 
-    loss = SACGLAMLoss(agent, num_actions=env.num_objects + 2, critic_width=16)
+    heads = make_critic_heads(agent.llm.hidden_size, width=16)  # the loss makes the twin heads and targets from it
+    loss = SACGLAMLoss(agent, heads, num_actions=env.num_objects + 2)
     out = loss(batch)
     total = out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]
     assert torch.isfinite(total)

@@ -5,7 +5,7 @@ import torch
 from tensordict.nn import TensorDictModule
 
 from torchrl_glam.envs.playground import PlaygroundTextEnv
-from torchrl_glam.modules import GLAMAgent, make_scorer
+from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
 from torchrl_glam.objectives import PPOGLAMLoss, SACGLAMLoss
 from torchrl_glam.training.factories import act, agent_policy
 
@@ -39,9 +39,11 @@ def test_the_agent_acts_as_its_policy_samples_and_greedily():
 
 def test_objectives_take_an_agent_or_a_scorer_with_the_same_state_dict():
     scorer = make_scorer(None).module
-    from_scorer = SACGLAMLoss(scorer, num_actions=5, critic_width=16, environment="playground")
+    from_scorer = SACGLAMLoss(
+        scorer, make_critic_heads(scorer.hidden_size, width=16), num_actions=5, environment="playground"
+    )
     agent = GLAMAgent(scorer, environment="playground")
-    from_agent = SACGLAMLoss(agent, num_actions=5, critic_width=16)
+    from_agent = SACGLAMLoss(agent, make_critic_heads(scorer.hidden_size, width=16), num_actions=5)
     assert from_agent.glam_agent is agent and from_agent.scorer is scorer
     assert set(from_agent.state_dict()) == set(from_scorer.state_dict())
     assert not any(k.startswith("glam_agent") for k in from_scorer.state_dict())

@@ -1,22 +1,34 @@
-"""The critic head's gradient switch has the configs' name, ``critic_backprop``; the dueling head."""
+"""The critic's gradient switch has the configs' name, ``critic_backprop``, and one home: the loss
+(the heads are plain networks that pass gradient to whatever they read); the dueling head."""
 
 import pytest
 import torch
 
-from torchrl_glam.modules.critic import CriticHead
+from torchrl_glam.modules import make_critic_heads, make_scorer
+from torchrl_glam.modules.critic import CriticHead, DuelingCriticHead
+from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+
+
+def test_the_heads_detach_nothing():
+    hidden, prompt = torch.randn(3, 5, 8, requires_grad=True), torch.randn(3, 8, requires_grad=True)
+    CriticHead(8, width=4)(hidden).sum().backward()
+    DuelingCriticHead(8, width=4)(hidden, prompt, torch.ones(3, 5, dtype=torch.bool)).sum().backward()
+    assert hidden.grad.abs().sum() > 0 and prompt.grad.abs().sum() > 0
+    assert "critic_backprop" not in CriticHead.__init__.__code__.co_varnames
 
 
 @pytest.mark.parametrize("critic_backprop", [True, False])
-def test_critic_backprop_decides_whether_the_hidden_states_get_gradient(critic_backprop):
-    head = CriticHead(8, width=4, critic_backprop=critic_backprop)
-    hidden = torch.randn(3, 5, 8, requires_grad=True)
-    head(hidden).sum().backward()
-    assert (hidden.grad is not None and hidden.grad.abs().sum() > 0) == critic_backprop
+def test_critic_backprop_of_the_loss_decides_whether_the_critic_trains_the_llm(filled_replay, critic_backprop):
+    torch.manual_seed(0)
+    scorer = make_scorer(None).module
+    heads = make_critic_heads(scorer.hidden_size, width=8)
+    loss = SACGLAMLoss(scorer, heads, num_actions=5, critic_backprop=critic_backprop, environment="playground")
+    llm = loss.param_groups()["llm"]
+    grads = torch.autograd.grad(loss(filled_replay.sample(16))["loss_qvalue"], llm, allow_unused=True)
+    assert (sum(g.abs().sum().item() for g in grads if g is not None) > 0) == critic_backprop
 
 
 def test_a_dueling_head_splits_value_and_advantage_over_the_legal_candidates_only():
-    from torchrl_glam.modules.critic import DuelingCriticHead
-
     torch.manual_seed(0)
     head = DuelingCriticHead(8, width=4)
     action_hidden, prompt_hidden = torch.randn(3, 5, 8), torch.randn(3, 8)
@@ -32,8 +44,6 @@ def test_a_dueling_head_splits_value_and_advantage_over_the_legal_candidates_onl
 
 
 def test_a_dueling_head_needs_the_observation_action_input():
-    from torchrl_glam.modules import make_critic_heads
-
     heads = make_critic_heads(8, width=4, dueling=True)
     assert heads.in_keys == ["action_hidden", "prompt_hidden", "action_mask"]
     with pytest.raises(ValueError, match="critic_input='observation_action'"):

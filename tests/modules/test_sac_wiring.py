@@ -37,15 +37,9 @@ def transitions(playground_batch, batch_size=4):
     return data
 
 
-def build(path, critic_input="observation_action", backprop=True):
+def build(path, critic_input="observation_action"):
     scorer = make_scorer(LLMConfig(str(path), lora_rank=4))
-    heads = make_critic_heads(
-        scorer.module.hidden_size,
-        critic_input=critic_input,
-        num_actions=NUM_ACTIONS,
-        width=32,
-        critic_backprop=backprop,
-    )
+    heads = make_critic_heads(scorer.module.hidden_size, critic_input=critic_input, num_actions=NUM_ACTIONS, width=32)
     loss = DiscreteSACLoss(make_actor(), heads, action_space="categorical", num_actions=NUM_ACTIONS, num_qvalue_nets=2)
     return scorer, heads, loss
 
@@ -65,8 +59,11 @@ def lora_gradient(scorer):
 
 @pytest.mark.parametrize("critic_input,backprop", DESIGNS)
 def test_critic_gradient_reaches_lora_only_with_backprop(kind, tiny_paths, playground_batch, critic_input, backprop):
-    scorer, _, loss = build(tiny_paths[kind], critic_input, backprop)
+    scorer, heads, loss = build(tiny_paths[kind], critic_input)
     data = score(scorer, transitions(playground_batch))
+    if not backprop:  # the heads detach nothing: the loss does, as SACGLAMLoss(critic_backprop=False)
+        for key in heads.in_keys:
+            data[key] = data[key].detach()
     loss_qvalue, _ = loss.qvalue_loss(data)
     assert torch.isfinite(loss_qvalue)
     loss_qvalue.backward()

@@ -7,8 +7,8 @@ from tensordict import TensorDict
 from torchrl.objectives import LossModule
 
 from torchrl_glam.envs.playground import PlaygroundTextEnv
-from torchrl_glam.modules import make_scorer
-from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+from torchrl_glam.modules import make_critic_heads, make_scorer
+from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY, SACGLAMLoss
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +22,13 @@ def batch():
     return env.step(td)
 
 
-def make_loss(**kwargs):
+def make_loss(critic_dueling=False, **kwargs):
     torch.manual_seed(0)
-    return SACGLAMLoss(make_scorer(None).module, num_actions=5, critic_width=16, environment="playground", **kwargs)
+    scorer = make_scorer(None).module
+    heads = make_critic_heads(scorer.hidden_size, width=16, dueling=critic_dueling)
+    if kwargs.get("success_loss_coef"):
+        kwargs["success_network"] = make_critic_heads(scorer.hidden_size, width=16, out_key=SUCCESS_LOGIT_KEY)
+    return SACGLAMLoss(scorer, heads, num_actions=5, environment="playground", **kwargs)
 
 
 def test_declared_keys_and_set_keys(batch):
@@ -178,6 +182,7 @@ def test_a_dueling_critic_trains_the_llm_through_both_hidden_states(batch):
 def test_a_loss_built_for_another_number_of_candidates_is_refused(batch):
     """The heads output one value per candidate: a mismatch with the environment's candidates must
     not train on the wrong ones (the README's snippet once passed 5 for an environment with 8)."""
-    loss = SACGLAMLoss(make_scorer(None).module, num_actions=8, critic_width=16, environment="playground")
+    scorer = make_scorer(None).module
+    loss = SACGLAMLoss(scorer, make_critic_heads(scorer.hidden_size, width=16), num_actions=8, environment="playground")
     with pytest.raises(ValueError, match=r"5 candidate actions.*num_actions=8.*num_actions=5"):
         loss(batch.clone())

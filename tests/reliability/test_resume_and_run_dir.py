@@ -42,6 +42,17 @@ def test_resume_changes_refuses_settings_a_checkpoint_fixes():
     assert changes == {"run.total_steps": (400, 800), "algorithm.critic_lr": (1e-4, 0.01)}
 
 
+def test_every_rate_the_config_declares_may_change_but_not_to_or_from_none():
+    # SAC-GLAM's rates include critic_llm_lr and the LLM rates' decay (issue 74: the harness knew
+    # only actor_lr, critic_lr, alpha_lr and lr); None -> a rate would add an optimiser the checkpoint lacks
+    resume_changes = _resume().resume_changes
+    saved = make_config("smoke", {"critic_llm_lr": 1e-3}).to_dict()
+    new = {"critic_llm_lr": 3e-4, "actor_lr_decay_at": 100, "actor_lr_decay": 0.5, "alpha_lr": 0.01}
+    assert set(resume_changes(saved, make_config("smoke", new))) == {f"algorithm.{name}" for name in new}
+    with pytest.raises(ValueError, match=r"algorithm.critic_llm_lr: saved 0.001, now None"):
+        resume_changes(saved, make_config("smoke", {"critic_llm_lr": None}))
+
+
 @pytest.mark.parametrize("example", ["sac_glam", "ppo_glam"])
 def test_resume_refuses_a_mixed_run_and_applies_learning_rates(tmp_path, example, request):
     main = request.getfixturevalue(f"{example[:3]}_example").main

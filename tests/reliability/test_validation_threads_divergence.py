@@ -130,7 +130,7 @@ def test_divergence_bounds_follow_gamma_and_cover_ppo(tmp_path):
     from torchrl_glam.training.divergence import DivergenceError, check_divergence, value_bound
 
     sac = make_config("smoke", {"gamma": 0.9, "run_dir": str(tmp_path / "sac")})
-    assert value_bound(sac) == pytest.approx(10.0)
+    assert value_bound(sac.algorithm.gamma, sac.env.max_steps) == pytest.approx(10.0)
     check_divergence({"q_value": 5.0}, sac, 10)  # a healthy critic: within the bound
     with pytest.raises(DivergenceError, match="Q-value is -1e\\+10.*gamma=0.9.*critic_lr"):
         check_divergence({"q_value": -1e10}, sac, 10)

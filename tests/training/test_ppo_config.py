@@ -133,15 +133,10 @@ def test_unknown_preset_and_field_are_named():
 
 
 def test_glams_code_options_reach_the_loss_and_default_to_the_current_behaviour():
-    from torchrl_glam.objectives.ppo_glam import PPOGLAMLoss
-    from torchrl_glam.training.factories import loss_arguments
+    from torchrl_glam.algorithms.ppo_glam.build import make_loss
 
     default = make_ppo_config("cpu").algorithm
     assert (default.clip_value, default.normalize_advantage, default.bootstrap_time_limit) == (None, False, True)
     cfg = make_ppo_config("cpu", {"clip_value": 0.2, "normalize_advantage": True, "bootstrap_time_limit": False})
-    arguments = loss_arguments(PPOGLAMLoss, cfg, centred="her_centred")
-    assert (arguments["clip_value"], arguments["normalize_advantage"], arguments["bootstrap_time_limit"]) == (
-        0.2,
-        True,
-        False,
-    )
+    loss = make_loss(cfg)
+    assert (loss.clip_value, loss.ppo.normalize_advantage, loss.bootstrap_time_limit) == (0.2, True, False)

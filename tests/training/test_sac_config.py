@@ -150,10 +150,8 @@ def test_refusals_explain_the_value_in_words(pairs, message):
 
 
 def test_the_paper_options_of_the_losses_and_replay_reach_them_and_default_to_the_current_behaviour():
-    from torchrl_glam.algorithms.sac_glam.build import make_replay
+    from torchrl_glam.algorithms.sac_glam.build import make_loss, make_replay
     from torchrl_glam.algorithms.sac_glam.update import per_beta_at
-    from torchrl_glam.objectives.sac_glam import SACGLAMLoss
-    from torchrl_glam.training.factories import loss_arguments
 
     default = make_config("cpu")
     assert (default.algorithm.critic_loss, default.replay.per_beta_end) == ("smooth_l1", None)
@@ -163,7 +161,7 @@ def test_the_paper_options_of_the_losses_and_replay_reach_them_and_default_to_th
         "cpu",
         {"critic_loss": "l2", "per_beta_end": 1.0, "per_eps": 0.01, "per_weight_norm": "part", "total_steps": 1000},
     )
-    assert loss_arguments(SACGLAMLoss, cfg)["critic_loss"] == "l2"
+    assert make_loss(cfg, num_actions=5).sac.loss_function == "l2"
     replay = make_replay(cfg)
     assert replay.weight_norm == "part" and replay.buffers[0].sampler.state_dict()["_eps"] == 0.01
     # Schaul et al.: beta linear from its start to 1 at the end of the run

@@ -31,7 +31,14 @@ copy of the batch whose hidden-state keys are detached.
 
 from torchrl_glam.modules.actor import MASKED_LOGIT, make_actor
 from torchrl_glam.modules.agent import GLAMAgent
-from torchrl_glam.modules.critic import ACTION_VALUE_KEY, CriticHead, DuelingCriticHead, make_critic_heads
+from torchrl_glam.modules.critic import (
+    ACTION_VALUE_KEY,
+    VALUE_KEY,
+    CriticHead,
+    DuelingCriticHead,
+    make_critic_heads,
+    make_value_head,
+)
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, ModelNotFoundError, load_llm
 from torchrl_glam.modules.offline_models import OfflineModelNotBuilt
 from torchrl_glam.modules.policy import LOG_PROB_KEY, make_policy
@@ -67,6 +74,8 @@ __all__ = [
     "load_llm",
     "make_actor",
     "make_critic_heads",
+    "make_value_head",
+    "VALUE_KEY",
     "make_policy",
     "make_scorer",
 ]

@@ -1,4 +1,6 @@
-"""The critic heads of SAC-GLAM: an MLP on the LLM's hidden states (paper §2.2, App. B, App. C).
+"""The critic heads of SAC-GLAM (an MLP on the LLM's hidden states; paper §2.2, App. B, App. C)
+and PPO-GLAM's value head: the networks a training script builds and hands to its loss, as
+TorchRL's losses take theirs (``DiscreteSACLoss(actor_network, qvalue_network, ...)``).
 
 The four designs of App. B are two independent choices:
 
@@ -6,7 +8,9 @@ The four designs of App. B are two independent choices:
   candidate's last token (``"action_hidden"`` [*B, A, H] -> [*B, A]); ``"observation"``: ``A``
   Q-values from the prompt's representation (``"prompt_hidden"`` [*B, H] -> [*B, A]).
 * ``critic_backprop=True``: the critic loss trains the shared LLM weights too (its gradient flows
-  back through the hidden states); ``False``: the head reads detached hidden states.
+  back through the hidden states); ``False``: it does not. The loss decides it
+  (:class:`~torchrl_glam.objectives.sac_glam.SACGLAMLoss`'s ``critic_backprop``), as it decides
+  the warm-up's and the actor's detaching: the heads here are plain networks that detach nothing.
 
 The paper found observation-action input with backpropagation best; it is the default.
 
@@ -32,6 +36,8 @@ from torchrl_glam.modules.scoring import ACTION_HIDDEN_KEY, ACTION_MASK_KEY, PRO
 
 CriticInput = Literal["observation_action", "observation"]
 ACTION_VALUE_KEY = "action_value"
+#: PPO-GLAM's value head's output
+VALUE_KEY = "state_value"
 
 
 class CriticHead(nn.Module):
@@ -42,8 +48,6 @@ class CriticHead(nn.Module):
         critic_input: ``"observation_action"`` or ``"observation"``.
         num_actions: number of candidates A (required for ``"observation"``, which has A outputs).
         width: units of each of the two hidden layers (1024 in the paper, App. C).
-        critic_backprop: let the critic's gradient reach the LLM through its hidden states (the
-            configs' field of the same name).
     """
 
     def __init__(
@@ -53,7 +57,6 @@ class CriticHead(nn.Module):
         num_actions: int | None = None,
         width: int = 1024,
         depth: int = 2,
-        critic_backprop: bool = True,
     ):
         super().__init__()
         from torchrl.modules import MLP
@@ -63,15 +66,12 @@ class CriticHead(nn.Module):
         if critic_input == "observation" and not num_actions:
             raise ValueError("an observation-only critic has one output per candidate: give num_actions")
         self.critic_input = critic_input
-        self.critic_backprop = critic_backprop
         out_features = 1 if critic_input == "observation_action" else num_actions
         self.mlp = MLP(
             in_features=hidden_size, out_features=out_features, num_cells=[width] * depth, activation_class=nn.ReLU
         )
 
     def forward(self, hidden: Tensor) -> Tensor:
-        if not self.critic_backprop:
-            hidden = hidden.detach()
         values = self.mlp(hidden)
         return values.squeeze(-1) if self.critic_input == "observation_action" else values
 
@@ -86,22 +86,18 @@ class DuelingCriticHead(nn.Module):
     Args:
         hidden_size: the LLM's hidden size H.
         width, depth: each of the two MLPs (value and advantage), as :class:`CriticHead`'s.
-        critic_backprop: let the critic's gradient reach the LLM through both hidden states.
     """
 
-    def __init__(self, hidden_size: int, width: int = 1024, depth: int = 2, critic_backprop: bool = True):
+    def __init__(self, hidden_size: int, width: int = 1024, depth: int = 2):
         super().__init__()
         from torchrl.modules import MLP
 
-        self.critic_backprop = critic_backprop
         self.value = MLP(in_features=hidden_size, out_features=1, num_cells=[width] * depth, activation_class=nn.ReLU)
         self.advantage = MLP(
             in_features=hidden_size, out_features=1, num_cells=[width] * depth, activation_class=nn.ReLU
         )
 
     def forward(self, action_hidden: Tensor, prompt_hidden: Tensor, action_mask: Tensor) -> Tensor:
-        if not self.critic_backprop:
-            action_hidden, prompt_hidden = action_hidden.detach(), prompt_hidden.detach()
         advantage = self.advantage(action_hidden).squeeze(-1)  # [*B, A]
         legal = action_mask.to(advantage.dtype)
         mean = (advantage * legal).sum(-1, keepdim=True) / legal.sum(-1, keepdim=True).clamp(min=1)
@@ -114,7 +110,6 @@ def make_critic_heads(
     num_actions: int | None = None,
     width: int = 1024,
     depth: int = 2,
-    critic_backprop: bool = True,
     in_key: str | None = None,
     out_key: str = ACTION_VALUE_KEY,
     *,
@@ -137,11 +132,21 @@ def make_critic_heads(
                 f"critic_input='observation_action', got {critic_input!r}"
             )
         return TensorDictModule(
-            DuelingCriticHead(hidden_size, width, depth, critic_backprop),
+            DuelingCriticHead(hidden_size, width, depth),
             in_keys=[in_key or ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY, ACTION_MASK_KEY],
             out_keys=[out_key],
         )
-    head = CriticHead(hidden_size, critic_input, num_actions, width, depth, critic_backprop)
+    head = CriticHead(hidden_size, critic_input, num_actions, width, depth)
     if in_key is None:
         in_key = ACTION_HIDDEN_KEY if critic_input == "observation_action" else PROMPT_HIDDEN_KEY
     return TensorDictModule(head, in_keys=[in_key], out_keys=[out_key])
+
+
+def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2):
+    """GLAM's value head (PPO-GLAM's critic): "prompt_hidden" [*B, H] -> "state_value" [*B, 1],
+    an MLP on the prompt's representation, which does not depend on the candidates."""
+    from tensordict.nn import TensorDictModule
+    from torchrl.modules import MLP
+
+    mlp = MLP(in_features=hidden_size, out_features=1, num_cells=[width] * depth, activation_class=nn.ReLU)
+    return TensorDictModule(mlp, in_keys=[PROMPT_HIDDEN_KEY], out_keys=[VALUE_KEY])

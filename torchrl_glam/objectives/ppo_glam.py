@@ -35,15 +35,23 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from tensordict.utils import NestedKey
 from torch import nn
-from torchrl.modules import MLP, MaskedCategorical
+from torchrl.modules import MaskedCategorical
 from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
 
 from torchrl_glam.envs import TextEnvironment, get_environment
-from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, SCORES_KEY, GLAMAgent, LLMScorer, make_actor
+from torchrl_glam.modules import (
+    MASKED_LOGIT,
+    PROMPT_HIDDEN_KEY,
+    SCORES_KEY,
+    VALUE_KEY,
+    GLAMAgent,
+    LLMScorer,
+    make_actor,
+    make_value_head,
+)
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY
 from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
 
-VALUE_KEY = "state_value"
 #: log pi_theta_old(a | s, g) under the transition's (possibly relabeled) goal, at the start of the
 #: update: the first epoch's numerator, the centre of the centred clip.
 FIRST_EPOCH_LOG_PROB_KEY = "first_epoch_log_prob"
@@ -51,12 +59,6 @@ FIRST_EPOCH_LOG_PROB_KEY = "first_epoch_log_prob"
 _LOGITS_KEY = "action_logits"
 
 PPO_LOSSES = ("clip", "kl")
-
-
-def make_value_head(hidden_size: int, width: int = 1024, depth: int = 2) -> TensorDictModule:
-    """GLAM's value head: "prompt_hidden" [*B, H] -> "state_value" [*B, 1]."""
-    mlp = MLP(in_features=hidden_size, out_features=1, num_cells=[width] * depth, activation_class=nn.ReLU)
-    return TensorDictModule(mlp, in_keys=[PROMPT_HIDDEN_KEY], out_keys=[VALUE_KEY])
 
 
 class PPOGLAMLoss(TrainableState, LossModule):
@@ -68,7 +70,9 @@ class PPOGLAMLoss(TrainableState, LossModule):
             ``environment`` names one); ``glam_agent`` is the agent that acts with it.
         clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
             0.99); the names of :class:`~torchrl_glam.algorithms.ppo_glam.config.PPOGLAMConfig`.
-        value_width: units of the value head's two hidden layers.
+        value_network: the value head ("prompt_hidden" -> "state_value",
+            :func:`~torchrl_glam.modules.make_value_head`); default one of ``value_width`` units.
+        value_width: units of the default value head's two hidden layers (without ``value_network``).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
             name) whose compact states the loss renders; default the agent's (required with a bare scorer).
         ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
@@ -112,6 +116,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
     def __init__(
         self,
         scorer: LLMScorer | GLAMAgent,
+        value_network: TensorDictModule | None = None,
         clip_epsilon: float = 0.2,
         entropy_coeff: float = 0.01,
         critic_coeff: float = 0.5,
@@ -148,7 +153,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
         self.loss_kind, self.centred, self.clip_epsilon = ppo_loss, centred, clip_epsilon
         self.score_chunk, self.clip_value, self.bootstrap_time_limit = score_chunk, clip_value, bootstrap_time_limit
         self.actor = make_actor(return_log_prob=True)
-        self.value = make_value_head(scorer.hidden_size, value_width)
+        self.value = make_value_head(scorer.hidden_size, value_width) if value_network is None else value_network
         common = dict(
             entropy_coeff=entropy_coeff,
             critic_coeff=critic_coeff,

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictParams
+from tensordict.nn import TensorDictModule, TensorDictParams
 from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
@@ -77,19 +77,21 @@ class SACGLAMLoss(TrainableState, LossModule):
         scorer: the :class:`~torchrl_glam.modules.LLMScorer` (the LLM; trained by both losses), or
             a :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
             ``environment`` names one); ``glam_agent`` is the agent that acts with it.
+        qvalue_network: the Q-value head that ``DiscreteSACLoss`` makes its twin heads and their
+            targets from (:func:`~torchrl_glam.modules.make_critic_heads`: its ``critic_input``,
+            width, dueling; App. B-C); default ``make_critic_heads(hidden_size, num_actions=num_actions)``,
+            the paper's observation-action head of width 1024.
         num_actions: candidates per step (N+2).
-        critic_input: "observation_action" or "observation" (App. B).
-        critic_backprop: whether the critic loss trains the LLM (App. B).
-        critic_width: units of the heads' two hidden layers (1024 in App. C).
+        critic_backprop: whether the critic loss trains the LLM through the hidden states the heads
+            read (App. B); decided here only: the heads detach nothing.
         gamma, alpha_init, target_entropy: SAC's discount and entropy settings (Tables 2-3).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
             name) whose compact states the loss renders; default the agent's (required with a bare scorer).
         target_llm: the target heads read the next observation through a Polyak-averaged copy of
             the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
-        success_loss_coef: weight of the immediate-success head's loss (see the module docstring);
-            0: no head (the paper).
-        critic_dueling: the heads are dueling networks, V from the prompt's hidden state and A from
-            each candidate's (:class:`~torchrl_glam.modules.DuelingCriticHead`; not in the paper).
+        success_network, success_loss_coef: the immediate-success head (a head writing
+            "success_logit", ``make_critic_heads(..., out_key="success_logit")``) and its loss's
+            weight (see the module docstring); ``None`` and 0: no head (the paper).
         critic_loss: each head's distance to the TD target, "smooth_l1" (Huber, TorchRL's default)
             or "l2" (the squared error of SAC's papers).
 
@@ -120,22 +122,28 @@ class SACGLAMLoss(TrainableState, LossModule):
     def __init__(
         self,
         scorer: LLMScorer | GLAMAgent,
+        qvalue_network: TensorDictModule | None = None,
+        *,
         num_actions: int,
-        critic_input: str = "observation_action",
         critic_backprop: bool = True,
-        critic_width: int = 1024,
         gamma: float = 0.99,
         alpha_init: float = 0.005,
         target_entropy: float = 0.0,
         target_llm: bool = False,
+        success_network: TensorDictModule | None = None,
         success_loss_coef: float = 0.0,
-        critic_dueling: bool = False,
         critic_loss: str = "smooth_l1",
         environment: TextEnvironment | str | None = None,
     ) -> None:
         super().__init__()
         if critic_loss not in CRITIC_LOSSES:
             raise ValueError(f"critic_loss={critic_loss!r}: expected one of {CRITIC_LOSSES}")
+        if (success_network is not None) != (success_loss_coef > 0):
+            raise ValueError(
+                f"success_loss_coef={success_loss_coef} with success_network="
+                f"{'given' if success_network is not None else 'None'}: the immediate-success head needs both "
+                f"(make_critic_heads(..., out_key={SUCCESS_LOGIT_KEY!r}) and a weight > 0), or neither"
+            )
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
         self.num_actions = num_actions
@@ -144,14 +152,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         self.critic_backprop = critic_backprop
         self.actor = make_actor()
         # the heads detach nothing themselves: this module decides what reaches the LLM
-        heads = make_critic_heads(
-            scorer.hidden_size,
-            critic_input,
-            num_actions,
-            width=critic_width,
-            critic_backprop=True,
-            dueling=critic_dueling,
-        )
+        heads = qvalue_network if qvalue_network is not None else make_critic_heads(scorer.hidden_size)
         self.hidden_key = heads.in_keys[0]
         # what the heads read (a dueling head also the prompt's hidden state and the mask), and of
         # those the hidden states, which carry the critic's gradient into the LLM
@@ -170,18 +171,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         )
         self.sac.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
         self.success_loss_coef = success_loss_coef
-        self.success_head = (
-            make_critic_heads(
-                scorer.hidden_size,
-                critic_input,
-                num_actions,
-                width=critic_width,
-                critic_backprop=True,
-                out_key=SUCCESS_LOGIT_KEY,
-            )
-            if success_loss_coef > 0
-            else None
-        )
+        self.success_head = success_network
         self.warmup = False  # the critic warm-up: only the heads learn (see the module docstring)
         # buffers, not parameters: in the state dict (checkpoints), never in an optimiser
         self.target_llm = TensorDictParams(self.llm_weights().data.clone(), no_convert=True) if target_llm else None

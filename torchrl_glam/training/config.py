@@ -139,6 +139,18 @@ class GLAMConfig:
     """
 
     FORMER_NAMES: ClassVar[dict[str, str]] = {}
+    #: What the run harness needs of an algorithm, declared by its config class (field paths): its
+    #: name (reports, refusals); the learning rates a resume may change (set on the optimisers the script hands the
+    #: harness under these fields) and their schedule's fields; the fields each rank gets its share
+    #: of; the discount; the update metrics the divergence check bounds, as estimates of a return
+    #: (``q_value`` -> what it is) or as squared value errors weighted by a field (``loss_critic``).
+    ALGORITHM: ClassVar[str | None] = None
+    LEARNING_RATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    LEARNING_RATE_SCHEDULE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    PER_RANK_FIELDS: ClassVar[tuple[str, ...]] = ("env.num_envs",)
+    DISCOUNT_FIELD: ClassVar[str | None] = None
+    DIVERGENCE_VALUE_METRICS: ClassVar[dict[str, str]] = {}
+    DIVERGENCE_LOSS_METRICS: ClassVar[dict[str, str]] = {}
 
     env: EnvConfig = field(default_factory=EnvConfig)
     model: ModelConfig = field(default_factory=ModelConfig)

@@ -26,32 +26,46 @@ class DivergenceError(RuntimeError):
     """The critic's values left every bound a learning critic can reach."""
 
 
-def value_bound(cfg: GLAMConfig) -> float:
+def value_bound(gamma: float, max_steps: int) -> float:
     """The largest ``abs(value)`` a return can have: max_reward / (1 - gamma), or max_steps x max_reward."""
-    gamma = cfg.get("gamma") if cfg.has_field("gamma") else 0.99
-    horizon = cfg.env.max_steps if gamma >= 1.0 else 1.0 / (1.0 - gamma)  # bootstraps past truncation
+    horizon = max_steps if gamma >= 1.0 else 1.0 / (1.0 - gamma)  # bootstraps past truncation
     return MAX_REWARD * max(horizon, 1.0)
 
 
 def check_divergence(metrics: dict[str, float], cfg: GLAMConfig, steps: int | None = None) -> None:
-    """Raises a :class:`DivergenceError` (on every rank together) when the update's critic values
-    (SAC's ``q_value``) or value loss (PPO's ``loss_critic``) are beyond the margin."""
-    limit = DIVERGENCE_MARGIN * value_bound(cfg)
+    """Raises a :class:`DivergenceError` (on every rank together) when an update's metrics that
+    the config class declares are beyond the margin: its ``DIVERGENCE_VALUE_METRICS`` (estimates
+    of a return, SAC's ``q_value``, by what they are) in absolute value, its ``DIVERGENCE_LOSS_METRICS`` (squared
+    value errors, PPO's ``loss_critic``, by the field of their weight) squared. The bound comes
+    from the config's ``DISCOUNT_FIELD``."""
+    config_class = type(cfg)
+    values, losses = config_class.DIVERGENCE_VALUE_METRICS, config_class.DIVERGENCE_LOSS_METRICS
+    if not values and not losses:
+        return
+    if config_class.DISCOUNT_FIELD is None:
+        raise ValueError(
+            f"{config_class.__name__} declares divergence metrics but no DISCOUNT_FIELD: "
+            "name its discount's field (e.g. DISCOUNT_FIELD = 'algorithm.gamma'), which bounds the returns"
+        )
+    gamma = cfg.get(config_class.DISCOUNT_FIELD)
+    bound = value_bound(gamma, cfg.env.max_steps)
+    limit = DIVERGENCE_MARGIN * bound
     problem = None
-    if "q_value" in metrics and not abs(metrics["q_value"]) <= limit:
-        problem = f"the critic's Q-value is {metrics['q_value']:.4g}, beyond {limit:g}"
-    # PPO's value-loss weight; SAC has none
-    critic_coeff = cfg.get("critic_coeff") if cfg.has_field("critic_coeff") else 0.0
-    if "loss_critic" in metrics and critic_coeff > 0 and not metrics["loss_critic"] <= critic_coeff * limit**2:
-        problem = f"the value loss is {metrics['loss_critic']:.4g}, beyond {critic_coeff * limit**2:g}"
+    for name, what in values.items():
+        if name in metrics and not abs(metrics[name]) <= limit:
+            problem = f"{what} is {metrics[name]:.4g}, beyond {limit:g}"
+    for name, weight_field in losses.items():
+        weight = cfg.get(weight_field)
+        if name in metrics and weight > 0 and not metrics[name] <= weight * limit**2:
+            problem = f"the value loss ({name}) is {metrics[name]:.4g}, beyond {weight * limit**2:g}"
     if not any_true(problem is not None):
         return
     problem = problem or "another rank's critic diverged"
-    lrs = ", ".join(f"{name}={cfg.get(name)}" for name in ("critic_lr", "actor_lr", "lr") if cfg.has_field(name))
+    lrs = ", ".join(f"{name.rsplit('.', 1)[-1]}={cfg.get(name)}" for name in config_class.LEARNING_RATE_FIELDS)
     message = (
         f"the critic diverged at {steps} environment steps: {problem} "
-        f"({DIVERGENCE_MARGIN:g} x the largest return, {value_bound(cfg):g}, with gamma="
-        f"{cfg.get('gamma')}). Lower the learning rate ({lrs}; --resume may change it) or "
+        f"({DIVERGENCE_MARGIN:g} x the largest return, {bound:g}, with gamma="
+        f"{gamma}). Lower the learning rate ({lrs}; --resume may change it) or "
         "set max_grad_norm (in a new --run-dir)"
     )
     if not is_distributed() or torch.distributed.get_rank() == 0:

@@ -84,22 +84,6 @@ def make_glam_agent(cfg: GLAMConfig) -> GLAMAgent:
     return GLAMAgent(scorer, environment=cfg.environment)
 
 
-def loss_arguments(loss_class: type, cfg: GLAMConfig, **renamed: str) -> dict:
-    """The keyword arguments of ``loss_class`` that ``cfg`` has a field (or property) of the same
-    name for, ``environment`` included; ``renamed`` maps an argument to a field of another name
-    (``centred="her_centred"``); fields are found by their short names. The loss and its first two
-    positional arguments stay the caller's."""
-    import inspect
-
-    names = list(inspect.signature(loss_class).parameters)[1:]  # after the agent
-    fields = {name: renamed.get(name, name) for name in names}
-    return {
-        name: cfg.environment if field == "environment" else cfg.get(field)
-        for name, field in fields.items()
-        if field == "environment" or type(cfg).has_field(field)
-    }
-
-
 #: The offline models that an environment without ``legacy_offline_names`` gets in its own vocabulary.
 _OWN_OFFLINE_MODELS = (
     None,

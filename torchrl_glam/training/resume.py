@@ -8,9 +8,10 @@ describes, so each field is decided here:
 * may change, and is really applied: the run's length and schedule (``total_steps``,
   ``eval_every``, ``log_every``, ``checkpoint_every``), the evaluation sets (``eval_sets``: each
   draws from its own random stream, so adding one leaves the training as it was), ``loggers``,
-  ``num_threads``, where the run lives (``run_dir``), and the learning rates (set on the optimisers'
-  parameter groups after their
-  state is loaded: the way out of a diverging run);
+  ``num_threads``, where the run lives (``run_dir``), and the learning rates the config class
+  declares (``LEARNING_RATE_FIELDS``: set on the optimisers' parameter groups after their state is
+  loaded, the way out of a diverging run; a rate that is ``None``, an optimiser that does not
+  exist, stays so) and their schedule's fields (``LEARNING_RATE_SCHEDULE_FIELDS``);
 * anything else changed: the resume is refused with each field's saved and new values.
 
 What a resume changed goes to ``run_dir/events.jsonl``; ``config.json`` is rewritten with the
@@ -26,7 +27,8 @@ import torch
 from torchrl_glam.training.config import ConfigError, GLAMConfig, config_paths
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
-#: Fields a resume may change (see the module docstring), by path; the learning rates by name.
+#: Fields a resume of any algorithm may change (see the module docstring), by path; the learning
+#: rates are each config class's (``LEARNING_RATE_FIELDS``).
 SCHEDULE_FIELDS = (
     "run.total_steps",
     "run.eval_every",
@@ -37,7 +39,6 @@ SCHEDULE_FIELDS = (
     "run.num_threads",
     "run.run_dir",
 )
-LEARNING_RATE_FIELDS = ("actor_lr", "critic_lr", "alpha_lr", "lr")
 
 
 class ResumeError(ValueError):
@@ -46,12 +47,15 @@ class ResumeError(ValueError):
 
 def resumable_fields(cfg: GLAMConfig) -> list[str]:
     """The paths of the fields a resume of ``cfg`` may change."""
-    rates = [type(cfg).path_of(name) for name in LEARNING_RATE_FIELDS if type(cfg).has_field(name)]
-    return [*SCHEDULE_FIELDS, *rates]
+    config_class = type(cfg)
+    return [*SCHEDULE_FIELDS, *config_class.LEARNING_RATE_FIELDS, *config_class.LEARNING_RATE_SCHEDULE_FIELDS]
 
 
-def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[Any, Any]]:
+def resume_changes(
+    saved: dict[str, Any], cfg: GLAMConfig, saved_algorithm: str | None = None
+) -> dict[str, tuple[Any, Any]]:
     """The fields ``cfg`` changes from the checkpoint's config ``saved``: ``{path: (saved, new)}``.
+    ``saved_algorithm``: the algorithm the checkpoint names (``None`` in older ones).
 
     ``saved`` is a config's ``to_dict()``, or the flat dict of field names that earlier 0.2
     commits wrote. Raises a :class:`ResumeError` naming every changed field a resume may not
@@ -64,8 +68,8 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
             f"{', '.join(type(cfg).FORMER_NAMES[name] for name in former)} in 0.2.0: it was written by "
             "torchrl_glam 0.1.0; resume it with 0.1.0 or start a new run with a fresh --run-dir"
         )
+    _refuse_another_algorithm(saved_algorithm, cfg)
     saved = config_paths(saved, type(cfg))
-    _refuse_another_algorithm(saved, cfg)
     new = cfg.flat_dict()
     # a field missing from an older checkpoint's config had its default then
     default = type(cfg)().flat_dict()
@@ -75,7 +79,11 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
         if saved.get(path, default[path]) != value
     }
     allowed = resumable_fields(cfg)
-    refused = {path: values for path, values in changes.items() if path not in allowed}
+    # a rate from or to None adds or removes an optimiser, whose state the checkpoint has or lacks
+    rates = type(cfg).LEARNING_RATE_FIELDS
+    refused = {
+        path: values for path, values in changes.items() if path not in allowed or (path in rates and None in values)
+    }
     if refused:
         listed = "; ".join(f"{path}: saved {old!r}, now {value!r}" for path, (old, value) in refused.items())
         raise ResumeError(
@@ -88,25 +96,18 @@ def resume_changes(saved: dict[str, Any], cfg: GLAMConfig) -> dict[str, tuple[An
     return changes
 
 
-def _refuse_another_algorithm(saved: dict[str, Any], cfg: GLAMConfig) -> None:
-    """Raises when ``saved`` (a checkpoint's config, by path) is another training script's:
-    resuming it would list every field the two configs do not share instead of saying so."""
-    from torchrl_glam.training.scripts import SCRIPTS  # filled by torchrl_glam.algorithms, which a script imports
-
-    unknown = sorted(set(saved) - set(type(cfg).field_types()))
-    if not unknown:
+def _refuse_another_algorithm(saved_algorithm: str | None, cfg: GLAMConfig) -> None:
+    """Raises when the checkpoint is another training script's: resuming it would list every
+    field the two configs do not share instead of saying so."""
+    ours = type(cfg).ALGORITHM
+    if saved_algorithm is None or saved_algorithm == ours:
         return
-    for name, script in SCRIPTS.items():
-        if script.config_class is type(cfg):
-            continue
-        if set(saved) <= set(script.config_class.field_types()):
-            raise ResumeError(
-                f"{cfg.run.run_dir} is a {name.replace('_', '-').upper()} run dir (its checkpoint's config "
-                f"has {', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}, which "
-                f"{type(cfg).__name__} lacks): resume it with the {name} script (python "
-                f"examples/{name}.py --resume, or the launcher's --algorithm {name}), or give this run "
-                "another --run-dir."
-            )
+    raise ResumeError(
+        f"{cfg.run.run_dir} is a {saved_algorithm.replace('_', '-').upper()} run dir (its checkpoint names "
+        f"{saved_algorithm!r}, this script trains {ours!r}): resume it with the {saved_algorithm} script "
+        f"(python examples/{saved_algorithm}.py --resume, or the launcher's --algorithm {saved_algorithm}), "
+        "or give this run another --run-dir."
+    )
 
 
 def apply_resume(
@@ -116,8 +117,9 @@ def apply_resume(
     env_steps: int,
     main_rank: bool = True,
 ) -> None:
-    """After the checkpoint's state is loaded: sets the learning rates of ``optimizers`` (config
-    field -> the optimiser it drives) to ``cfg``'s, and on the main rank removes the log rows after
+    """After the checkpoint's state is loaded: sets the learning rates of ``optimizers`` (a field
+    of the config class's ``LEARNING_RATE_FIELDS`` -> the optimiser it drives) to ``cfg``'s, and
+    on the main rank removes the log rows after
     ``env_steps`` and records the resume in ``events.jsonl``."""
     for name, optimizer in optimizers.items():
         for group in optimizer.param_groups:

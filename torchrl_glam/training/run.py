@@ -20,7 +20,7 @@ its loop body; :class:`TrainingRun` does the rest, the same way for every algori
 The shape of a script::
 
     cfg, options = parse_command_line(MyConfig, MY_PRESETS, argv)
-    run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
+    run = TrainingRun(cfg, options)  # MyConfig declares what the harness needs (GLAMConfig's ClassVars)
     agent = ...                                       # built after the run seeded every rank alike
     td = run.start({"loss": ..., "updater": ...}, greedy_policy=...)   # restore or reset
     with run:                                         # a non-finite loss ends the loop cleanly
@@ -44,7 +44,7 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -136,23 +136,21 @@ class TrainingRun:
 
     Attributes: ``cfg``, ``rank``, ``world``, ``main_rank``, ``env`` (this rank's share of
     ``cfg.env.num_envs``), ``assembler``, ``logger`` (``None`` off rank 0), ``checkpoint_dir``.
-    ``per_rank`` (the constructor's): the fields each rank gets its share of (:meth:`per_rank`),
+    The config class's ``PER_RANK_FIELDS``: the fields each rank gets its share of (:meth:`per_rank`),
     refused unless they divide by the world.
     """
 
-    def __init__(
-        self, cfg: GLAMConfig, options: RunOptions | None = None, per_rank: Iterable[str] = ("num_envs",)
-    ) -> None:
+    def __init__(self, cfg: GLAMConfig, options: RunOptions | None = None) -> None:
         self.cfg, self.options = cfg.validate(), options or RunOptions()  # before the run dir is touched
         apply_runtime(cfg)  # cfg.run.num_threads torch threads; a missing GPU fails here, before any model loads
         hf_logging.disable_progress_bar()  # transformers' own "Loading weights" bar: the run says what it does
         logging.getLogger("torchrl").setLevel(logging.WARNING)  # its INFO lines (storage sizes) are not for users
         self.rank, self.world = init_distributed(cfg.model.device)  # several processes: data parallel
+        per_rank = type(cfg).PER_RANK_FIELDS
         uneven = [name for name in per_rank if cfg.get(name) % self.world]
         if uneven:
-            raise ValueError(
-                " and ".join(f"{name}={cfg.get(name)}" for name in per_rank) + f" must divide by the {self.world} ranks"
-            )
+            listed = " and ".join(f"{name.rsplit('.', 1)[-1]}={cfg.get(name)}" for name in per_rank)
+            raise ValueError(f"{listed} must divide by the {self.world} ranks")
         self.main_rank = self.rank == 0
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
         prepare_run_dir(cfg.run.run_dir, self.options.resume, self.options.overwrite, self.rank)
@@ -203,12 +201,14 @@ class TrainingRun:
         ``--resume`` (or resets the environment), and opens the logger and the progress bar.
         Returns the first observation. ``greedy_policy(td, greedy)`` writes "action" (the policy's
         mode, or a sample of it for an evaluation set that samples);
-        ``optimizers`` maps each learning-rate field of the config to the optimizer it drives (a
+        ``optimizers`` maps each learning-rate field the config class declares
+        (``LEARNING_RATE_FIELDS``; every one that is not ``None``) to the optimizer it drives (a
         resume may change learning rates); ``env_transform`` wraps the acting environment (a
         TorchRL transform; its state is the caller's to register as a piece)."""
         self.pieces = {**pieces, "env": self.env, "assembler": self.assembler}
         self.greedy_policy = greedy_policy
         self.optimizers = optimizers or {}
+        self._check_optimizers()
         if env_transform is not None:
             self.acting_env = TransformedEnv(self.env, env_transform)
         self.eval_envs = make_eval_envs(self.cfg)  # fixed seeds: the same episodes for every algorithm
@@ -250,6 +250,25 @@ class TrainingRun:
             )
         return td
 
+    def _check_optimizers(self) -> None:
+        """Refuses optimisers under undeclared fields, and declared rates without their optimiser:
+        a resume would not set (or set wrongly) the rate it says it changed."""
+        config_class = type(self.cfg)
+        declared = config_class.LEARNING_RATE_FIELDS
+        given = {config_class.path_of(name) for name in self.optimizers}
+        undeclared = sorted(given - set(declared))
+        missing = [name for name in declared if name not in given and self.cfg.get(name) is not None]
+        if self.optimizers and (undeclared or missing):
+            raise ValueError(
+                f"the optimizers given to TrainingRun.start ({', '.join(sorted(given))}) do not match "
+                f"{config_class.__name__}.LEARNING_RATE_FIELDS ({', '.join(declared) or 'none'}): "
+                + "; ".join(
+                    [f"undeclared {', '.join(undeclared)}"] * bool(undeclared)
+                    + [f"without an optimizer {', '.join(missing)}"] * bool(missing)
+                )
+                + ". Declare each rate on the config class and pass each optimizer under its rate's field"
+            )
+
     def restore(self) -> TensorDictBase | None:
         """Loads this rank's checkpoint into the pieces; the current observation, or ``None``
         when there is no checkpoint (a fresh start)."""
@@ -259,10 +278,11 @@ class TrainingRun:
         self._refuse_old_layout(state)
         self._require(state, ["config"])
         try:
-            changes = resume_changes(state["config"], self.cfg)  # refuses a run that would mix settings
+            # refuses another algorithm's run, and a run that would mix settings
+            changes = resume_changes(state["config"], self.cfg, state.get("algorithm"))
         except ResumeError as err:
             config_json = Path(self.cfg.run.run_dir) / "config.json"
-            if config_json.exists():
+            if config_json.exists() or "with changed settings (" not in str(err):
                 raise
             # without config.json the resume started from the preset, not from the run's settings
             raise ResumeError(
@@ -311,6 +331,7 @@ class TrainingRun:
             rng=rng_state(),
             wall_seconds=self.wall_seconds,
             config=self.cfg.to_dict(),
+            algorithm=type(self.cfg).ALGORITHM,
             pending_evaluation=self.pending_evaluation,
         )
         if self.logger is not None:
@@ -418,10 +439,8 @@ class TrainingRun:
 
     @property
     def _algorithm(self) -> str:
-        """The algorithm's name in reports: its registered script's (``sac_glam`` -> ``SAC-GLAM``)."""
-        from torchrl_glam.training.scripts import SCRIPTS
-
-        name = next((n for n, s in SCRIPTS.items() if s.config_class is type(self.cfg)), None)
+        """The algorithm's name in reports: its config class's (``sac_glam`` -> ``SAC-GLAM``)."""
+        name = type(self.cfg).ALGORITHM
         return name.upper().replace("_", "-") if name else type(self.cfg).__name__.removesuffix("Config")
 
     @property

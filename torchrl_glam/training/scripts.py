@@ -1,10 +1,12 @@
-"""The registry of training scripts, by algorithm name: one ``main(argv) -> exit code`` each.
+"""A training script, as the tables of algorithms list it: ``main(argv) -> exit code``, found by
+import name, its config class and presets.
 
 ``examples/<algorithm>.py``, the ``sac-glam`` / ``ppo-glam`` commands, the Slurm launcher
-(``--algorithm``) and the training benchmark all run these modules, found by import name (a wheel
-install has no ``examples/`` folder). The library's algorithms (:mod:`torchrl_glam.algorithms`)
-register theirs when that package is imported; a new algorithm registers its module with
-:func:`register_script`.
+(``--algorithm``) and the training benchmark all run these modules by import name (a wheel install
+has no ``examples/`` folder). The library's table is :data:`torchrl_glam.algorithms.SCRIPTS`, a
+static dict; the harness itself needs no table: what it needs of an algorithm, its config class
+declares (:class:`~torchrl_glam.training.config.GLAMConfig`'s ``ALGORITHM``,
+``LEARNING_RATE_FIELDS``...).
 """
 
 from __future__ import annotations
@@ -37,20 +39,3 @@ class TrainingScript:
     @property
     def path(self) -> Path:
         return Path(self.load().__file__)
-
-
-SCRIPTS: dict[str, TrainingScript] = {}
-
-
-def register_script(name: str, module: str, config_class: type[GLAMConfig], presets: dict[str, dict[str, Any]]) -> None:
-    """Makes ``module`` (an importable module with ``main(argv)``) the training script of ``name``."""
-    SCRIPTS[name] = TrainingScript(module, config_class, presets)
-
-
-def get_script(name: str) -> TrainingScript:
-    if name not in SCRIPTS:
-        raise ValueError(
-            f"unknown algorithm {name!r}: known are {sorted(SCRIPTS)} "
-            "(register another with torchrl_glam.training.scripts.register_script)"
-        )
-    return SCRIPTS[name]

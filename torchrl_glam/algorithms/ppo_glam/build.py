@@ -1,17 +1,34 @@
-"""What PPO-GLAM's training script builds from its config: the loss (LLM agent, value head, PPO
-loss) in one call."""
+"""What PPO-GLAM's training script builds from its config: the value head and the loss (LLM agent,
+value head, PPO loss) in one call."""
 
 from __future__ import annotations
 
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
-from torchrl_glam.modules import GLAMAgent
+from torchrl_glam.modules import GLAMAgent, make_value_head
 from torchrl_glam.objectives.ppo_glam import PPOGLAMLoss
-from torchrl_glam.training.factories import loss_arguments, make_glam_agent
+from torchrl_glam.training.factories import make_glam_agent
 
 
 def make_loss(cfg: PPOGLAMConfig, agent: GLAMAgent | None = None) -> PPOGLAMLoss:
-    """The PPO-GLAM loss of ``cfg`` in one call: the value head and the PPO loss (clipped or
-    KL-penalised) over ``agent`` (default a new one of ``cfg``), every loss argument taken from the
-    config field of the same name (``centred`` from ``her_centred``)."""
+    """The PPO-GLAM loss of ``cfg`` in one call: the value head (``value_width``) handed to the PPO
+    loss (clipped or KL-penalised) over ``agent`` (default a new one of ``cfg``)."""
     agent = make_glam_agent(cfg) if agent is None else agent
-    return PPOGLAMLoss(agent, **loss_arguments(PPOGLAMLoss, cfg, centred="her_centred")).to(cfg.model.device)
+    algorithm = cfg.algorithm
+    loss = PPOGLAMLoss(
+        agent,
+        make_value_head(agent.llm.hidden_size, algorithm.value_width),
+        clip_epsilon=algorithm.clip_epsilon,
+        entropy_coeff=algorithm.entropy_coeff,
+        critic_coeff=algorithm.critic_coeff,
+        gamma=algorithm.gamma,
+        gae_lambda=algorithm.gae_lambda,
+        ppo_loss=algorithm.ppo_loss,
+        centred=algorithm.her_centred,
+        kl_coeff=algorithm.kl_coeff,
+        kl_target=algorithm.kl_target,
+        clip_value=algorithm.clip_value,
+        normalize_advantage=algorithm.normalize_advantage,
+        bootstrap_time_limit=algorithm.bootstrap_time_limit,
+        environment=cfg.environment,
+    )
+    return loss.to(cfg.model.device)

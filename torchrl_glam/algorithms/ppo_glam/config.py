@@ -67,6 +67,12 @@ class PPOGLAMConfig(GLAMConfig):
     """PPO-GLAM's config: the shared sections (``env``, ``model``, ``run``) and ``algorithm``."""
 
     FORMER_NAMES: ClassVar[dict[str, str]] = {"value_coeff": "algorithm.critic_coeff", "her_loss": "algorithm.ppo_loss"}
+    ALGORITHM: ClassVar[str] = "ppo_glam"
+    LEARNING_RATE_FIELDS: ClassVar[tuple[str, ...]] = ("algorithm.lr",)
+    PER_RANK_FIELDS: ClassVar[tuple[str, ...]] = ("env.num_envs", "algorithm.minibatch_size")
+    DISCOUNT_FIELD: ClassVar[str] = "algorithm.gamma"
+    # the value loss, weighted by critic_coeff: a value and its target within the bound differ by at most twice it
+    DIVERGENCE_LOSS_METRICS: ClassVar[dict[str, str]] = {"loss_critic": "algorithm.critic_coeff"}
 
     algorithm: PPOAlgorithmConfig = field(default_factory=PPOAlgorithmConfig)
     run: RunConfig = field(default_factory=lambda: RunConfig(run_dir="runs/ppo_glam"))

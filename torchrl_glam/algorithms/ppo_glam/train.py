@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     from torchrl_glam.training.distributed import broadcast_parameters
     from torchrl_glam.training.run import StateOf, TrainingRun
 
-    run = TrainingRun(cfg, options, per_rank=("num_envs", "minibatch_size"))
+    run = TrainingRun(cfg, options)  # per-rank fields, rates, discount: declared by the config class
 
     # ---- the loss (the agent: LLM scorer + actor; value head + PPO), its updater, the rollout
     loss = make_loss(cfg)

@@ -55,7 +55,7 @@ class PPOGLAMUpdater:
         # "heads": the order of parameters_to_train, so checkpoints' optimiser states still fit
         self.parameters = [p for group in loss.param_groups().values() for p in group]
         self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.algorithm.lr)
-        self.optimizers = {"lr": self.optimizer}  # by learning-rate field (a resume may change it)
+        self.optimizers = {"algorithm.lr": self.optimizer}  # by learning-rate field (a resume may change it)
         self.keep_goal = (
             aligned_goal_filter(environment=loss.environment) if cfg.algorithm.her_filter == "aligned" else None
         )

@@ -1,5 +1,5 @@
-"""What SAC-GLAM's training script builds from its config: the loss (LLM agent, twin critic heads,
-``DiscreteSACLoss``) in one call, the replay and the episode processing it learns from, the
+"""What SAC-GLAM's training script builds from its config: the critic heads and the loss (LLM
+agent, twin critic heads, ``DiscreteSACLoss``) in one call, the replay and the episode processing it learns from, the
 autotelic goal choice."""
 
 from __future__ import annotations
@@ -12,18 +12,53 @@ from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.noop_twins import NoOpTwins
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
-from torchrl_glam.modules import GLAMAgent
-from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+from torchrl_glam.modules import GLAMAgent, make_critic_heads
+from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY, SACGLAMLoss
 from torchrl_glam.training.checkpoint import load_checkpoint
-from torchrl_glam.training.factories import loss_arguments, make_env, make_glam_agent
+from torchrl_glam.training.factories import make_env, make_glam_agent
+
+
+def make_heads(cfg: SACGLAMConfig, hidden_size: int, num_actions: int):
+    """The critic's Q-value head (App. B-C: ``critic_input``, ``critic_width``, ``critic_dueling``),
+    from which ``DiscreteSACLoss`` makes the twin heads and their targets, and the
+    immediate-success head (``None`` without ``success_loss_coef``)."""
+    algorithm = cfg.algorithm
+    qvalue = make_critic_heads(
+        hidden_size,
+        algorithm.critic_input,
+        num_actions,
+        width=algorithm.critic_width,
+        dueling=algorithm.critic_dueling,
+    )
+    success = None
+    if algorithm.success_loss_coef > 0:  # the Q-heads' design, not dueling: one logit per candidate
+        success = make_critic_heads(
+            hidden_size, algorithm.critic_input, num_actions, width=algorithm.critic_width, out_key=SUCCESS_LOGIT_KEY
+        )
+    return qvalue, success
 
 
 def make_loss(cfg: SACGLAMConfig, num_actions: int, agent: GLAMAgent | None = None) -> SACGLAMLoss:
-    """The SAC-GLAM loss of ``cfg`` in one call: the twin critic heads and their ``DiscreteSACLoss``
-    over ``agent`` (its LLM and actor; default a new one of ``cfg``), every loss argument taken
-    from the config field of the same name."""
+    """The SAC-GLAM loss of ``cfg`` in one call: the critic heads (:func:`make_heads`) handed to
+    ``SACGLAMLoss`` over ``agent`` (its LLM and actor; default a new one of ``cfg``)."""
     agent = make_glam_agent(cfg) if agent is None else agent
-    return SACGLAMLoss(agent, num_actions=num_actions, **loss_arguments(SACGLAMLoss, cfg)).to(cfg.model.device)
+    algorithm = cfg.algorithm
+    qvalue_network, success_network = make_heads(cfg, agent.llm.hidden_size, num_actions)
+    loss = SACGLAMLoss(
+        agent,
+        qvalue_network,
+        num_actions=num_actions,
+        critic_backprop=algorithm.critic_backprop,
+        gamma=algorithm.gamma,
+        alpha_init=algorithm.alpha_init,
+        target_entropy=algorithm.target_entropy,
+        target_llm=algorithm.target_llm,
+        success_network=success_network,
+        success_loss_coef=algorithm.success_loss_coef,
+        critic_loss=algorithm.critic_loss,
+        environment=cfg.environment,
+    )
+    return loss.to(cfg.model.device)
 
 
 def load_trained_loss(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from torchrl_glam.training.config import GLAMConfig, Presets, RunConfig, config_from_preset
 from torchrl_glam.training.config import parse_overrides as parse_config_overrides
@@ -127,6 +127,21 @@ class ReplayConfig:
 class SACGLAMConfig(GLAMConfig):
     """SAC-GLAM's config: the shared sections (``env``, ``model``, ``run``), ``algorithm`` and
     ``replay``."""
+
+    ALGORITHM: ClassVar[str] = "sac_glam"
+    LEARNING_RATE_FIELDS: ClassVar[tuple[str, ...]] = (
+        "algorithm.actor_lr",
+        "algorithm.critic_lr",
+        "algorithm.alpha_lr",
+        "algorithm.critic_llm_lr",
+    )
+    LEARNING_RATE_SCHEDULE_FIELDS: ClassVar[tuple[str, ...]] = (
+        "algorithm.actor_lr_decay_at",
+        "algorithm.actor_lr_decay",
+    )
+    PER_RANK_FIELDS: ClassVar[tuple[str, ...]] = ("env.num_envs", "algorithm.batch_size")
+    DISCOUNT_FIELD: ClassVar[str] = "algorithm.gamma"
+    DIVERGENCE_VALUE_METRICS: ClassVar[dict[str, str]] = {"q_value": "the critic's Q-value"}
 
     algorithm: SACAlgorithmConfig = field(default_factory=SACAlgorithmConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)

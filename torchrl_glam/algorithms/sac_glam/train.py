@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from torchrl_glam.training.distributed import all_true, broadcast_parameters
     from torchrl_glam.training.run import StateOf, TrainingRun
 
-    run = TrainingRun(cfg, options, per_rank=("num_envs", "batch_size"))
+    run = TrainingRun(cfg, options)  # per-rank fields, rates, discount: declared by the config class
 
     # ---- the loss (the agent: LLM scorer + actor; twin critic heads + DiscreteSACLoss), replay, episode processing
     loss = make_loss(cfg, num_actions=num_actions(cfg, run.env))

@@ -53,12 +53,15 @@ class SACGLAMUpdater:
         self.target_updater = loss.make_target_updater(cfg.algorithm.tau)
         self.parameters = groups["llm"] + groups["heads"] + groups["alpha"]  # gradients averaged across ranks
         self.clipped = groups["llm"] + groups["heads"]  # gradient-norm clipping: not alpha
-        #: each optimizer under the config field of its learning rate (a resume may change them)
+        #: each optimizer under the config field of its learning rate (SACGLAMConfig.LEARNING_RATE_FIELDS:
+        #: a resume may change them)
         self.optimizers = {
-            "actor_lr": self.llm_optimizer,
-            "critic_lr": self.critic_optimizer,
-            "alpha_lr": self.alpha_optimizer,
+            "algorithm.actor_lr": self.llm_optimizer,
+            "algorithm.critic_lr": self.critic_optimizer,
+            "algorithm.alpha_lr": self.alpha_optimizer,
         }
+        if self.critic_llm_optimizer is not None:
+            self.optimizers["algorithm.critic_llm_lr"] = self.critic_llm_optimizer
         self.updates = 0
 
     def step(self, batch_size: int | None = None, env_steps: int | None = None) -> dict[str, float]:
