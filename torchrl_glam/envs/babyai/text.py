@@ -70,6 +70,12 @@ _NOT_OBJECTS = {OBJECT_TO_IDX[n] for n in ("unseen", "empty", "wall", "floor", "
 # GLAM describes every cell but unseen, empty and wall ones (BabyAI's views hold no floor or agent)
 _NOT_OBJECTS_GLAM = {OBJECT_TO_IDX[n] for n in ("unseen", "empty", "wall")}
 _SEE_THROUGH = {OBJECT_TO_IDX["unseen"], OBJECT_TO_IDX["empty"]}  # cells a GLAM line passes over
+#: the straight lines from the agent, the nearest cell first
+_LINES = (
+    ("forward", [(_AGENT[0], y) for y in range(_AGENT[1] - 1, -1, -1)]),
+    ("left", [(x, _AGENT[1]) for x in range(_AGENT[0] - 1, -1, -1)]),
+    ("right", [(x, _AGENT[1]) for x in range(_AGENT[0] + 1, VIEW_SIZE)]),
+)
 _DOOR_STATES = ("open", "closed", "locked")  # minigrid's STATE_TO_IDX order
 
 
@@ -226,12 +232,12 @@ def check_wording(wording: str) -> str:
     return wording
 
 
-def _line_end(image: np.ndarray, cells: list[tuple[int, int]], wording: str) -> int | None:
+def _line_end(view: list, cells: list[tuple[int, int]], wording: str) -> int | None:
     """Steps to the wall a line of ``cells`` reports, or None. GLAM's line ends at its first cell
     that is neither unseen nor empty (a wall behind an object is not reported); the readable one
     reports the first wall, behind objects too."""
     for n, (x, y) in enumerate(cells, start=1):
-        kind = image[x, y, 0]
+        kind = view[x][y][0]
         if kind == _WALL:
             return n
         if wording == "glam" and kind not in _SEE_THROUGH:
@@ -244,32 +250,27 @@ def describe_view(image: np.ndarray, carrying: Sequence[int], wording: str = "gl
     is minigrid's encoded 7x7x3 view (``image[x, y]``, the agent at (3, 6) facing up; unseen cells
     are 0) and ``carrying`` the [type, color] indices of the carried object, or [-1, -1]."""
     check_wording(wording)
-    image = np.asarray(image)
+    view = np.asarray(image).tolist()  # Python ints: indexing numpy scalars cell by cell is slower
     ax, ay = _AGENT
     sentences = []
     if carrying[0] >= 0:
         sentences.append(f"You carry a {IDX_TO_COLOR[int(carrying[1])]} {IDX_TO_OBJECT[int(carrying[0])]}")
-    for side, cells in (
-        ("forward", [(ax, y) for y in range(ay - 1, -1, -1)]),
-        ("left", [(x, ay) for x in range(ax - 1, -1, -1)]),
-        ("right", [(x, ay) for x in range(ax + 1, VIEW_SIZE)]),
-    ):
-        n = _line_end(image, cells, wording)
+    for side, cells in _LINES:
+        n = _line_end(view, cells, wording)
         if n is not None:
             sentences.append(f"You see a wall {_steps(n, side)}")
     not_objects = _NOT_OBJECTS if wording == "readable" else _NOT_OBJECTS_GLAM
-    for x in range(VIEW_SIZE):
-        for y in range(VIEW_SIZE):
-            kind = int(image[x, y, 0])
+    for x, column in enumerate(view):
+        for y, (kind, color_index, state_index) in enumerate(column):
             if kind in not_objects or (x, y) == _AGENT:
                 continue
-            color, name = IDX_TO_COLOR[int(image[x, y, 1])], IDX_TO_OBJECT[kind]
+            color = IDX_TO_COLOR[color_index]
             if kind == _DOOR:
-                state = _DOOR_STATES[int(image[x, y, 2])]
+                state = _DOOR_STATES[state_index]
                 article = "an" if state == "open" and wording == "readable" else "a"  # GLAM: "a open"
                 what = f"{article} {state} {color} door"
             else:
-                what = f"a {color} {name}"
+                what = f"a {color} {IDX_TO_OBJECT[kind]}"
             sentences.append(f"You see {what} {_offset(x - ax, ay - y)}")
     return sentences
 
