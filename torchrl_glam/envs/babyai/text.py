@@ -1,4 +1,4 @@
-"""BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
+r"""BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
 
 Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
 ("goal_id", "image": minigrid's 7x7x3 encoded view, "carrying": [type, color] indices or -1), so a
@@ -15,12 +15,13 @@ GLAM's curves and with BALROG's zero-shot numbers (which use GLAM's descriptions
     the agent: go to the red ball \n Observation 0: You see a wall 2 steps forward, You see a red ball
     1 step left and 2 steps forward, \n Action 0: <- a trailing space
 
-(one line: " \n " joins its parts). GLAM's quirks, kept: each line from the agent (forward, left,
-right) skips unseen and empty cells and ends at the first other cell, and says "a wall" only when
-that cell is a wall (no wall behind a ball, key, box or door); an open door reads "a open blue
-door" (GLAM's branch for "an" never runs); each observation ends with ", " (an empty one is
-nothing at all); past observations are numbered from 0, oldest first, within the window the
-prompt shows, each followed by the action taken after it (GLAM shows two; ``history``).
+(one string, wrapped here: \n is a line break, " \n " joins its parts). GLAM's quirks, kept: each
+line from the agent (forward, left, right) skips unseen and empty cells and ends at the first
+other cell, and says "a wall" only when that cell is a wall (no wall behind a ball, key, box or
+door); an open door reads "a open blue door" (GLAM's branch for "an" never runs); each
+observation ends with ", " (an empty one is nothing at all); past observations are numbered from
+0, oldest first, within the window the prompt shows, each followed by the action taken after it
+(GLAM shows two; ``history``).
 
 ``"readable"`` is this project's former wording (before GLAM's was the default): "Possible
 actions", plain line breaks, unnumbered observations, "an open door", "You see nothing" for an
