@@ -82,7 +82,7 @@ def _view(*cells):
     return image
 
 
-def test_view_description_reads_like_glam():
+def test_view_description_in_both_wordings():
     image = _view(
         (3, 4, "wall", "grey", 0),  # 2 ahead
         (1, 6, "wall", "grey", 0),  # 2 left
@@ -92,7 +92,8 @@ def test_view_description_reads_like_glam():
         (3, 0, "key", "blue", 0),
     )
     image[0, 0, 0] = OBJECT_TO_IDX["unseen"]
-    assert describe_view(image, (OBJECT_TO_IDX["key"], COLOR_TO_IDX["blue"])) == [
+    carrying = (OBJECT_TO_IDX["key"], COLOR_TO_IDX["blue"])
+    readable = [
         "You carry a blue key",
         "You see a wall 2 steps forward",
         "You see a wall 2 steps left",
@@ -101,11 +102,22 @@ def test_view_description_reads_like_glam():
         "You see a locked purple door 2 steps right and 1 step forward",
         "You see an open green door 3 steps right",
     ]
-    prompt = render_prompt("go to the red ball", _view(), (-1, -1))
-    assert prompt == (
+    assert describe_view(image, carrying, "readable") == readable
+    # GLAM's: no wall right (the open door ends that line), "a open"
+    assert describe_view(image, carrying) == [*readable[:-1], "You see a open green door 3 steps right"]
+    image[3, 5] = (OBJECT_TO_IDX["box"], COLOR_TO_IDX["red"], 0)  # a box in front of the wall ahead
+    assert "You see a wall 2 steps forward" not in describe_view(image, carrying)
+    assert "You see a wall 2 steps forward" in describe_view(image, carrying, "readable")
+    assert render_prompt("go to the red ball", _view(), (-1, -1), wording="readable") == (
         "Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle\n"
         "Goal of the agent: go to the red ball\nObservation: You see nothing\nAction: "
     )
+    assert render_prompt("go to the red ball", _view(), (-1, -1)) == (
+        "Possible action of the agent: turn left, turn right, go forward, pick up, drop, toggle \n "
+        "Goal of the agent: go to the red ball \n Observation 0: \n Action 0: "
+    )
+    with pytest.raises(ValueError, match="wording='plain': choose 'glam'"):
+        BabyAITextEnv(wording="plain")
 
 
 def test_vocabulary_covers_every_prompt_goal_and_action():
@@ -170,8 +182,8 @@ def test_defaults_keys_and_candidates():
     assert td["action_mask"].all()
     assert td["goal"] == [e.mission for e in env.envs]
     assert [env.catalogue.goals[g] for g in td["goal_id"]] == td["goal"]
-    assert td["prompt"][0].startswith("Possible actions of the agent: turn left, turn right")
-    assert f"Goal of the agent: {td['goal'][0]}\nObservation: You see" in td["prompt"][0]
+    assert td["prompt"][0].startswith("Possible action of the agent: turn left, turn right")
+    assert f" \n Goal of the agent: {td['goal'][0]} \n Observation 0: You see" in td["prompt"][0]
     assert td["achieved_goals"] == [[], []] and (td["achieved_goal_count"] == 0).all()
 
 
@@ -202,7 +214,9 @@ def test_history_shows_the_past_views_and_actions_oldest_first():
     goal = td["goal"][0]
     past = [(*views[1], ACTIONS.index("go forward")), (*views[2], ACTIONS.index("turn right"))]
     assert td["prompt"][0] == render_prompt(goal, *views[3], past=past)
-    assert td["prompt"][0].count("\nObservation: ") == 3 and "Action: go forward\nObservation: " in td["prompt"][0]
+    prompt = td["prompt"][0]
+    assert prompt.count(" \n Observation ") == 3 and "Action 0: go forward \n Observation 1: " in prompt
+    assert td["prompt"][0].endswith(", \n Action 2: ")
     assert td["past_actions"].tolist() == [[2, 1], [2, 1]]
     assert td_plain["prompt"][0] == render_prompt(goal, *views[3])  # the same episode without history
     reset = env.reset(td.set("_reset", torch.tensor([True, False])))
@@ -210,10 +224,11 @@ def test_history_shows_the_past_views_and_actions_oldest_first():
     check_env_specs(BabyAITextEnv(num_envs=3, seed=0, history=3), seed=None)
 
 
-def test_history_is_compact_state_that_re_renders_the_prompt():
-    text = random_rollout(BabyAITextEnv(num_envs=4, seed=3, history=2), 40, seed=0)
+@pytest.mark.parametrize("wording", ["glam", "readable"])
+def test_history_is_compact_state_that_re_renders_the_prompt(wording):
+    text = random_rollout(BabyAITextEnv(num_envs=4, seed=3, history=2, wording=wording), 40, seed=0)
     compact = random_rollout(BabyAITextEnv(num_envs=4, seed=3, text=False, history=2), 40, seed=0)
-    rendered = RenderBabyAIText(next_state=True, history=2)(compact.clone())
+    rendered = RenderBabyAIText(next_state=True, history=2, wording=wording)(compact.clone())
     assert rendered["prompt"] == text["prompt"] and rendered["next", "prompt"] == text["next", "prompt"]
 
 
@@ -458,7 +473,7 @@ def test_parallel_env_of_batched_envs():
         data = env.rollout(5, random_policy, break_when_any_done=False)
         assert data.batch_size == (2, 2, 5)
         rendered = RenderBabyAIText()(data["next"].reshape(-1).clone())
-        assert all(p.startswith("Possible actions of the agent") for p in rendered["prompt"])
+        assert all(p.startswith("Possible action of the agent: ") for p in rendered["prompt"])
     finally:
         env.close()
 

@@ -157,12 +157,24 @@ def test_babyai_transcripts_are_the_action_the_next_view_and_the_reports_of_trai
     train = {catalogue.goals[g] for g in catalogue.goal_set("train")}
     prompts, targets = RandomPlayTranscripts(num_envs=8, seed=0, environment="babyai").batch(128)
     for prompt, target in zip(prompts, targets):
-        goal = prompt.split("Goal of the agent: ")[1].split("\n")[0]
+        goal = prompt.split("Goal of the agent: ")[1].split(" \n")[0]  # GLAM's prompt: " \n " between parts
         assert goal in train  # held-out goals are never shown
         action, view, reports = target.split(" : ")
         assert action in ACTIONS and view.startswith("You ")
         assert reports == "nothing" or reports.split(", ")[0] in catalogue  # goals joined by ", "
     assert any(target.split(" : ")[2] != "nothing" for target in targets)
+
+
+def test_babyai_s_pretraining_recipe_names_the_text_of_its_transcripts():
+    """A model pretrained on the former wording is never taken for one pretrained on GLAM's text."""
+    pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
+    from torchrl_glam.envs import get_environment
+
+    glam = pretraining_recipe("t5", environment="babyai")
+    readable = pretraining_recipe("t5", environment=get_environment("babyai").with_options(wording="readable"))
+    assert glam["text"] == "glam" and readable["text"] == "readable"
+    assert recipe_version(glam) != recipe_version(readable)
+    assert "text" not in pretraining_recipe("t5")  # Playground-Text's recipe (and version name) unchanged
 
 
 def test_an_environment_is_known_by_its_name_not_by_the_registry_s_instance():

@@ -99,7 +99,11 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
     td = env.reset()
     td = env.step(td.set("action", torch.tensor([2, 0])))["next"]
     prompts, _ = agent.environment.render({k: td[k] for k in agent.environment.state_keys})
-    assert all(p.count("Observation: ") == 2 for p in prompts)
+    assert all(p.count(" \n Observation ") == 2 for p in prompts)  # GLAM's prompt, the default wording
+    assert "Action 0: go forward \n Observation 1: " in prompts[0]
+    assert "Action 0: turn left \n Observation 1: " in prompts[1]
+    readable = SACGLAMConfig().replace(env="babyai", history=2, wording="readable").validate().environment
+    prompts, _ = readable.render({k: td[k] for k in readable.state_keys})
     assert "Action: go forward\nObservation: " in prompts[0] and "Action: turn left\nObservation: " in prompts[1]
     with pytest.raises(ConfigError, match="history=2: expected 0: env='playground' has no history option"):
         SACGLAMConfig().replace(history=2).validate()

@@ -49,12 +49,20 @@ def test_the_environment_s_own_options_are_in_env_options_and_refused_where_it_l
         "num_objects",
         "goal_types",
         "history",
+        "wording",
         "level_time_limits",
     }
     with pytest.raises(ConfigError, match="bad config value env.options.history=2: expected 0: env='playground' has"):
         make_config("smoke", {"history": 2})
     with pytest.raises(ConfigError, match="env.options.num_objects=4: expected none: env='babyai' has no num_objects"):
         make_config("smoke_babyai", {"env.options.num_objects": 4})
+    # BabyAI-Text's text: GLAM's by default, the former wording by name, anything else refused in one line
+    assert make_config("smoke_babyai").environment.wording == "glam"
+    assert make_config("smoke_babyai", {"wording": "readable"}).environment.wording == "readable"
+    with pytest.raises(ConfigError, match=r"^bad config value in env.options: wording='plain': choose 'glam'"):
+        make_config("smoke_babyai", {"wording": "plain"})
+    with pytest.raises(ConfigError, match="env.options.wording='glam': expected none: env='playground' has one text"):
+        make_config("smoke", {"wording": "glam"})
 
 
 def test_text_values_are_typed_like_the_command_line_and_typed_values_must_have_the_type():

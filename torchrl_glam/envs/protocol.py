@@ -88,8 +88,13 @@ class TextEnvironment(abc.ABC):
     #: training-config fields passed on to :meth:`make_env` as options (Playground: "num_objects")
     config_options: tuple[str, ...] = ()
     #: training-config fields that change the compact state and the prompts, given to
-    #: :meth:`with_options` (BabyAI-Text: "history")
+    #: :meth:`with_options` (BabyAI-Text: "history", "wording")
     state_options: tuple[str, ...] = ()
+    #: the texts the ``wording`` state option names, the default first (BabyAI-Text: "glam", "readable")
+    wordings: tuple[str, ...] = ()
+    #: the name of the text the prompts are rendered in, part of the offline tiny models' pretraining
+    #: recipe so that a model pretrained on another text is never reused; "": the environment's only text
+    text_version: str = ""
     #: the goal sets and episode length of the random-play transcripts that pretrain the offline
     #: tiny model (:mod:`torchrl_glam.offline.pretraining`); ``()``: the first of :attr:`goal_sets`
     pretraining_goal_sets: tuple[str, ...] = ()

@@ -152,6 +152,8 @@ def pretraining_recipe(
     }
     if not env.legacy_offline_names:  # a legacy recipe stays as it was, so its version name does too
         recipe["environment"] = env.name
+    if env.text_version:  # the transcripts' text (BabyAI-Text: GLAM's or the former wording)
+        recipe["text"] = env.text_version
     if data == "hindsight":  # the "random" recipe stays as it was, so its version name does too
         recipe["data"] += f", {HINDSIGHT_SHARE:g} of them with hindsight goals (reported later in the episode)"
     elif data != "random":

@@ -63,6 +63,9 @@ class EnvOptions:
     # BabyAI-Text: past observations shown in the prompt before the current one, each with the
     # action taken after it (GLAM shows 2); 0: the current observation only
     history: int = 0
+    # BabyAI-Text: the prompts' text, "glam" (GLAM's exactly, the default; none means it) or
+    # "readable" (this project's former wording)
+    wording: str | None = None
     # BabyAI-Text: each episode's time limit is minigrid's for its mission (GLAM: 64 steps for go to
     # / pick up, 128 for open, put next to and the sequences), at most max_steps
     level_time_limits: bool = False
@@ -240,7 +243,7 @@ class GLAMConfig:
     @property
     def environment(self) -> TextEnvironment:
         """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env.name``, with the
-        config's values of its ``state_options`` (BabyAI-Text: ``history``)."""
+        config's values of its ``state_options`` (BabyAI-Text: ``history``, ``wording``)."""
         from torchrl_glam.envs import get_environment
 
         try:
@@ -252,7 +255,12 @@ class GLAMConfig:
             ) from None
         except ValueError as error:
             raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}") from None
-        return environment.with_options(**{name: getattr(self.env.options, name) for name in environment.state_options})
+        try:
+            return environment.with_options(
+                **{name: getattr(self.env.options, name) for name in environment.state_options}
+            )
+        except ValueError as error:  # an option's value the environment refuses (BabyAI-Text: wording)
+            raise ConfigError(f"bad config value in env.options: {error}") from None
 
     def _has(self, capability: str) -> bool:
         """Whether ``env`` has an optional capability of the protocol (an unknown ``env`` fails its
@@ -286,6 +294,8 @@ class GLAMConfig:
                 and len(set(options.goal_types)) == len(options.goal_types)
                 and set(options.goal_types) <= set(environment.goal_types)
             ),
+            "env.options.wording": options.wording is None
+            or ("wording" in environment.state_options and options.wording in environment.wordings),
             "env.options.history": options.history == 0
             or ("history" in environment.state_options and 1 <= options.history <= environment.max_history),
             "env.options.level_time_limits": not options.level_time_limits
@@ -348,6 +358,11 @@ class GLAMConfig:
                 f"from 0 to {environment.max_history} past observations in the prompt (GLAM: 2)"
                 if "history" in environment.state_options
                 else f"0: env={name!r} has no history option"
+            ),
+            "env.options.wording": (
+                f"none, or one of {environment.wordings} (the first is GLAM's text, the default)"
+                if "wording" in environment.state_options
+                else f"none: env={name!r} has one text"
             ),
             "env.options.level_time_limits": f"false: env={name!r} has no level time limits (BabyAI-Text has)",
             "model.name": (

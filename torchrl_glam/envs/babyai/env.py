@@ -6,7 +6,7 @@ torchrl_glam[babyai]``) in one process. Keys, with B = ``num_envs``:
 ======================== ============== ======================================================
 key                      shape          meaning
 ======================== ============== ======================================================
-"prompt"                 [B] text       GLAM's prompt (:mod:`torchrl_glam.envs.babyai.text`)
+"prompt"                 [B] text       GLAM's prompt, exactly (``wording``: :mod:`torchrl_glam.envs.babyai.text`)
 "actions"                [B] text       the six candidate actions (a list each)
 "action_mask"            [B, 6] bool    all True (``mask_noops=True``: no-op pick up/drop/toggle off)
 "goal", "goal_id"        [B]            the mission, as text and as a catalogue index
@@ -65,6 +65,7 @@ from torchrl_glam.envs.babyai.text import (
     VIEW_SIZE,
     BabyAIGoalCatalogue,
     action_mask_from_state,
+    check_wording,
     describe_object,
     render_batch,
 )
@@ -270,8 +271,8 @@ def _indices(obj) -> tuple[int, int]:
 
 
 _EXAMPLE_PROMPT = (
-    "Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle\n"
-    "Goal of the agent: go to the red ball\nObservation: You see a wall 2 steps forward\nAction: "
+    "Possible action of the agent: turn left, turn right, go forward, pick up, drop, toggle \n Goal of the agent: "
+    "go to the red ball \n Observation 0: You see a wall 2 steps forward, \n Action 0: "
 )
 
 
@@ -299,6 +300,8 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             go to and pick up, 128 for open, put next to and the sequences), at most ``max_steps``.
         history: past observations shown in the prompt before the current one, each with the action
             taken after it (GLAM shows 2); they are part of the compact state (:data:`HISTORY_KEYS`).
+        wording: the prompts' text, "glam" (GLAM's exactly, the default) or "readable" (this
+            project's former wording); see :mod:`torchrl_glam.envs.babyai.text`.
     """
 
     batch_locked = True
@@ -318,7 +321,9 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         max_steps: int | None = None,
         history: int = 0,
         level_time_limits: bool = False,
+        wording: str = "glam",
     ) -> None:
+        check_wording(wording)
         if level not in LEVELS:
             raise ValueError(
                 f"unknown level {level!r}; choose one of {LEVELS} (minigrid levels whose missions "
@@ -343,7 +348,7 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         self.reportable = np.zeros(len(self.catalogue), dtype=bool)
         for name in reported_goals:
             self.reportable[self.catalogue.goal_set(name)] = True
-        self.level, self.num_envs, self.text = level, num_envs, text
+        self.level, self.num_envs, self.text, self.wording = level, num_envs, text, wording
         self.reward_kind, self.mask_noops = reward, mask_noops
         kinds = tuple(kinds or MIXED_KINDS) if level in MIXED_LEVELS else (None,)
         # one minigrid instance per (sub-environment, kind): a kind fixes the grid's size
@@ -592,7 +597,9 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             past = dict(zip(HISTORY_KEYS, (self._past_images, self._past_carrying, self._past_actions)))
             out.update({k: torch.from_numpy(v.copy()) for k, v in past.items()})
         if self.text:
-            prompts, actions = render_batch(self._goal_id, self._image, carrying, self.catalogue, **past)
+            prompts, actions = render_batch(
+                self._goal_id, self._image, carrying, self.catalogue, **past, wording=self.wording
+            )
             out.set("prompt", _text(prompts, self.device))
             out.set("actions", _text(actions, self.device))
             out.set("goal", _text([e.mission for e in self.envs], self.device))

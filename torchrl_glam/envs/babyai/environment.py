@@ -26,8 +26,10 @@ from torchrl_glam.envs.babyai.text import (
     MAX_HISTORY,
     STATE_KEYS,
     STEP_STATE_KEYS,
+    WORDINGS,
     BabyAIGoalCatalogue,
     action_mask_from_state,
+    check_wording,
     describe_view,
     render_batch,
     vocabulary_words,
@@ -47,8 +49,9 @@ LEVEL_OF_GOAL_SET = {"train": "MixedTrainLocal", "test": "MixedTestLocal"}
 class BabyAIText(TextEnvironment):
     """BabyAI-Text (``experiments/babyai/design_notes.md``); ``mask_noops``: the environments it builds mask the
     actions that cannot change anything (and the action mask rule says so); ``history``: the past
-    observations its prompts show (GLAM: 2), part of the compact state then (the config's
-    ``history`` field: :meth:`with_options`)."""
+    observations its prompts show (GLAM: 2), part of the compact state then; ``wording``: the
+    prompts' text, "glam" (GLAM's exactly, the default; ``None`` means it) or "readable" (this
+    project's former wording). The config's ``history`` and ``wording`` fields: :meth:`with_options`."""
 
     name = "babyai"
     # the room's objects, (type, colour) rows: not rendered (the prompt shows the view), kept for
@@ -59,26 +62,38 @@ class BabyAIText(TextEnvironment):
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
     held_out_goal_set = "test"
     config_options = ("goal_types", "level_time_limits")
-    state_options = ("history",)
+    state_options = ("history", "wording")
+    wordings = WORDINGS
     max_history = MAX_HISTORY  # the config's bound on history
     pretraining_max_steps = 20
 
     def __init__(
-        self, mask_noops: bool = False, catalogue: BabyAIGoalCatalogue | None = None, history: int = 0
+        self,
+        mask_noops: bool = False,
+        catalogue: BabyAIGoalCatalogue | None = None,
+        history: int = 0,
+        wording: str | None = None,
     ) -> None:
         self.mask_noops = mask_noops
         self._catalogue = catalogue
         self.history = history
+        self.wording = check_wording(wording or WORDINGS[0])
         self.step_keys = STEP_STATE_KEYS + (HISTORY_KEYS if history else ())
-        self._variants: dict[int, BabyAIText] = {history: self}
+        self._variants: dict[tuple, BabyAIText] = {(history, self.wording): self}
 
-    def with_options(self, history: int = 0) -> BabyAIText:
-        """This environment with ``history`` past observations in its prompts (one instance per
-        value, so that the library's objects of one run share it)."""
-        if history not in self._variants:
-            self._variants[history] = BabyAIText(self.mask_noops, self._catalogue, history)
-            self._variants[history]._variants = self._variants
-        return self._variants[history]
+    @property
+    def text_version(self) -> str:
+        """The pretraining recipes' name of this text: models pretrained on another are not reused."""
+        return self.wording
+
+    def with_options(self, history: int = 0, wording: str | None = None) -> BabyAIText:
+        """This environment with ``history`` past observations in its prompts, in ``wording``
+        (one instance per value, so that the library's objects of one run share it)."""
+        key = (history, check_wording(wording or WORDINGS[0]))
+        if key not in self._variants:
+            self._variants[key] = BabyAIText(self.mask_noops, self._catalogue, *key)
+            self._variants[key]._variants = self._variants
+        return self._variants[key]
 
     @property
     def catalogue(self) -> BabyAIGoalCatalogue:
@@ -114,6 +129,7 @@ class BabyAIText(TextEnvironment):
             num_envs=num_envs,
             seed=seed,
             text=False,
+            wording=self.wording,
             mask_noops=self.mask_noops,
             max_steps=max_steps,
             history=self.history,
@@ -126,7 +142,7 @@ class BabyAIText(TextEnvironment):
 
     def render(self, state: Mapping[str, torch.Tensor]) -> tuple[list[str], list[list[str]]]:
         past = {k: state[k] for k in HISTORY_KEYS} if self.history else {}
-        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue, **past)
+        return render_batch(*(state[k] for k in STATE_KEYS), catalogue=self.catalogue, **past, wording=self.wording)
 
     def action_mask(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return action_mask_from_state(state["image"], state["carrying"], self.mask_noops)
@@ -136,11 +152,12 @@ class BabyAIText(TextEnvironment):
 
     def transcript_targets(self, steps: Mapping[str, torch.Tensor], candidates: list[list[str]]) -> list[str]:
         """The chosen action, then the next observation, then the social partner's reports:
-        "go forward : You see a wall 1 step forward, You see a red ball 1 step left : nothing"."""
+        "go forward : You see a wall 1 step forward, You see a red ball 1 step left : nothing" (the
+        observation's sentences in the prompts' wording)."""
         nxt, goals = steps["next"], self.catalogue.goals
         targets = []
         for b, chosen in enumerate(steps["action"].tolist()):
-            seen = describe_view(nxt["image"][b].numpy(), nxt["carrying"][b].tolist())
+            seen = describe_view(nxt["image"][b].numpy(), nxt["carrying"][b].tolist(), self.wording)
             reports = [goals[g] for g in nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()]
             targets.append(
                 f"{candidates[b][chosen]} : {', '.join(seen) if seen else 'You see nothing'} : "

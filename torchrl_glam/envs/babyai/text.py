@@ -1,21 +1,34 @@
-"""BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
+r"""BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
 
 Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
 ("goal_id", "image": minigrid's 7x7x3 encoded view, "carrying": [type, color] indices or -1), so a
 replay buffer can store integers and re-render any prompt
 (:class:`~torchrl_glam.envs.babyai.transforms.RenderBabyAIText`), as
-Playground-Text does with :class:`~torchrl_glam.envs.playground.transforms.RenderText`. A prompt reads::
+Playground-Text does with :class:`~torchrl_glam.envs.playground.transforms.RenderText`.
+
+Two wordings (:data:`WORDINGS`). ``"glam"``, the default, is GLAM's text exactly (Carta et al.
+2023, flowersteam/Grounding_LLMs_with_online_RL: the description of its bundled minigrid, the
+prompt of its agents), quirks included, so that what a model learns or scores here compares with
+GLAM's curves and with BALROG's zero-shot numbers (which use GLAM's descriptions)::
+
+    Possible action of the agent: turn left, turn right, go forward, pick up, drop, toggle \n Goal of
+    the agent: go to the red ball \n Observation 0: You see a wall 2 steps forward, You see a red ball
+    1 step left and 2 steps forward, \n Action 0: <- a trailing space
+
+(one string, wrapped here: \n is a line break, " \n " joins its parts). GLAM's quirks, kept: each
+line from the agent (forward, left, right) skips unseen and empty cells and ends at the first
+other cell, and says "a wall" only when that cell is a wall (no wall behind a ball, key, box or
+door); an open door reads "a open blue door" (GLAM's branch for "an" never runs); each
+observation ends with ", " (an empty one is nothing at all); past observations are numbered from
+0, oldest first, within the window the prompt shows, each followed by the action taken after it
+(GLAM shows two; ``history``).
+
+``"readable"`` is this project's former wording (before GLAM's was the default): "Possible
+actions", plain line breaks, unnumbered observations, "an open door", "You see nothing" for an
+empty view, and the nearest wall of each line even behind objects::
 
     Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle
     Goal of the agent: go to the red ball
-    Observation: You see a wall 2 steps forward, You see a red ball 1 step left and 2 steps forward
-    Action: <- a trailing space, no newline
-
-The view is described as in GLAM (Carta et al. 2023): what is carried, the nearest wall straight
-ahead, left and right of the agent, then every visible object with its offset from the agent.
-With a history (the environment's ``history``; GLAM shows two past views), the past observations
-come first, oldest first, each followed by the action taken after it::
-
     Observation: You see a wall 3 steps forward
     Action: turn left
     Observation: You see a wall 2 steps forward, You see a red ball 1 step left and 2 steps forward
@@ -34,6 +47,8 @@ from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OB
 if TYPE_CHECKING:  # torch loads where a tensor is made (a config is checked before it loads)
     import torch
 
+#: The texts a prompt can be rendered in: GLAM's exactly (the default) and this project's former one.
+WORDINGS = ("glam", "readable")
 #: The six candidate actions, in minigrid's action order (turn left = 0 ... toggle = 5).
 ACTIONS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
 #: Types an instruction can name (minigrid.envs.babyai.core.verifier.OBJ_TYPES) and the movable ones.
@@ -53,6 +68,15 @@ VIEW_SIZE = 7
 _AGENT = (VIEW_SIZE // 2, VIEW_SIZE - 1)  # the agent's cell in the egocentric view, facing "up"
 _WALL, _DOOR = OBJECT_TO_IDX["wall"], OBJECT_TO_IDX["door"]
 _NOT_OBJECTS = {OBJECT_TO_IDX[n] for n in ("unseen", "empty", "wall", "floor", "agent")}
+# GLAM describes every cell but unseen, empty and wall ones (BabyAI's views hold no floor or agent)
+_NOT_OBJECTS_GLAM = {OBJECT_TO_IDX[n] for n in ("unseen", "empty", "wall")}
+_SEE_THROUGH = {OBJECT_TO_IDX["unseen"], OBJECT_TO_IDX["empty"]}  # cells a GLAM line passes over
+#: the straight lines from the agent, the nearest cell first
+_LINES = (
+    ("forward", [(_AGENT[0], y) for y in range(_AGENT[1] - 1, -1, -1)]),
+    ("left", [(x, _AGENT[1]) for x in range(_AGENT[0] - 1, -1, -1)]),
+    ("right", [(x, _AGENT[1]) for x in range(_AGENT[0] + 1, VIEW_SIZE)]),
+)
 _DOOR_STATES = ("open", "closed", "locked")  # minigrid's STATE_TO_IDX order
 
 
@@ -199,57 +223,95 @@ def _offset(dx: int, dy: int) -> str:
     return " and ".join(parts)
 
 
-def describe_view(image: np.ndarray, carrying: Sequence[int]) -> list[str]:
-    """GLAM's sentences for one egocentric view: ``image`` is minigrid's encoded 7x7x3 view
-    (``image[x, y]``, the agent at (3, 6) facing up; unseen cells are 0) and ``carrying`` the
-    [type, color] indices of the carried object, or [-1, -1]."""
-    image = np.asarray(image)
+def check_wording(wording: str) -> str:
+    """``wording`` if it is one of :data:`WORDINGS`, else a one-line ``ValueError``."""
+    if wording not in WORDINGS:
+        raise ValueError(
+            f"wording={wording!r}: choose 'glam' (GLAM's text exactly, the default) or 'readable' "
+            "(this project's former wording)"
+        )
+    return wording
+
+
+def _line_end(view: list, cells: list[tuple[int, int]], wording: str) -> int | None:
+    """Steps to the wall a line of ``cells`` reports, or None. GLAM's line ends at its first cell
+    that is neither unseen nor empty (a wall behind an object is not reported); the readable one
+    reports the first wall, behind objects too."""
+    for n, (x, y) in enumerate(cells, start=1):
+        kind = view[x][y][0]
+        if kind == _WALL:
+            return n
+        if wording == "glam" and kind not in _SEE_THROUGH:
+            return None
+    return None
+
+
+def describe_view(image: np.ndarray, carrying: Sequence[int], wording: str = "glam") -> list[str]:
+    """The sentences for one egocentric view in ``wording`` (see the module docstring): ``image``
+    is minigrid's encoded 7x7x3 view (``image[x, y]``, the agent at (3, 6) facing up; unseen cells
+    are 0) and ``carrying`` the [type, color] indices of the carried object, or [-1, -1]."""
+    check_wording(wording)
+    view = np.asarray(image).tolist()  # Python ints: indexing numpy scalars cell by cell is slower
     ax, ay = _AGENT
     sentences = []
     if carrying[0] >= 0:
         sentences.append(f"You carry a {IDX_TO_COLOR[int(carrying[1])]} {IDX_TO_OBJECT[int(carrying[0])]}")
-    # the nearest visible wall in each straight line from the agent (forward, left, right)
-    for side, cells in (
-        ("forward", [(ax, y) for y in range(ay - 1, -1, -1)]),
-        ("left", [(x, ay) for x in range(ax - 1, -1, -1)]),
-        ("right", [(x, ay) for x in range(ax + 1, VIEW_SIZE)]),
-    ):
-        for n, (x, y) in enumerate(cells, start=1):
-            if image[x, y, 0] == _WALL:
-                sentences.append(f"You see a wall {_steps(n, side)}")
-                break
-    for x in range(VIEW_SIZE):
-        for y in range(VIEW_SIZE):
-            kind = int(image[x, y, 0])
-            if kind in _NOT_OBJECTS or (x, y) == _AGENT:
+    for side, cells in _LINES:
+        n = _line_end(view, cells, wording)
+        if n is not None:
+            sentences.append(f"You see a wall {_steps(n, side)}")
+    not_objects = _NOT_OBJECTS if wording == "readable" else _NOT_OBJECTS_GLAM
+    for x, column in enumerate(view):
+        for y, (kind, color_index, state_index) in enumerate(column):
+            if kind in not_objects or (x, y) == _AGENT:
                 continue
-            color, name = IDX_TO_COLOR[int(image[x, y, 1])], IDX_TO_OBJECT[kind]
+            color = IDX_TO_COLOR[color_index]
             if kind == _DOOR:
-                state = _DOOR_STATES[int(image[x, y, 2])]
-                what = f"an {state} {color} door" if state == "open" else f"a {state} {color} door"
+                state = _DOOR_STATES[state_index]
+                article = "an" if state == "open" and wording == "readable" else "a"  # GLAM: "a open"
+                what = f"{article} {state} {color} door"
             else:
-                what = f"a {color} {name}"
+                what = f"a {color} {IDX_TO_OBJECT[kind]}"
             sentences.append(f"You see {what} {_offset(x - ax, ay - y)}")
     return sentences
 
 
-@lru_cache(maxsize=1)
-def _actions_line() -> str:
-    return "Possible actions of the agent: " + ", ".join(ACTIONS)
+@lru_cache(maxsize=2)
+def _actions_line(wording: str) -> str:
+    return ("Possible action of the agent: " if wording == "glam" else "Possible actions of the agent: ") + ", ".join(
+        ACTIONS
+    )
 
 
-def _observation_line(image: np.ndarray, carrying: Sequence[int]) -> str:
-    seen = describe_view(image, carrying)
+def _readable_observation(image: np.ndarray, carrying: Sequence[int]) -> str:
+    seen = describe_view(image, carrying, "readable")
     return f"Observation: {', '.join(seen) if seen else 'You see nothing'}\n"
 
 
 def render_prompt(
-    goal: str, image: np.ndarray, carrying: Sequence[int], past: Sequence[tuple[np.ndarray, Sequence[int], int]] = ()
+    goal: str,
+    image: np.ndarray,
+    carrying: Sequence[int],
+    past: Sequence[tuple[np.ndarray, Sequence[int], int]] = (),
+    wording: str = "glam",
 ) -> str:
-    """The prompt of one state in GLAM's layout: ``past`` holds the earlier (view, carried,
-    action taken) shown before the current observation, oldest first (empty: no history)."""
-    history = "".join(f"{_observation_line(im, c)}Action: {ACTIONS[int(a)]}\n" for im, c, a in past)
-    return f"{_actions_line()}\nGoal of the agent: {goal}\n{history}{_observation_line(image, carrying)}Action: "
+    """The prompt of one state in ``wording``: ``past`` holds the earlier (view, carried, action
+    taken) shown before the current observation, oldest first (empty: no history)."""
+    if wording == "glam":
+        # GLAM's layout: " \n " between parts, observations numbered in the window, each sentence
+        # followed by ", ", the last "Action i: " left open
+        views = [(im, c) for im, c, _ in past] + [(image, carrying)]
+        text = f"{_actions_line(wording)} \n Goal of the agent: {goal}"
+        for i, (im, c) in enumerate(views):
+            seen = "".join(f"{sentence}, " for sentence in describe_view(im, c, wording))
+            text += f" \n Observation {i}: {seen}\n Action {i}: "
+            if i < len(past):
+                text += ACTIONS[int(past[i][2])]
+        return text
+    check_wording(wording)
+    history = "".join(f"{_readable_observation(im, c)}Action: {ACTIONS[int(a)]}\n" for im, c, a in past)
+    current = _readable_observation(image, carrying)
+    return f"{_actions_line(wording)}\nGoal of the agent: {goal}\n{history}{current}Action: "
 
 
 def render_batch(
@@ -260,10 +322,12 @@ def render_batch(
     past_images: np.ndarray | None = None,
     past_carrying: np.ndarray | None = None,
     past_actions: np.ndarray | None = None,
+    wording: str = "glam",
 ) -> tuple[list[str], list[list[str]]]:
-    """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch);
-    the ``past_*`` arrays (:data:`HISTORY_KEYS`, [B, history, ...]) add the past observations
-    whose action is set (>= 0)."""
+    """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch) in
+    ``wording``; the ``past_*`` arrays (:data:`HISTORY_KEYS`, [B, history, ...]) add the past
+    observations whose action is set (>= 0)."""
+    check_wording(wording)
     goals = (catalogue or BabyAIGoalCatalogue.default()).goals
     goal_id, image, carrying = (np.asarray(x) for x in (goal_id, image, carrying))
     if past_actions is None:
@@ -274,15 +338,17 @@ def render_batch(
             [(im[j], c[j], a[j]) for j in np.flatnonzero(a >= 0)]
             for im, c, a in zip(past_images, past_carrying, past_actions)
         ]
-    prompts = [render_prompt(goals[int(g)], im, c, past) for g, im, c, past in zip(goal_id, image, carrying, pasts)]
+    prompts = [
+        render_prompt(goals[int(g)], im, c, past, wording) for g, im, c, past in zip(goal_id, image, carrying, pasts)
+    ]
     return prompts, [list(ACTIONS) for _ in prompts]
 
 
 def vocabulary_words() -> list[str]:
     """Every word of a prompt, a goal or an action (punctuation apart, as a word-level tokenizer
     splits "Action:"), for building the tiny models' tokenizers as for Playground-Text."""
-    words = "Possible actions of the agent Goal Observation Action You see carry a an the wall nothing and"
-    words += " step steps left right forward 1 2 3 4 5 6 go to pick up put next then after you open"
+    words = "Possible action actions of the agent Goal Observation Action You see carry a an the wall nothing and"
+    words += " step steps left right forward 0 1 2 3 4 5 6 7 8 go to pick up put next then after you open"
     words += " turn drop toggle " + " ".join(_DOOR_STATES + tuple(COLOR_NAMES) + OBJ_TYPES)
     return list(dict.fromkeys(words.split() + [":", ","]))
 
@@ -298,7 +364,9 @@ __all__ = [
     "OBJ_TYPES",
     "STATE_KEYS",
     "STEP_STATE_KEYS",
+    "WORDINGS",
     "action_mask_from_state",
+    "check_wording",
     "describe_object",
     "describe_view",
     "render_batch",
