@@ -210,9 +210,8 @@ NAME_MAX = 255
 
 
 def check_run_dir(run_dir: str) -> None:
-    """Refuses, before anything loads, a run dir that cannot be one: empty, a file, a name too long."""
-    if not run_dir.strip():
-        raise RunDirError("run_dir is empty (it would mean the current folder): pass --run-dir DIR")
+    """Refuses, before anything loads, a run dir that cannot be one: a file, a name too long (an
+    empty one is refused by the config's validation)."""
     path = Path(run_dir)
     for part in path.parts:
         if len(part.encode()) > NAME_MAX:

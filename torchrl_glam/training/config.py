@@ -481,10 +481,7 @@ def _hub_reachable(timeout: float = 2.0) -> bool:
     import socket
     from urllib.parse import urlparse
 
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "") or os.environ.get("TRANSFORMERS_OFFLINE", "0") not in (
-        "0",
-        "",
-    ):
+    if any(os.environ.get(flag, "0") not in ("0", "") for flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
         return False
     endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     try:

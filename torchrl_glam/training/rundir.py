@@ -112,14 +112,9 @@ def _refuse_link(path: Path) -> None:
 
 
 def _refuse_links_on_the_way(root: Path, path: Path) -> None:
-    """Refuses a link at ``path`` or at any folder between ``root`` and it."""
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
-        parts = (path.name,)
-        root = path.parent
+    """Refuses a link at ``path`` or at any folder between ``root`` (a folder above it) and it."""
     current = root
-    for part in parts:
+    for part in path.relative_to(root).parts:
         current = current / part
         if current.is_symlink():
             _refuse_link(current)
@@ -155,7 +150,10 @@ def record_written(path: str | os.PathLike, folder: str = "") -> None:
     """Records ``path`` as written by the run whose run dir holds it (``folder``: ``""`` for a file,
     :data:`CREATED_FOLDER` or :data:`LIBRARY_FOLDER`); outside a run dir, records nothing."""
     path = Path(path)
-    root = _run_root(path)
+    _record(_run_root(path), path, folder)
+
+
+def _record(root: Path | None, path: Path, folder: str = "") -> None:
     if root is None:
         return
     entry = path.relative_to(root).as_posix() + folder
@@ -187,23 +185,27 @@ def _append(path: Path, line: str) -> None:
 
 def checked_path(path: str | os.PathLike) -> Path:
     """``path`` once no link lies on its way from its run dir (or at it, outside a run dir)."""
-    path = Path(path)
+    return _checked(Path(path))[0]
+
+
+def _checked(path: Path) -> tuple[Path, Path | None]:
+    """``path`` (checked as :func:`checked_path` does) and its run dir, ``None`` outside one."""
     root = _run_root(path)
     _refuse_links_on_the_way(root if root is not None else path.parent, path)
-    return path
+    return path, root
 
 
 def append_line(path: str | os.PathLike, line: str) -> None:
     """Appends ``line`` (one JSON line of a log) to ``path``, never through a link, and records it."""
-    path = checked_path(path)
+    path, root = _checked(Path(path))
     _append(path, line)
-    record_written(path)
+    _record(root, path)
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
     """Writes ``path`` through a temporary file and a rename: a kill leaves the old file or the new
     one, never half of one. A link at ``path`` or on its way is refused; the file is recorded."""
-    path = checked_path(path)
+    path, root = _checked(Path(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
@@ -213,7 +215,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
-    record_written(path)
+    _record(root if root is not None else _run_root(path), path)  # the marker itself creates the root
 
 
 def lock_run_dir(run_dir: str | os.PathLike) -> None:
@@ -266,16 +268,18 @@ def overwrite_removals(run_dir: str | os.PathLike) -> list[str]:
     written = written_entries(run_dir) | {WRITTEN_NAME}
     removals, foreign = [], []
     for folder, dirs, files in os.walk(run_dir):
-        top = Path(folder) == run_dir
+        top, walk_into = Path(folder) == run_dir, []
         for name in sorted(dirs + files):
             path = Path(folder) / name
             relative = path.relative_to(run_dir).as_posix()
             if top and (_kept_on_overwrite(name) or (name.startswith(".") and name.endswith(".tmp"))):
                 continue
-            walked = name in dirs and not path.is_symlink() and not _own(relative, written)
-            if not walked:
-                (removals if _own(relative, written) else foreign).append(relative)
-        dirs[:] = sorted(d for d in dirs if not _own((Path(folder) / d).relative_to(run_dir).as_posix(), written))
+            own = _own(relative, written)
+            if name in dirs and not own and not path.is_symlink():
+                walk_into.append(name)  # a folder no record claims whole: its entries decide
+            else:
+                (removals if own else foreign).append(relative)
+        dirs[:] = walk_into
     if foreign:
         shown = ", ".join(foreign[:10]) + (f" and {len(foreign) - 10} more" if len(foreign) > 10 else "")
         raise RunDirError(
