@@ -40,6 +40,7 @@ from torchrl_glam.data.goal_memory import GoalMemory
 from torchrl_glam.envs import (
     ACHIEVED_GOAL_COUNT_KEY,
     ACHIEVED_GOAL_IDS_KEY,
+    GAME_OVER_KEY,
     GOAL_ID_KEY,
     TextEnvironment,
     get_environment,
@@ -110,7 +111,8 @@ def _sections(
 ) -> TensorDictBase:
     """Copies of episode ``e`` up to step ``t`` with goal ``goals``, marked relabeled: a success
     (reward 1 and a terminal at ``t``) or a failure (reward 0, a truncation at ``t``: with that
-    goal the episode would have gone on, so its n-step returns bootstrap there)."""
+    goal the episode would have gone on, so its n-step returns bootstrap there; a terminal where
+    the environment says the game is over, :data:`~torchrl_glam.envs.keys.GAME_OVER_KEY`)."""
     T = episodes.shape[1]
     sections = episodes[e].clone()
     if not len(e):
@@ -121,8 +123,11 @@ def _sections(
     sections["goal_id"] = goals.unsqueeze(-1).expand(len(e), T).clone()
     sections["mask"] = steps <= end
     sections["next", "reward"] = (at_end & success).to(sections["next", "reward"].dtype)
-    sections["next", "terminated"] = at_end & success
-    sections["next", "truncated"] = at_end & (not success)
+    ends = at_end & success
+    if not success and GAME_OVER_KEY in sections["next"].keys():
+        ends = at_end & sections["next", GAME_OVER_KEY].reshape(at_end.shape)
+    sections["next", "terminated"] = ends
+    sections["next", "truncated"] = at_end & ~ends
     sections["relabeled"] = torch.ones_like(at_end)
     # past the new end nothing happened: no reports either
     sections["next", ACHIEVED_GOAL_COUNT_KEY] = torch.where(steps <= end, sections["next", ACHIEVED_GOAL_COUNT_KEY], 0)

@@ -42,7 +42,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
+
+try:
+    from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
+except ImportError as error:  # the registry imports this module when a config names env=babyai
+    raise ImportError(f"BabyAI-Text needs minigrid ({error}): pip install 'torchrl_glam[babyai]'") from None
 
 if TYPE_CHECKING:  # torch loads where a tensor is made (a config is checked before it loads)
     import torch
