@@ -17,7 +17,7 @@ from tests.training.test_custom_environment import line_environment  # noqa: F40
 from torchrl_glam.algorithms.ppo_glam.rollout import Rollout
 from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.data.her import HindsightRelabel, relabel_negatives, relabel_rollout
-from torchrl_glam.envs import environment_names, get_environment
+from torchrl_glam.envs import GAME_OVER_KEY, environment_names, get_environment
 
 SEED = 3
 
@@ -30,7 +30,7 @@ def _collect(environment, num_envs: int, steps: int, max_steps: int, goals: str 
     generator = torch.Generator().manual_seed(SEED)
 
     def start(b):
-        return env.state_dict()["episodes"][b] if environment.name == "babyai" else None
+        return env.state_dict()["episodes"][b] if environment.name == "babyai" or TEXTWORLD(environment.name) else None
 
     td = env.reset()
     starts = [start(b) for b in range(num_envs)]
@@ -133,17 +133,47 @@ def _replay_line(env, sections, origins):
     return rewards, ended, success
 
 
+def _replay_textworld(env, sections, origins):
+    """The section's commands in the same game, from its start, with the section's goal."""
+    S, T = sections.shape
+    rewards, ended, success = (torch.zeros(S, T, dtype=d) for d in (torch.float32, torch.bool, torch.bool))
+    widths = {"max_commands": env.max_commands, "text_bytes": env.text_bytes, "command_bytes": env.command_bytes}
+    replay_env = type(env)(env.pool, env.catalogue, num_envs=1, split=env.split, max_steps=env.max_steps, **widths)
+    for s in range(S):
+        replay_env.start_episode(0, game=origins[s][0], goal_id=int(sections["goal_id"][s, 0]))
+        for t, action in enumerate(sections["action"][s].tolist()):
+            nxt = replay_env.step(replay_env.observation().set("action", torch.tensor([action])))["next"]
+            rewards[s, t] = nxt["reward"].item()
+            success[s, t] = nxt["terminated"].item() and nxt["reward"].item() > 0
+            if nxt["done"].item():
+                ended[s, t] = True
+                break
+    return rewards, ended, success
+
+
+def TEXTWORLD(name: str) -> bool:
+    return name.startswith("textworld_")
+
+
 REPLAYS = {"playground": _replay_playground, "babyai": _replay_babyai, "line": _replay_line}
+REPLAYS.update({name: _replay_textworld for name in environment_names() if TEXTWORLD(name)})
 # (num_envs, steps, max_steps) of the random play; BabyAI's partner reports states (go to) on every
 # step that holds them, so short episodes already repeat reports
 PLAY = {"playground": (32, 60, 10), "babyai": (16, 48, 24), "line": (32, 40, 8)}
+PLAY.update({name: (8, 60, 12) for name in REPLAYS if TEXTWORLD(name)})
 
 
 @pytest.fixture(params=sorted(set(environment_names()) | {"line"}))
-def environment(request):
+def environment(request, tmp_path_factory):
     name = request.param
     if name == "babyai":
         pytest.importorskip("minigrid")
+    if TEXTWORLD(name):  # the registered family with a small pool of its games
+        pytest.importorskip("textworld")
+        from torchrl_glam.envs.textworld import TextWorldText
+
+        family = name.removeprefix("textworld_")
+        return TextWorldText(family, train_games=4, held_out_games=1, cache=str(tmp_path_factory.getbasetemp() / "tw"))
     return request.getfixturevalue("line_environment") if name == "line" else get_environment(name)
 
 
@@ -170,7 +200,13 @@ def _check_replays(env, environment, sections, origins, success: bool):
     else:  # a failure never succeeds, and goes on past its last step unless the time limit ends it
         assert not (succeeded & mask).any()
         time_limit = length == sections.shape[1]
-        assert not (ended & mask & ~last).any() and not (ended & last)[~time_limit].any()
+        assert not (ended & mask & ~last).any()
+        # or the game ended there whatever the goal: then the section ends with a terminal
+        over = torch.zeros_like(time_limit)
+        if GAME_OVER_KEY in sections["next"].keys():
+            over = (sections["next", GAME_OVER_KEY] & last).any(-1)
+        assert not (ended & last)[~time_limit & ~over].any()
+        assert torch.equal((sections["next", "terminated"] & last).any(-1), over)
 
 
 def test_relabeled_successes_replay_as_episodes_that_could_have_happened(environment):

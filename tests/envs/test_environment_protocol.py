@@ -97,7 +97,7 @@ def test_render_observations_of_a_mapping_of_state_keys_gives_the_environments_t
     assert prompts == list(td["prompt"]) and torch.equal(mask, td["action_mask"])
     assert GoalReplay(capacity=4, prioritized=False, environment="playground").environment.name == "playground"
     # a goal catalogue where an environment goes (the catalogue= of 0.1.0) is named, not looked up
-    refusal = r"expected a TextEnvironment or a registered name \(babyai, playground\), got GoalCatalogue"
+    refusal = r"expected a TextEnvironment or a registered name \(babyai, playground[^)]*\), got GoalCatalogue"
     with pytest.raises(TypeError, match=refusal):
         get_environment(GoalCatalogue.default())
 
@@ -107,7 +107,7 @@ def test_there_is_no_default_environment():
     from torchrl_glam.data.episodes import EpisodeAssembler
     from torchrl_glam.data.replay import GoalReplay
 
-    with pytest.raises(TypeError, match=r"a registered name \(babyai, playground\), got NoneType"):
+    with pytest.raises(TypeError, match=r"a registered name \(babyai, playground[^)]*\), got NoneType"):
         get_environment(None)
     for build in (lambda: EpisodeAssembler(2, 10), lambda: GoalReplay(capacity=8)):
         with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'environment'"):

@@ -2,7 +2,8 @@
 the registry of environment names, and the transforms every environment shares.
 
 The environments are subpackages: :mod:`torchrl_glam.envs.playground` (Playground-Text) and
-:mod:`torchrl_glam.envs.babyai` (BabyAI-Text, needs ``minigrid``). A config chooses one by name:
+:mod:`torchrl_glam.envs.babyai` (BabyAI-Text, needs ``minigrid``) and
+:mod:`torchrl_glam.envs.textworld` (TextWorld's games, needs ``textworld``). A config chooses one by name:
 ``get_environment("babyai")``; a user's own is registered with :func:`register_environment`.
 """
 

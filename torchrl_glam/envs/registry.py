@@ -31,6 +31,10 @@ ENTRY_POINT_GROUP = "torchrl_glam.environments"
 BUILT_IN = {
     "playground": "torchrl_glam.envs.playground.environment:PlaygroundText",
     "babyai": "torchrl_glam.envs.babyai.environment:BabyAIText",  # imports minigrid: only when chosen
+    # import textworld only when chosen
+    "textworld_coin_collector": "torchrl_glam.envs.textworld.environment:coin_collector",
+    "textworld_cooking": "torchrl_glam.envs.textworld.environment:cooking",
+    "textworld_treasure_hunter": "torchrl_glam.envs.textworld.environment:treasure_hunter",
 }
 
 

@@ -1,0 +1,267 @@
+"""TextWorld's text as the library keeps it: goals from the games' logic, the compact state's texts
+as bytes, the prompts, and the vocabulary of TextWorld's own text grammars.
+
+A goal is a fact over a predicate that play changes, in words: ``at(P, kitchen)`` is "go to the
+kitchen", ``in(coin, I)`` "take the coin", ``open(box)`` "open the box", ``consumed(apple)`` "eat
+the apple", ``sliced(carrot)`` "slice the carrot", ``roasted(carrot)`` "roast the carrot". A game's
+own quest is the conjunction of its quests' winning facts ("take the coin" in coin collector).
+Held-out games bring no unknown word: the vocabulary is every word of TextWorld's text grammars
+and of the Inform7 rules its games are compiled with (both ship with the ``textworld`` package).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+    from torchrl_glam.envs.textworld.games import GamePool
+
+#: goal types, indexed by the catalogue's ``goal_type``: the predicates play changes, and the quests
+#: that are not one of them
+GOAL_TYPES = ("go to", "take", "open", "eat", "cut", "cook", "quest")
+#: (predicate, arity) -> (goal type, the goal's words; {0} is the fact's last argument)
+FACT_GOALS: dict[tuple[str, int], tuple[str, str]] = {
+    ("at", 2): ("go to", "go to the {0}"),  # only at(P, room): the player's place
+    ("in", 2): ("take", "take the {0}"),  # only in(object, I): the inventory
+    ("open", 1): ("open", "open the {0}"),
+    ("consumed", 1): ("eat", "eat the {0}"),
+    ("eaten", 1): ("eat", "eat the {0}"),
+    **{
+        (cut, 1): ("cut", f"{verb} the {{0}}")
+        for cut, verb in (("sliced", "slice"), ("diced", "dice"), ("chopped", "chop"))
+    },
+    **{
+        (way, 1): ("cook", f"{verb} the {{0}}")
+        for way, verb in (("roasted", "roast"), ("fried", "fry"), ("grilled", "grill"))
+    },
+}
+#: the most goals one step reports (a step changes a few facts)
+MAX_REPORTS = 8
+#: the text of a candidate slot no command fills (masked; scored like any text, so never empty)
+PAD_COMMAND = "wait"
+#: the history keys of the compact state (with the ``history`` option)
+HISTORY_KEYS = ("past_observations", "past_actions")
+MAX_HISTORY = 4
+
+
+def fact_goal(name: str, arguments: Sequence[str]) -> str | None:
+    """The goal a fact states (``name`` its predicate, ``arguments`` the entities' names), or
+    ``None`` for a fact that is no goal (a map's layout, an object's place other than the player's
+    inventory)."""
+    found = FACT_GOALS.get((name, len(arguments)))
+    if found is None:
+        return None
+    if name == "at" and arguments[0] != "P":
+        return None
+    if name == "in" and arguments[1] != "I":
+        return None
+    return found[1].format(arguments[0] if name == "in" else arguments[-1])
+
+
+def goals_of_facts(facts: Iterable[Any]) -> set[str]:
+    """The goals a game state's facts (TextWorld ``Proposition`` objects) hold."""
+    out = set()
+    for fact in facts:
+        goal = fact_goal(fact.name, [argument.name for argument in fact.arguments])
+        if goal is not None:
+            out.add(goal)
+    return out
+
+
+def clean(text: str) -> str:
+    """TextWorld's output without the command prompt and status line it ends with (``>`` then the
+    room and score), and with its runs of blank lines and spaces made single spaces."""
+    text = re.split(r"\n>", text, maxsplit=1)[0]
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------- the catalogue
+
+
+class TextWorldGoalCatalogue:
+    """Every goal of a pool's games, with a fixed id each: the facts each game's entities allow
+    (its rooms to go to, its portable objects to take, its containers and doors to open, its food
+    to eat, cut and cook), then each game's quest where it is not one of them. ``goal_set("train")``
+    and ``goal_set("held_out")`` are the quests of the training and held-out games;
+    ``quest_of[split][i]`` is game i's quest id."""
+
+    def __init__(self, pool: GamePool) -> None:
+        from textworld.generator import Game
+
+        rows: dict[str, str] = {}  # goal -> type, in a fixed order
+        quests: dict[str, list[str]] = {}
+        for split in ("train", "held_out"):
+            quests[split] = []
+            for path in pool.games(split):
+                game = Game.load(str(path.with_suffix(".json")))
+                for goal, kind in sorted(_entity_goals(game)):
+                    rows.setdefault(goal, kind)
+                quests[split].append(_quest_text(game))
+        for quest in (q for split in ("train", "held_out") for q in quests[split]):
+            rows.setdefault(quest, "quest")
+        ordered = sorted(rows, key=lambda g: (GOAL_TYPES.index(rows[g]), g))
+        self.goals: list[str] = ordered
+        self.goal_to_id = {g: i for i, g in enumerate(ordered)}
+        self.goal_type = np.array([GOAL_TYPES.index(rows[g]) for g in ordered], dtype=np.int64)
+        self.parts = np.full((len(ordered), 2), -1, dtype=np.int64)
+        self.quest_of = {split: [self.goal_to_id[q] for q in quests[split]] for split in quests}
+
+    def __len__(self) -> int:
+        return len(self.goals)
+
+    def __contains__(self, goal: str) -> bool:
+        return goal in self.goal_to_id
+
+    def id_of(self, goal: str) -> int:
+        try:
+            return self.goal_to_id[goal]
+        except KeyError:
+            raise ValueError(f"{goal!r} is no goal of this pool of TextWorld games") from None
+
+    def goal_set(self, name: str) -> np.ndarray:
+        if name not in self.quest_of:
+            raise ValueError(f"unknown goal set {name!r}; choose 'train' or 'held_out'")
+        return np.array(sorted(set(self.quest_of[name])), dtype=np.int64)
+
+
+def _entity_goals(game: Any) -> set[tuple[str, str]]:
+    """(goal, type) of every fact goal a game's entities allow."""
+    types = game.kb.types
+    out = set()
+    for info in game.infos.values():
+        if info.name is None:
+            continue
+        if info.type == "r":
+            out.add((f"go to the {info.name}", "go to"))
+        if types.is_descendant_of(info.type, "o"):
+            out.add((f"take the {info.name}", "take"))
+        if types.is_descendant_of(info.type, ("c", "d")):
+            out.add((f"open the {info.name}", "open"))
+        if types.is_descendant_of(info.type, "f"):
+            out.add((f"eat the {info.name}", "eat"))
+    return out
+
+
+def _quest_text(game: Any) -> str:
+    """A game's quest in words: each quest's first winning condition's goal facts, joined by "and"."""
+    names = {key: info.name for key, info in game.infos.items()}
+    texts: list[str] = []
+    for quest in game.quests:
+        events = [e for e in quest.win_events if e.condition.preconditions]  # the cooking game's last quests have none
+        for fact in events[0].condition.preconditions if events else ():
+            goal = fact_goal(fact.name, [names.get(v.name) or v.name for v in fact.arguments])
+            if goal is not None and goal not in texts:
+                texts.append(goal)
+    if not texts:
+        raise ValueError("a TextWorld game whose quest names no fact this library reads as a goal")
+    return " and ".join(texts)
+
+
+# ---------------------------------------------------------------- texts as bytes
+
+
+def encode(texts: Sequence[str], width: int) -> np.ndarray:
+    """UTF-8 bytes [N, width], zero-padded; a longer text is cut at ``width`` bytes."""
+    out = np.zeros((len(texts), width), dtype=np.uint8)
+    for i, text in enumerate(texts):
+        data = text.encode("utf-8")[:width]
+        out[i, : len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return out
+
+
+def decode(data: Any) -> str:
+    """The text of a zero-padded byte row (a tensor or an array)."""
+    row = np.asarray(data, dtype=np.uint8)
+    end = int(np.argmin(row)) if (row == 0).any() else len(row)
+    return row[:end].tobytes().decode("utf-8", errors="ignore")
+
+
+def render_batch(
+    state: Mapping[str, torch.Tensor], goals: Sequence[str], history: int
+) -> tuple[list[str], list[list[str]]]:
+    """Prompts and candidates [B][A] of a flat batch of compact states, GLAM's layout: the possible
+    actions, the goal, the past observations with the actions taken after them, the current
+    observation and inventory, then ``Action k: `` for the candidate to continue. The slots no
+    admissible command fills hold :data:`PAD_COMMAND` (the action mask masks them)."""
+    prompts, candidates = [], []
+    for b in range(len(state["goal_id"])):
+        commands = [decode(row) for row in state["commands"][b]]
+        admissible = [c for c in commands if c]
+        lines = [
+            f"Possible actions of the agent: {', '.join(admissible)}",
+            f"Goal of the agent: {goals[int(state['goal_id'][b])]}",
+        ]
+        past = 0
+        if history:
+            for h in range(history):
+                action = decode(state["past_actions"][b, h])
+                if action:
+                    lines += [
+                        f"Observation {past}: {decode(state['past_observations'][b, h])}",
+                        f"Action {past}: {action}",
+                    ]
+                    past += 1
+        lines.append(f"Observation {past}: {decode(state['observation'][b])} {decode(state['inventory'][b])}")
+        lines.append(f"Action {past}: ")
+        prompts.append(" \n ".join(lines))
+        candidates.append([c or PAD_COMMAND for c in commands])
+    return prompts, candidates
+
+
+# ---------------------------------------------------------------- vocabulary
+
+
+def _textworld_data() -> tuple[list[Path], list[Path]]:
+    """TextWorld's text grammars and the Inform7 rules its games are compiled with."""
+    import textworld
+
+    root = Path(textworld.__file__).parent
+    grammars = sorted((root / "generator" / "data" / "text_grammars").glob("*.twg"))
+    rules = sorted((root / "thirdparty").rglob("Graham Nelson/*Language.i7x")) + sorted(
+        (root / "thirdparty").rglob("Graham Nelson/Standard Rules.i7x")
+    )
+    return grammars, rules + [root / "generator" / "inform7" / "world2inform7.py"]
+
+
+@cache
+def vocabulary_words() -> list[str]:
+    """Every word (``\\w+`` run) of TextWorld's text grammars, its Inform7 rules and the Inform7
+    writer's own sentences, in lower case, capitalised and upper case (TextWorld capitalises
+    sentences and room headers), then ASCII punctuation and the numbers below 1000: the tokenizer splits every
+    non-word character off, so each is a word."""
+    grammars, rules = _textworld_data()
+    words: set[str] = set()
+    for path in (*grammars, *rules):
+        for word in re.findall(r"[^\W\d_]+", path.read_text(encoding="utf-8", errors="ignore")):
+            lower = word.lower()
+            words.update((lower, lower.capitalize(), lower.upper()))
+    words.update(("go", "to", "take", "open", "eat", "slice", "dice", "chop", "roast", "fry", "grill", "and"))
+    words.update(("Possible", "actions", "of", "the", "agent", "Goal", "Observation", "Action"))
+    return sorted(words) + list(string.punctuation) + [str(n) for n in range(1000)]
+
+
+__all__ = [
+    "FACT_GOALS",
+    "GOAL_TYPES",
+    "HISTORY_KEYS",
+    "MAX_HISTORY",
+    "MAX_REPORTS",
+    "PAD_COMMAND",
+    "TextWorldGoalCatalogue",
+    "clean",
+    "decode",
+    "encode",
+    "fact_goal",
+    "goals_of_facts",
+    "render_batch",
+    "vocabulary_words",
+]
