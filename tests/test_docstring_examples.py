@@ -8,6 +8,7 @@ the package and print shapes, keys and dtypes, never floats that vary across CPU
 
 import doctest
 import importlib
+import tempfile
 
 import pytest
 
@@ -55,6 +56,7 @@ def test_the_examples_run(path, tmp_path, monkeypatch):
     if ".babyai" in path:
         pytest.importorskip("minigrid")  # the [babyai] extra
     monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its tempfile.mkdtemp() too
     obj = _resolve(path)
     assert "Examples:" in (obj.__doc__ or ""), f"{path} has no Examples: section"
     # the object's own docstring only (recurse=False: a class's methods keep theirs apart)
