@@ -6,6 +6,7 @@ import os
 import pkgutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,13 @@ def test_the_site_builds_without_warnings(tmp_path):
             if not any(part.startswith("_") for part in info.name.split(".")):
                 assert (out / "api" / f"{info.name}.html").exists(), info.name
     assert torchrl_glam.__version__ in (out / "index.html").read_text()
+
+    # the runnable examples (tests/test_docstring_examples.py) show on their modules' pages, as
+    # code with its prompts: at least one "Examples" heading per example on each page
+    from tests.test_docstring_examples import EXAMPLES, _resolve
+
+    expected = Counter(_resolve(path).__module__ for path in EXAMPLES)
+    for module, count in expected.items():
+        page = (out / "api" / f"{module}.html").read_text()
+        assert page.count('<p class="rubric">Examples</p>') >= count, module
+        assert '<span class="gp">&gt;&gt;&gt; </span>' in page, module

@@ -160,7 +160,7 @@ def test_shipped_weights_can_be_switched_off(monkeypatch, tmp_path):
     assert tiny.default_tiny_model_path("t5").parent == tmp_path
 
 
-def test_concurrent_builders_build_once_and_the_others_wait_with_a_message(tmp_path, capfd):
+def test_concurrent_builders_build_once_and_the_others_wait_with_a_message(tmp_path, caplog):
     """The ranks of a data-parallel run (or array jobs) asking for an unbuilt model: one builds,
     the others print that they wait and then use its build."""
     final, calls, results = tmp_path / "cache" / "model", [], []
@@ -177,7 +177,7 @@ def test_concurrent_builders_build_once_and_the_others_wait_with_a_message(tmp_p
     for thread in threads:
         thread.join()
     assert len(calls) == 1 and results == [final] * 3
-    assert capfd.readouterr().err.count(f"waiting for another process to finish building {final}") == 2
+    assert caplog.text.count(f"waiting for another process to finish building {final}") == 2
 
 
 def test_pretraining_says_what_it_builds_and_shows_progress(tmp_path, capfd, monkeypatch):

@@ -140,7 +140,7 @@ def test_a_finished_run_leaves_a_report_with_its_curves(finished_run):
     assert f"report: {run / 'report.md'}, {run / 'report.png'}" in out
 
 
-def test_without_matplotlib_the_report_is_its_summary_and_a_line_why(finished_run, tmp_path, monkeypatch, capsys):
+def test_without_matplotlib_the_report_is_its_summary_and_a_line_why(finished_run, tmp_path, monkeypatch, caplog):
     import shutil
     import sys
 
@@ -150,7 +150,7 @@ def test_without_matplotlib_the_report_is_its_summary_and_a_line_why(finished_ru
     shutil.copy(run / "evaluations.jsonl", tmp_path / "evaluations.jsonl")
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     assert write_report(tmp_path, {"env": "playground"}) == [tmp_path / "report.md"]
-    assert 'matplotlib is not installed (pip install "torchrl_glam[plots]")' in capsys.readouterr().out
+    assert 'matplotlib is not installed (pip install "torchrl_glam[plots]")' in caplog.text
 
 
 def test_piped_output_says_how_fast_the_run_goes_and_when_the_next_evaluation_comes(tmp_path, monkeypatch, capsys):

@@ -47,7 +47,26 @@ def noop_twins(
 ) -> TensorDictBase:
     """The no-op twins [M, T] of a padded episode batch [E, T] (see the module docstring): one per
     success that ends before the last step, its no-op drawn uniformly among the state's; two real
-    steps, then padding as ``EpisodeAssembler`` pads. Marked ``relabeled``."""
+    steps, then padding as ``EpisodeAssembler`` pads. Marked ``relabeled``.
+
+    Examples:
+        >>> import torch
+        >>> from torchrl.envs import TransformedEnv
+        >>> from torchrl_glam.data.episodes import rollout_episodes
+        >>> from torchrl_glam.data.noop_twins import noop_twins
+        >>> from torchrl_glam.envs import PartialResetActionMask
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> env = TransformedEnv(
+        ...     PlaygroundTextEnv(num_envs=16, goals="simplified", seed=0, text=False), PartialResetActionMask()
+        ... )
+        >>> _ = torch.manual_seed(0)
+        >>> episodes = rollout_episodes(env.rollout(10, break_when_any_done=False), max_steps=10)  # random play
+        >>> twins = noop_twins(episodes, torch.Generator().manual_seed(0), environment="playground")
+        >>> twins.shape[1], twins["mask"][0].tolist()[:3]  # two real steps, then padding
+        (10, [True, True, False])
+        >>> twins["next", "reward"][:, :2, 0].unique(dim=0).tolist()  # the no-op: 0, then the winner: 1
+        [[0.0, 1.0]]
+    """
     T = episodes.shape[1]
     e, t = successes(episodes)
     keep = t + 1 < T  # the winner, one step later, still comes before the time limit

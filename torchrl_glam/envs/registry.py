@@ -87,7 +87,19 @@ def _loader(entry_point: EntryPoint, *others: EntryPoint) -> Callable[[], TextEn
 
 def register_environment(name: str, factory: Callable[[], TextEnvironment], replace: bool = False) -> None:
     """Makes ``name`` a value of the training config's ``env`` field: ``factory()`` returns the
-    :class:`TextEnvironment` (built once, on first use)."""
+    :class:`TextEnvironment` (built once, on first use).
+
+    Examples:
+        >>> from torchrl_glam.envs import environment_names, get_environment, register_environment
+        >>> from torchrl_glam.envs import unregister_environment
+        >>> from torchrl_glam.envs.playground import PlaygroundText
+        >>> register_environment("my_playground", PlaygroundText)  # a factory: called on first use
+        >>> "my_playground" in environment_names()
+        True
+        >>> type(get_environment("my_playground")).__name__
+        'PlaygroundText'
+        >>> unregister_environment("my_playground")
+    """
     if not name or not isinstance(name, str):
         raise ValueError(f"an environment name must be a non-empty string, not {name!r}")
     _discover()

@@ -83,6 +83,21 @@ class PartialResetActionMask(ActionMask):
     of the sub-environments that were not reset::
 
         TransformedEnv(ParallelEnv(2, make_env), PartialResetActionMask())
+
+    Examples:
+        >>> import torch
+        >>> from torchrl.envs import TransformedEnv
+        >>> from torchrl_glam.envs import PartialResetActionMask
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> env = TransformedEnv(
+        ...     PlaygroundTextEnv(num_envs=4, goals="simplified", seed=0, text=False), PartialResetActionMask()
+        ... )
+        >>> _ = torch.manual_seed(0)
+        >>> rollout = env.rollout(12, break_when_any_done=False)  # random actions; episodes end and restart
+        >>> rollout.shape, bool(rollout["next", "done"].any())
+        (torch.Size([4, 12]), True)
+        >>> bool(rollout["action_mask"].gather(-1, rollout["action"][..., None]).all())  # every one legal
+        True
     """
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:

@@ -13,6 +13,7 @@ requeued job continues from that checkpoint. In a multi-task job, every task exp
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -20,6 +21,8 @@ import submitit
 
 from torchrl_glam.algorithms import get_script
 from torchrl_glam.training.preemption import PREEMPTED, STOP, requeue_on_both_user_signals
+
+logger = logging.getLogger(__name__)
 
 
 class TrainingJob(submitit.helpers.Checkpointable):
@@ -62,5 +65,7 @@ class TrainingJob(submitit.helpers.Checkpointable):
     def checkpoint(self, *args, **kwargs) -> submitit.helpers.DelayedSubmission:
         STOP.request()
         if not STOP.wait(self.stop_timeout_s):
-            print(f"training did not stop within {self.stop_timeout_s} s: requeueing from the last periodic checkpoint")
+            logger.warning(
+                "training did not stop within %s s: requeueing from the last periodic checkpoint", self.stop_timeout_s
+            )
         return submitit.helpers.DelayedSubmission(TrainingJob(self.algorithm, self.argv, self.stop_timeout_s))

@@ -40,7 +40,21 @@ class GLAMAgent(nn.Module):
     """An LLM agent: ``scorer`` (a :class:`~torchrl_glam.modules.LLMScorer`, or the
     ``TensorDictModule`` of :func:`~torchrl_glam.modules.make_scorer`), ``actor``
     (:func:`~torchrl_glam.modules.make_actor`) and ``environment`` (a ``TextEnvironment`` or its
-    registered name)."""
+    registered name).
+
+    Examples:
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> from torchrl_glam.modules import GLAMAgent, make_scorer
+        >>> agent = GLAMAgent(make_scorer(None), environment="playground")
+        >>> env = PlaygroundTextEnv(num_envs=2, goals="simplified", seed=0, text=False)
+        >>> td = agent.act(env.reset(), greedy=True)  # renders the prompts, scores, takes the mode
+        >>> td["action"].shape, td["action"].dtype
+        (torch.Size([2]), torch.int64)
+        >>> bool(td["action_mask"].gather(-1, td["action"][:, None]).all())  # a legal candidate
+        True
+        >>> agent.policy().out_keys  # the policy module, for a TorchRL collector
+        ['action']
+    """
 
     def __init__(self, scorer: LLMScorer | TensorDictModuleBase, *, environment: TextEnvironment | str) -> None:
         super().__init__()

@@ -122,6 +122,17 @@ def make_critic_heads(
     twin heads and their target copies from it (only these small MLPs are ever copied). With
     ``dueling`` (observation-action only) it reads ``"action_hidden"``, ``"prompt_hidden"`` and
     ``"action_mask"`` (:class:`DuelingCriticHead`).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl_glam.modules import make_critic_heads
+        >>> head = make_critic_heads(64, width=32)  # the LLM's hidden size, the MLP's width
+        >>> head.in_keys, head.out_keys
+        (['action_hidden'], ['action_value'])
+        >>> td = head(TensorDict({"action_hidden": torch.zeros(2, 5, 64)}, batch_size=[2]))
+        >>> td["action_value"].shape  # one Q-value per candidate
+        torch.Size([2, 5])
     """
     from tensordict.nn import TensorDictModule
 

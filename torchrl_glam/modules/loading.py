@@ -91,6 +91,15 @@ class LLMConfig:
         disable_dropout: set every dropout probability to 0, so that the policy is deterministic
             without ever calling ``eval()`` (see the module docstring).
         local_files_only: never try the network.
+
+    Examples:
+        >>> from torchrl_glam.modules import LLMConfig, load_llm
+        >>> config = LLMConfig()  # the offline tiny T5 shipped with the package
+        >>> config.name_or_path, config.lora_rank, config.quantization
+        (None, 0, None)
+        >>> llm = load_llm(LLMConfig(lora_rank=4))  # LoRA adapters (peft) on its attention
+        >>> type(llm.model).__name__, llm.is_encoder_decoder
+        ('PeftModelForSeq2SeqLM', True)
     """
 
     name_or_path: str | None = None
@@ -235,7 +244,16 @@ def _use_fused_gelu(model_config) -> bool:
 
 
 def load_llm(config: LLMConfig | None = None) -> LoadedLLM:
-    """Load the model and tokenizer described by ``config`` (default: the offline tiny T5)."""
+    """Load the model and tokenizer described by ``config`` (default: the offline tiny T5).
+
+    Examples:
+        >>> from torchrl_glam.modules import load_llm
+        >>> llm = load_llm()  # the offline tiny T5: nothing is downloaded
+        >>> type(llm.model).__name__, llm.is_encoder_decoder, llm.model.config.d_model
+        ('T5ForConditionalGeneration', True, 64)
+        >>> llm.tokenizer("Go to red cactus").input_ids[-1] == llm.tokenizer.eos_token_id
+        True
+    """
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     config = config or LLMConfig()

@@ -85,6 +85,20 @@ class LLMScorer(nn.Module):
         tokenization: ``"exact"`` (default): a candidate's tokens are those of the continuation as
             lm-evaluation-harness defines it (see the module docstring); ``"separate"``: prompt and
             candidate tokenised apart, as Lamorel (the authors' code) does.
+
+    Examples:
+        >>> import torch
+        >>> from torchrl_glam.modules import LLMScorer, load_llm
+        >>> llm = load_llm()  # the offline tiny T5
+        >>> scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+        >>> prompts = ["Goal: Grasp red cactus. Action:", "Goal: Grow blue lion. Action:"]
+        >>> actions = [["Go to red cactus", "Grasp", "Release"]] * 2
+        >>> mask = torch.tensor([[True, True, False], [True, False, True]])
+        >>> scores, action_hidden, prompt_hidden = scorer(prompts, actions, mask)
+        >>> scores.shape, action_hidden.shape, prompt_hidden.shape
+        (torch.Size([2, 3]), torch.Size([2, 3, 64]), torch.Size([2, 64]))
+        >>> bool((scores <= 0).all())  # sums of token log-probabilities
+        True
     """
 
     def __init__(
@@ -200,6 +214,15 @@ def make_scorer(
     ``"action_hidden"`` [*B, A, H], ``"prompt_hidden"`` [*B, H]. ``llm`` is a loaded model, an
     :class:`LLMConfig`, a model name/path, or ``None`` for the offline tiny T5. The scorer itself is
     ``module.module`` (its ``.model`` holds the LLM parameters to optimise).
+
+    Examples:
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> from torchrl_glam.modules import make_scorer
+        >>> scorer = make_scorer(None)  # the offline tiny T5 (hidden size 64)
+        >>> env = PlaygroundTextEnv(num_envs=2, goals="simplified", seed=0)
+        >>> td = scorer(env.reset())  # 2 prompts, 5 candidates each
+        >>> td["action_scores"].shape, td["action_hidden"].shape, td["prompt_hidden"].shape
+        (torch.Size([2, 5]), torch.Size([2, 5, 64]), torch.Size([2, 64]))
     """
     from tensordict.nn import TensorDictModule
 

@@ -42,7 +42,19 @@ def score_states(
 
     A batch that already carries its text ("prompt", "actions", e.g. sampled from a replay buffer
     with the environment's render transform) is scored as it is; otherwise the text is rendered
-    here from the compact state."""
+    here from the compact state.
+
+    Examples:
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> from torchrl_glam.modules import GLAMAgent, make_scorer
+        >>> from torchrl_glam.objectives.common import score_states
+        >>> agent = GLAMAgent(make_scorer(None), environment="playground")
+        >>> env = PlaygroundTextEnv(num_envs=4, goals="simplified", seed=0, text=False)
+        >>> batch = env.rollout(3, agent.policy(), break_when_any_done=False).reshape(-1)  # 12 transitions
+        >>> out = score_states(agent.llm, batch, next_obs=True, environment="playground")
+        >>> {key: tuple(value.shape) for key, value in out.items()}
+        {'action_scores': (12, 5), 'action_mask': (12, 5), 'action_hidden': (12, 5, 64), 'prompt_hidden': (12, 64)}
+    """
     environment = get_environment(environment)
     prefix = ("next",) if next_obs else ()
     state = {k: batch[k].cpu() for k in environment.episode_keys}  # text is rendered on CPU

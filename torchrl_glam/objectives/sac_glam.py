@@ -103,6 +103,20 @@ class SACGLAMLoss(TrainableState, LossModule):
     "reward", "done", "terminated"), and when present "steps_to_next_obs" (n-step transitions),
     "priority_weight", and the text keys ("prompt", "actions", also under "next"). Writes
     ``out_keys``.
+
+    Examples:
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
+        >>> from torchrl_glam.objectives import SACGLAMLoss
+        >>> agent = GLAMAgent(make_scorer(None), environment="playground")
+        >>> env = PlaygroundTextEnv(num_envs=4, goals="simplified", seed=0, text=False)
+        >>> loss = SACGLAMLoss(agent, make_critic_heads(agent.llm.hidden_size, width=32), num_actions=5)
+        >>> batch = env.rollout(3, agent.policy(), break_when_any_done=False).reshape(-1)
+        >>> losses = loss(batch)
+        >>> sorted(key for key in losses.keys() if key.startswith("loss_"))
+        ['loss_actor', 'loss_alpha', 'loss_qvalue', 'loss_success']
+        >>> losses["loss_qvalue"].shape, losses["loss_qvalue"].requires_grad
+        (torch.Size([]), True)
     """
 
     @dataclass

@@ -4,13 +4,15 @@ processes (the ranks of a data-parallel run, Slurm array jobs, test workers), at
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 from torchrl_glam.modules.offline_models import is_complete
+
+logger = logging.getLogger(__name__)
 
 
 def is_main_process() -> bool:
@@ -44,11 +46,10 @@ def build_lock(final: Path):
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(
-                f"waiting for another process to finish building {final} (it shows the progress; "
-                f"this process loads the result)",
-                file=sys.stderr,
-                flush=True,
+            logger.warning(
+                "waiting for another process to finish building %s (it shows the progress; this process loads "
+                "the result)",
+                final,
             )
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:

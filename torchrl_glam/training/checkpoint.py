@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import errno
 import hashlib
+import logging
 import os
 import pickle
 import random
@@ -36,6 +37,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl_glam.training.rundir import checked_path, record_written
+
+logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "checkpoint.pt"
 PREVIOUS_NAME = "checkpoint.prev.pt"
@@ -294,7 +297,7 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
             f"{err}; resuming from the previous checkpoint {previous} instead (the steps since then are replayed)",
             stacklevel=2,
         )
-        print(f"warning: {err}; resuming from the previous checkpoint {previous}")
+        logger.warning("%s; resuming from the previous checkpoint %s", err, previous)
         return _current_names(state)
 
 

@@ -35,6 +35,22 @@ def evaluate(
 
     ``transcripts`` (a list; ``environment``: the env's ``TextEnvironment``): the first
     ``num_transcripts`` episodes are appended to it as text, step by step (:class:`Transcripts`).
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.build import make_loss
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.evaluation import evaluate
+        >>> from torchrl_glam.training.factories import act, make_eval_envs
+        >>> cfg = make_config("smoke", {"eval_episodes": 4})
+        >>> loss = make_loss(cfg, num_actions=5)
+        >>> env = make_eval_envs(cfg)["train"]
+        >>> results = evaluate(
+        ...     lambda td, greedy: act(loss, td, greedy=greedy), env, goal_types=cfg.environment.goal_types
+        ... )
+        >>> sorted(results)
+        ['episode_length', 'success', 'success/grasp', 'success/grow']
+        >>> 0.0 <= results["success"] <= 1.0
+        True
     """
     recorder = Transcripts(environment, env.catalogue, num_transcripts) if transcripts is not None else None
     if greedy:

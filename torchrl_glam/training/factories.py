@@ -31,7 +31,20 @@ def make_env(
     **kwargs,
 ) -> EnvBase:
     """The training environment of ``cfg.env.name`` (tensors only: prompts are rendered for the LLM
-    from the state); the environment's ``config_options`` come from ``env.options``."""
+    from the state); the environment's ``config_options`` come from ``env.options``.
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.factories import make_env
+        >>> cfg = make_config("smoke")  # Playground-Text's simplified goals, 8 environments
+        >>> env = make_env(cfg)
+        >>> type(env).__name__, env.batch_size
+        ('PlaygroundTextEnv', torch.Size([8]))
+        >>> "prompt" in env.reset().keys()  # tensors only: the policy renders the text
+        False
+        >>> make_env(cfg, num_envs=2, goals="held_out").batch_size
+        torch.Size([2])
+    """
     environment = cfg.environment
     options = {name: getattr(cfg.env.options, name) for name in environment.config_options}
     return environment.make_env(
@@ -49,7 +62,15 @@ def make_eval_envs(cfg: GLAMConfig) -> dict[str, EnvBase]:
     """The evaluation environments of the config's ``eval_sets`` (see
     :data:`~torchrl_glam.training.eval_sets.EVAL_SETS`), each with ``eval_episodes``
     sub-environments and a fixed seed, so that every algorithm of a comparison is evaluated on the
-    same episodes."""
+    same episodes.
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.factories import make_eval_envs
+        >>> envs = make_eval_envs(make_config("smoke", {"eval_episodes": 4}))
+        >>> {name: tuple(env.batch_size) for name, env in envs.items()}
+        {'train': (4,), 'held_out': (4,)}
+    """
     sets = {name: EVAL_SETS[name] for name in cfg.run.eval_sets}
     held_out = cfg.environment.held_out_goal_set  # the "held_out" set names the environment's own
     return {
@@ -113,7 +134,19 @@ def environment_model(model: str | None, environment) -> str | None:
 
 def agent_policy(agent, return_log_prob: bool = False) -> TensorDictSequential:
     """The policy module of an agent: a :class:`~torchrl_glam.modules.GLAMAgent`, or an objective
-    (SAC-GLAM, PPO-GLAM) acting through its ``glam_agent`` (:meth:`GLAMAgent.policy`)."""
+    (SAC-GLAM, PPO-GLAM) acting through its ``glam_agent`` (:meth:`GLAMAgent.policy`).
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.build import make_loss
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.factories import agent_policy, make_env
+        >>> cfg = make_config("smoke")
+        >>> policy = agent_policy(make_loss(cfg, num_actions=5))  # the loss's agent acts
+        >>> type(policy).__name__, policy.out_keys
+        ('TensorDictSequential', ['action'])
+        >>> make_env(cfg).rollout(3, policy).shape  # 8 environments, 3 steps
+        torch.Size([8, 3])
+    """
     return GLAMAgent.of(agent).policy(return_log_prob)
 
 
@@ -121,5 +154,19 @@ def act(agent, td: TensorDictBase, greedy: bool = False, with_log_prob: bool = F
     """Writes "action" into an environment tensordict with the agent's policy
     (:meth:`GLAMAgent.act <torchrl_glam.modules.GLAMAgent.act>`; ``agent`` as in :func:`agent_policy`):
     a sample, or the mode with ``greedy``; with ``with_log_prob`` also "sample_log_prob" and
-    "behaviour_scores"."""
+    "behaviour_scores".
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.build import make_loss
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.factories import act, make_env
+        >>> cfg = make_config("smoke")
+        >>> loss, env = make_loss(cfg, num_actions=5), make_env(cfg)
+        >>> td = act(loss, env.reset(), greedy=True)  # the mode of the policy
+        >>> td["action"].shape, td["action"].dtype
+        (torch.Size([8]), torch.int64)
+        >>> td = act(loss, env.reset(), with_log_prob=True)  # a sample, with what PPO needs
+        >>> td["sample_log_prob"].shape, td["behaviour_scores"].shape
+        (torch.Size([8]), torch.Size([8, 5]))
+    """
     return GLAMAgent.of(agent).act(td, greedy=greedy, with_log_prob=with_log_prob)

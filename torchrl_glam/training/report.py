@@ -9,6 +9,7 @@ written, and the run says so in one line.
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 
 from torchrl_glam.training.config import flatten_sections
@@ -16,6 +17,8 @@ from torchrl_glam.training.eval_sets import EVAL_SETS
 from torchrl_glam.training.logging import FINAL_EPISODES, read_evaluations, read_final_episodes
 from torchrl_glam.training.provenance import ENVIRONMENT_NAME, environment_summary, read_environment
 from torchrl_glam.training.rundir import write_atomic
+
+logger = logging.getLogger(__name__)
 
 PICTURE_NAME = "report.png"
 SUMMARY_NAME = "report.md"
@@ -36,7 +39,7 @@ def write_report(
     try:
         import matplotlib
     except ImportError:
-        print(f'no {PICTURE_NAME}: matplotlib is not installed (pip install "torchrl_glam[plots]")')
+        logger.warning('no %s: matplotlib is not installed (pip install "torchrl_glam[plots]")', PICTURE_NAME)
         return written
     matplotlib.use("Agg")  # files only: no display needed
     written.append(_write_picture(run_dir / PICTURE_NAME, curves, config, names))

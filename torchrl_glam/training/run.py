@@ -88,6 +88,8 @@ from torchrl_glam.training.resume import ResumeError, apply_resume, resume_chang
 from torchrl_glam.training.rundir import prepare_run_dir, truncate_logs
 from torchrl_glam.training.runtime import apply_runtime
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "PREEMPTED",
     "USAGE_ERROR",
@@ -217,7 +219,7 @@ class TrainingRun:
         if self.main_rank:  # environment.json: what the run ran on; a resume elsewhere says so
             changed = record_environment(self.cfg.run.run_dir, resumed=td is not None)
             if changed:
-                print(changed, file=sys.stderr)
+                logger.warning(changed)
         if td is None:
             if self.options.resume and self.main_rank:  # a run killed before its first checkpoint
                 truncate_logs(self.cfg.run.run_dir, 0)

@@ -39,6 +39,11 @@ def reuse_freed_memory() -> bool:
     time; about a tenth of them with this). PyTorch's CPU
     allocator has no cache of its own. The cost: a process keeps its peak heap until it exits,
     which the next update would take again anyway. Blocks above 32 MB are still mapped apart.
+
+    Examples:
+        >>> from torchrl_glam.training.runtime import reuse_freed_memory
+        >>> reuse_freed_memory() in (True, False)  # True with glibc (Linux), False elsewhere
+        True
     """
     if not sys.platform.startswith("linux"):
         return False

@@ -11,7 +11,18 @@ from torchrl_glam.training.factories import make_glam_agent
 
 def make_loss(cfg: PPOGLAMConfig, agent: GLAMAgent | None = None) -> PPOGLAMLoss:
     """The PPO-GLAM loss of ``cfg`` in one call: the value head (``value_width``) handed to the PPO
-    loss (clipped or KL-penalised) over ``agent`` (default a new one of ``cfg``)."""
+    loss (clipped or KL-penalised) over ``agent`` (default a new one of ``cfg``).
+
+    Examples:
+        >>> from torchrl_glam.algorithms.ppo_glam.build import make_loss
+        >>> from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
+        >>> cfg = make_ppo_config("smoke")
+        >>> loss = make_loss(cfg)
+        >>> type(loss).__name__, cfg.algorithm.ppo_loss  # "clip": ClipPPOLoss; "kl": KLPENPPOLoss
+        ('PPOGLAMLoss', 'clip')
+        >>> list(loss.param_groups())
+        ['llm', 'heads']
+    """
     agent = make_glam_agent(cfg) if agent is None else agent
     algorithm = cfg.algorithm
     loss = PPOGLAMLoss(

@@ -40,7 +40,17 @@ def make_heads(cfg: SACGLAMConfig, hidden_size: int, num_actions: int):
 
 def make_loss(cfg: SACGLAMConfig, num_actions: int, agent: GLAMAgent | None = None) -> SACGLAMLoss:
     """The SAC-GLAM loss of ``cfg`` in one call: the critic heads (:func:`make_heads`) handed to
-    ``SACGLAMLoss`` over ``agent`` (its LLM and actor; default a new one of ``cfg``)."""
+    ``SACGLAMLoss`` over ``agent`` (its LLM and actor; default a new one of ``cfg``).
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.build import make_loss
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> loss = make_loss(make_config("smoke"), num_actions=5)
+        >>> type(loss).__name__, type(loss.glam_agent).__name__
+        ('SACGLAMLoss', 'GLAMAgent')
+        >>> list(loss.param_groups())  # one optimiser each
+        ['llm', 'heads', 'alpha']
+    """
     agent = make_glam_agent(cfg) if agent is None else agent
     algorithm = cfg.algorithm
     qvalue_network, success_network = make_heads(cfg, agent.llm.hidden_size, num_actions)
@@ -63,7 +73,21 @@ def make_loss(cfg: SACGLAMConfig, num_actions: int, agent: GLAMAgent | None = No
 
 def load_trained_loss(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:
     """A SAC-GLAM run's config, its loss (agent and critics) with the weights of the run's checkpoint, and the
-    environment steps the checkpoint was taken at: what an analysis of a trained run starts from."""
+    environment steps the checkpoint was taken at: what an analysis of a trained run starts from.
+
+    Examples:
+        >>> import os, tempfile
+        >>> from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
+        >>> from torchrl_glam.algorithms.sac_glam.train import main
+        >>> run_dir = os.path.join(tempfile.mkdtemp(), "run")
+        >>> main(["--preset", "smoke", "--run-dir", run_dir, "total_steps=16", "eval_every=16", "eval_episodes=2"])
+        training to 16 environment steps in ...
+        done: 16 steps, ...
+        0
+        >>> cfg, loss, steps = load_trained_loss(run_dir)
+        >>> type(cfg).__name__, type(loss).__name__, steps
+        ('SACGLAMConfig', 'SACGLAMLoss', 16)
+    """
     state = load_checkpoint(run_dir)
     if state is None:
         raise FileNotFoundError(
@@ -77,7 +101,16 @@ def load_trained_loss(run_dir) -> tuple[SACGLAMConfig, SACGLAMLoss, int]:
 
 
 def num_actions(cfg: SACGLAMConfig, env: EnvBase) -> int:
-    """The candidates per step of an environment of ``cfg.env.name``."""
+    """The candidates per step of an environment of ``cfg.env.name``.
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.build import num_actions
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.factories import make_env
+        >>> cfg = make_config("smoke")
+        >>> num_actions(cfg, make_env(cfg))  # 3 objects' "Go to", "Grasp", "Release"
+        5
+    """
     return cfg.environment.num_actions(env)
 
 

@@ -126,7 +126,18 @@ class ReplayConfig:
 @dataclass
 class SACGLAMConfig(GLAMConfig):
     """SAC-GLAM's config: the shared sections (``env``, ``model``, ``run``), ``algorithm`` and
-    ``replay``."""
+    ``replay``.
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
+        >>> cfg = SACGLAMConfig()  # the defaults; make_config gives a preset's
+        >>> list(cfg.to_dict())
+        ['env', 'model', 'run', 'algorithm', 'replay']
+        >>> cfg.env.name, cfg.get("algorithm.gamma") == cfg.get("gamma")  # a field by its path or its name
+        ('playground', True)
+        >>> SACGLAMConfig.from_dict(cfg.to_dict()) == cfg
+        True
+    """
 
     ALGORITHM: ClassVar[str] = "sac_glam"
     LEARNING_RATE_FIELDS: ClassVar[tuple[str, ...]] = (
@@ -259,7 +270,16 @@ PRESETS = Presets(Path(__file__).with_name("presets"))
 
 
 def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> SACGLAMConfig:
-    """The SAC-GLAM config of a preset with overrides applied, validated."""
+    """The SAC-GLAM config of a preset with overrides applied, validated.
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> cfg = make_config("smoke", {"replay.her": False, "batch_size": 64})  # by path or by name
+        >>> cfg.replay.her, cfg.algorithm.batch_size, cfg.run.total_steps
+        (False, 64, 400)
+        >>> cfg.env.name, cfg.env.goals, cfg.model.name  # None: the offline tiny T5
+        ('playground', 'simplified', None)
+    """
     return config_from_preset(SACGLAMConfig, PRESETS, preset, overrides)
 
 

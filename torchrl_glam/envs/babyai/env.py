@@ -302,6 +302,20 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
             taken after it (GLAM shows 2); they are part of the compact state (:data:`HISTORY_KEYS`).
         wording: the prompts' text, "glam" (GLAM's exactly, the default) or "readable" (this
             project's former wording); see :mod:`torchrl_glam.envs.babyai.text`.
+
+    Examples:
+        >>> from torchrl_glam.envs.babyai import BabyAITextEnv
+        >>> env = BabyAITextEnv(num_envs=2, seed=0)  # MixedTrainLocal (needs the [babyai] extra)
+        >>> td = env.reset()
+        >>> td["goal"][0]
+        'pick up the grey ball, then go to a grey key'
+        >>> td["actions"][0]
+        ['turn left', 'turn right', 'go forward', 'pick up', 'drop', 'toggle']
+        >>> td["image"].shape, td["image"].dtype, td["action_mask"].shape  # the compact state: minigrid's view
+        (torch.Size([2, 7, 7, 3]), torch.uint8, torch.Size([2, 6]))
+        >>> td["action"] = td["action_mask"].int().argmax(-1)
+        >>> env.step(td)["next", "reward"].shape
+        torch.Size([2, 1])
     """
 
     batch_locked = True

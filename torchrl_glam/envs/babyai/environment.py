@@ -51,7 +51,19 @@ class BabyAIText(TextEnvironment):
     actions that cannot change anything (and the action mask rule says so); ``history``: the past
     observations its prompts show (GLAM: 2), part of the compact state then; ``wording``: the
     prompts' text, "glam" (GLAM's exactly, the default; ``None`` means it) or "readable" (this
-    project's former wording). The config's ``history`` and ``wording`` fields: :meth:`with_options`."""
+    project's former wording). The config's ``history`` and ``wording`` fields: :meth:`with_options`.
+
+    Examples:
+        >>> from torchrl_glam.envs import get_environment
+        >>> babyai = get_environment("babyai")  # the registered instance of this class
+        >>> type(babyai).__name__, babyai.goal_types
+        ('BabyAIText', ('goto', 'pickup', 'open', 'putnext', 'pickup_then_goto'))
+        >>> babyai.state_keys, babyai.with_options(history=2).history
+        (('goal_id', 'objects', 'image', 'carrying'), 2)
+        >>> env = babyai.make_env(2, seed=0)  # a BabyAITextEnv without the text keys
+        >>> babyai.num_actions(env), babyai.action_mask(env.reset()).shape
+        (6, torch.Size([2, 6]))
+    """
 
     name = "babyai"
     # the room's objects, (type, colour) rows: not rendered (the prompt shows the view), kept for

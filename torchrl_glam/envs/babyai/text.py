@@ -330,7 +330,18 @@ def render_batch(
 ) -> tuple[list[str], list[list[str]]]:
     """Prompts [B] and candidate actions [B][6] of a batch of compact states (numpy or torch) in
     ``wording``; the ``past_*`` arrays (:data:`HISTORY_KEYS`, [B, history, ...]) add the past
-    observations whose action is set (>= 0)."""
+    observations whose action is set (>= 0).
+
+    Examples:
+        >>> from torchrl_glam.envs.babyai import BabyAITextEnv
+        >>> from torchrl_glam.envs.babyai.text import render_batch
+        >>> td = BabyAITextEnv(num_envs=2, seed=0, text=False).reset()  # tensors only
+        >>> prompts, actions = render_batch(td["goal_id"], td["image"], td["carrying"])
+        >>> len(prompts), prompts[0].splitlines()[1].strip()
+        (2, 'Goal of the agent: pick up the grey ball, then go to a grey key')
+        >>> actions[0]
+        ['turn left', 'turn right', 'go forward', 'pick up', 'drop', 'toggle']
+    """
     check_wording(wording)
     goals = (catalogue or BabyAIGoalCatalogue.default()).goals
     goal_id, image, carrying = (np.asarray(x) for x in (goal_id, image, carrying))

@@ -77,6 +77,16 @@ class GoalCatalogue:
         goal_type: int array [num_goals], an index into :data:`GOAL_TYPES`.
         parts: int array [num_goals, 2], the single-goal ids of the parts (-1 when absent).
         train_ids, simplified_ids, held_out_ids: int arrays of goal ids of the three goal sets.
+
+    Examples:
+        >>> from torchrl_glam.envs.playground import GOAL_TYPES, GoalCatalogue
+        >>> catalogue = GoalCatalogue.default()
+        >>> len(catalogue.goals), len(catalogue.train_ids), len(catalogue.simplified_ids), len(catalogue.held_out_ids)
+        (23426, 8470, 182, 64)
+        >>> catalogue.goals[0], GOAL_TYPES[catalogue.goal_type[0]]
+        ('Grasp red door', 'grasp')
+        >>> catalogue.goals[-1], GOAL_TYPES[catalogue.goal_type[-1]]
+        ('Grow any living_thing then grow any plant', 'grow-then-grow')
     """
 
     _default: GoalCatalogue | None = None

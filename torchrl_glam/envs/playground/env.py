@@ -106,6 +106,25 @@ class PlaygroundTextEnv(PlainEnvState, EnvBase):
             tensordict's non-tensor stacks dominate a step's time, and a training loop can render
             the text itself from the compact state with :func:`~torchrl_glam.envs.playground.render.render_batch`.
         catalogue: the goal grammar (shared default when omitted).
+
+    Examples:
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> env = PlaygroundTextEnv(num_envs=2, goals="simplified", seed=0)
+        >>> td = env.reset()
+        >>> td["goal"][0]
+        'Grow blue lion'
+        >>> print("\\n".join(td["prompt"][0].splitlines()[:3]))
+        Goal: Grow blue lion
+        You see: red cactus, blue lion, blue water
+        You are on: nothing
+        >>> td["actions"][0]  # "Go to" each of the 3 objects, "Grasp", "Release"
+        ['Go to red cactus', 'Go to blue lion', 'Go to blue water', 'Grasp', 'Release']
+        >>> td["action_mask"].shape, td["objects"].shape
+        (torch.Size([2, 5]), torch.Size([2, 3]))
+        >>> td["action"] = td["action_mask"].int().argmax(-1)  # the first legal candidate
+        >>> td = env.step(td)
+        >>> td["next", "reward"].shape, td["next", "done"].dtype
+        (torch.Size([2, 1]), torch.bool)
     """
 
     batch_locked = True

@@ -53,7 +53,18 @@ def render_batch(
     grown: np.ndarray,
     catalogue: GoalCatalogue | None = None,
 ) -> tuple[list[str], list[list[str]]]:
-    """Prompts [B] and candidate actions [B][N+2] of a batch of compact states (numpy or torch)."""
+    """Prompts [B] and candidate actions [B][N+2] of a batch of compact states (numpy or torch).
+
+    Examples:
+        >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
+        >>> from torchrl_glam.envs.playground.render import render_batch
+        >>> td = PlaygroundTextEnv(num_envs=2, goals="simplified", seed=0, text=False).reset()
+        >>> prompts, actions = render_batch(td["goal_id"], td["objects"], td["agent_on"], td["held"], td["grown"])
+        >>> len(prompts), prompts[0].splitlines()[1]
+        (2, 'You see: red cactus, blue lion, blue water')
+        >>> actions[0]
+        ['Go to red cactus', 'Go to blue lion', 'Go to blue water', 'Grasp', 'Release']
+    """
     goals = (catalogue or GoalCatalogue.default()).goals
     goal_id, objects, agent_on, held, grown = (
         np.asarray(x).tolist() for x in (goal_id, objects, agent_on, held, grown)
