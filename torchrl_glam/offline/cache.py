@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from torchrl_glam.modules.offline_models import is_complete
+from torchrl_glam.offline.models import is_complete
 
 
 def is_main_process() -> bool:
