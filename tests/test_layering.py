@@ -128,7 +128,7 @@ def package_file(root: Path, room: str, source: str) -> Path:
 NAME_BLIND = ("data", "modules", "offline", "objectives", "training", "algorithms", "launch")
 #: The one literal allowed: the config's default environment, which the command line reads before
 #: any environment loads (tests/training/test_light_command_line.py checks it is the registry's).
-DEFAULT_NAME = ("training/config.py", "DEFAULT_ENVIRONMENT")
+DEFAULT_NAME = ("training/config/sections.py", "DEFAULT_ENVIRONMENT")
 
 
 def environment_names_in(path: Path, names, root: Path = PACKAGE) -> list[str]:
@@ -179,7 +179,8 @@ def test_the_rooms_name_no_environment():
 def test_the_check_catches_a_named_environment(tmp_path, source, found):
     path = package_file(tmp_path, "training", source)
     assert bool(environment_names_in(path, {"playground", "babyai"}, tmp_path / "torchrl_glam")) is found
-    config = path.with_name("config.py")
+    config = path.parent / "config" / "sections.py"
+    config.parent.mkdir()
     config.write_text('DEFAULT_ENVIRONMENT = "playground"\n')
     assert environment_names_in(config, {"playground", "babyai"}, tmp_path / "torchrl_glam") == []
 
@@ -244,6 +245,7 @@ LIGHT = (
     "torchrl_glam.training",
     "torchrl_glam.training.cli",
     "torchrl_glam.training.config",
+    *(f"torchrl_glam.training.config.{m}" for m in ("base", "helptext", "overrides", "presets", "rules", "sections")),
     "torchrl_glam.training.eval_sets",
     "torchrl_glam.training.rundir",
     "torchrl_glam.training.scripts",
