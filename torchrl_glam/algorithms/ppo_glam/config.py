@@ -21,17 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from torchrl_glam.training.config import (
-    GLAMConfig,
-    Presets,
-    Rule,
-    RunConfig,
-    config_from_preset,
-    lacks,
-    parse_overrides,
-    setting,
-)
-from torchrl_glam.training.config.rules import at_least
+from torchrl_glam.training.config import GLAMConfig, Presets, Rule, RunConfig, config_from_preset, lacks, setting
+from torchrl_glam.training.config.overrides import parse_overrides
+from torchrl_glam.training.config.rules import minimum
 
 
 @dataclass
@@ -107,9 +99,9 @@ class PPOGLAMConfig(GLAMConfig):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         *GLAMConfig.RULES,
-        Rule("algorithm.value_width", lambda c, e: c.algorithm.value_width >= 1, at_least(1)),
-        Rule("algorithm.rollout_steps", lambda c, e: c.algorithm.rollout_steps >= 1, at_least(1)),
-        Rule("algorithm.epochs", lambda c, e: c.algorithm.epochs >= 1, at_least(1)),
+        minimum("algorithm.value_width", 1),
+        minimum("algorithm.rollout_steps", 1),
+        minimum("algorithm.epochs", 1),
         Rule(
             "algorithm.minibatch_size",
             lambda c, e: 1 <= c.algorithm.minibatch_size <= c.transitions_per_update,

@@ -17,17 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from torchrl_glam.training.config import (
-    GLAMConfig,
-    Presets,
-    Rule,
-    RunConfig,
-    config_from_preset,
-    lacks,
-    setting,
-)
+from torchrl_glam.training.config import GLAMConfig, Presets, Rule, RunConfig, config_from_preset, lacks, setting
 from torchrl_glam.training.config import parse_overrides as parse_config_overrides
-from torchrl_glam.training.config.rules import at_least
+from torchrl_glam.training.config.rules import minimum
 
 
 @dataclass
@@ -211,10 +203,10 @@ class SACGLAMConfig(GLAMConfig):
         ),
         Rule("algorithm.gamma", lambda c, e: 0.0 <= c.algorithm.gamma <= 1.0, "a number in [0, 1]"),
         Rule("replay.her_ratio", lambda c, e: 0.0 <= c.replay.her_ratio <= 1.0, "a number in [0, 1]"),
-        Rule("algorithm.n_step", lambda c, e: c.algorithm.n_step >= 1, at_least(1)),
-        Rule("algorithm.update_frequency", lambda c, e: c.algorithm.update_frequency >= 1, at_least(1)),
-        Rule("algorithm.num_updates", lambda c, e: c.algorithm.num_updates >= 1, at_least(1)),
-        Rule("algorithm.batch_size", lambda c, e: c.algorithm.batch_size >= 1, at_least(1)),
+        minimum("algorithm.n_step", 1),
+        minimum("algorithm.update_frequency", 1),
+        minimum("algorithm.num_updates", 1),
+        minimum("algorithm.batch_size", 1),
         Rule(
             "replay.buffer_capacity",
             lambda c, e: c.replay.buffer_capacity >= c.algorithm.batch_size,
@@ -244,9 +236,9 @@ class SACGLAMConfig(GLAMConfig):
             "a number >= 0 (0: no immediate-success head, the paper)",
         ),
         Rule("algorithm.tau", lambda c, e: 0.0 < c.algorithm.tau <= 1.0, "a number in (0, 1]"),
-        Rule("algorithm.warmup_updates", lambda c, e: c.algorithm.warmup_updates >= 0, at_least(0)),
-        Rule("algorithm.learning_starts", lambda c, e: c.algorithm.learning_starts >= 0, at_least(0)),
-        Rule("algorithm.critic_width", lambda c, e: c.algorithm.critic_width >= 1, at_least(1)),
+        minimum("algorithm.warmup_updates", 0),
+        minimum("algorithm.learning_starts", 0),
+        minimum("algorithm.critic_width", 1),
         Rule(
             "algorithm.max_grad_norm",
             lambda c, e: c.algorithm.max_grad_norm is None or c.algorithm.max_grad_norm > 0,
@@ -304,7 +296,7 @@ class SACGLAMConfig(GLAMConfig):
             lambda c, e: "'off', 'uniform' or 'lp'" + lacks(c, e, "neutral_scene_objects"),
         ),
         Rule("algorithm.lp_epsilon", lambda c, e: 0.0 <= c.algorithm.lp_epsilon <= 1.0, "a probability in [0, 1]"),
-        Rule("algorithm.lp_window", lambda c, e: c.algorithm.lp_window >= 1, at_least(1)),
+        minimum("algorithm.lp_window", 1),
         Rule(
             "algorithm.lp_groups",
             lambda c, e: (

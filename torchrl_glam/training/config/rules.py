@@ -43,8 +43,9 @@ def lacks(cfg: Any, environment: TextEnvironment, capability: str) -> str:
     return "" if environment.has(capability) else f" (env={cfg.env.name!r} has no {capability!r}: switch it off)"
 
 
-def at_least(bound: int) -> str:
-    return f"an integer >= {bound}"
+def minimum(path: str, bound: int) -> Rule:
+    """The rule of an integer field that takes ``bound`` or more."""
+    return Rule(path, lambda c, e: c.get(path) >= bound, f"an integer >= {bound}")
 
 
 def environment_names() -> list[str]:
@@ -123,7 +124,7 @@ RULES: tuple[Rule, ...] = (
         lambda c, e: c.env.goal_sampling in ("uniform", "by_type"),
         "'uniform' (over the task set) or 'by_type' (goal types equally often)",
     ),
-    Rule("env.num_envs", lambda c, e: c.env.num_envs >= 1, at_least(1)),
+    minimum("env.num_envs", 1),
     Rule(
         "env.max_steps",
         lambda c, e: 1 <= c.env.max_steps <= MAX_EPISODE_STEPS,
@@ -217,7 +218,7 @@ RULES: tuple[Rule, ...] = (
         lambda c, e: c.model.lora_rank >= 0,
         "an integer >= 0 (0: every weight of the LLM trains, no adapters)",
     ),
-    Rule("model.lora_alpha", lambda c, e: c.model.lora_alpha >= 1, at_least(1)),
+    minimum("model.lora_alpha", 1),
     Rule(
         "run.seed",
         lambda c, e: 0 <= c.run.seed <= MAX_SEED,
@@ -228,8 +229,8 @@ RULES: tuple[Rule, ...] = (
         lambda c, e: 1 <= c.run.total_steps <= MAX_TOTAL_STEPS,
         f"a number of environment steps from 1 to {MAX_TOTAL_STEPS:.0e}",
     ),
-    Rule("run.eval_every", lambda c, e: c.run.eval_every >= 1, at_least(1)),
-    Rule("run.eval_episodes", lambda c, e: c.run.eval_episodes >= 1, at_least(1)),
+    minimum("run.eval_every", 1),
+    minimum("run.eval_episodes", 1),
     Rule(
         "run.eval_sets",
         lambda c, e: _eval_sets_ok(c.run, e),
@@ -238,8 +239,8 @@ RULES: tuple[Rule, ...] = (
             + ("" if e.held_out_goal_set else f" but the held-out ones (env={c.env.name!r} has no held-out goals)")
         ),
     ),
-    Rule("run.log_every", lambda c, e: c.run.log_every >= 1, at_least(1)),
-    Rule("run.checkpoint_every", lambda c, e: c.run.checkpoint_every >= 1, at_least(1)),
+    minimum("run.log_every", 1),
+    minimum("run.checkpoint_every", 1),
     Rule(
         "run.num_threads",
         lambda c, e: 1 <= c.run.num_threads <= MAX_THREADS,
