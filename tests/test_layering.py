@@ -128,7 +128,7 @@ def package_file(root: Path, room: str, source: str) -> Path:
 NAME_BLIND = ("data", "modules", "offline", "objectives", "training", "algorithms", "launch")
 #: The one literal allowed: the config's default environment, which the command line reads before
 #: any environment loads (tests/training/test_light_command_line.py checks it is the registry's).
-DEFAULT_NAME = ("training/config.py", "DEFAULT_ENVIRONMENT")
+DEFAULT_NAME = ("training/config/sections.py", "DEFAULT_ENVIRONMENT")
 
 
 def environment_names_in(path: Path, names, root: Path = PACKAGE) -> list[str]:
@@ -179,13 +179,16 @@ def test_the_rooms_name_no_environment():
 def test_the_check_catches_a_named_environment(tmp_path, source, found):
     path = package_file(tmp_path, "training", source)
     assert bool(environment_names_in(path, {"playground", "babyai"}, tmp_path / "torchrl_glam")) is found
-    config = path.with_name("config.py")
+    config = path.parent / "config" / "sections.py"
+    config.parent.mkdir()
     config.write_text('DEFAULT_ENVIRONMENT = "playground"\n')
     assert environment_names_in(config, {"playground", "babyai"}, tmp_path / "torchrl_glam") == []
 
 
 #: The package's rooms, each importing only from the ones before it (torchrl_glam/__init__.py).
-ROOMS = ("envs", "modules", "data", "offline", "objectives", "training", "algorithms", "launch")
+#: ``offline`` (the offline models' names, recipes, shipped weights and cache, and their builders,
+#: which roll out episodes with ``data``) comes before ``modules``, whose loading finds them there.
+ROOMS = ("envs", "data", "offline", "modules", "objectives", "training", "algorithms", "launch")
 
 
 def room_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
@@ -206,19 +209,31 @@ def test_rooms_import_only_the_rooms_before_them():
 
 
 @pytest.mark.parametrize(
-    "source",
+    "room, source",
     [
-        "from torchrl_glam.data.her import relabel_episodes\n",
-        "def f():\n    from torchrl_glam.data.episodes import rollout_episodes\n",
-        "import torchrl_glam.training.run\n",
-        "def f():\n    importlib.import_module('torchrl_glam.data.her')\n",
-        "STREAMS = {'hindsight': 'torchrl_glam.data.her'}\n",
+        ("data", "from torchrl_glam.modules.scoring import make_scorer\n"),
+        ("data", "def f():\n    from torchrl_glam.offline.tiny import build_tiny_model\n"),
+        ("data", "import torchrl_glam.training.run\n"),
+        ("data", "def f():\n    importlib.import_module('torchrl_glam.objectives.sac_glam')\n"),
+        ("data", "STREAMS = {'scorer': 'torchrl_glam.modules.scoring'}\n"),
+        # the offline models' home loads nothing of the LLM modules: loading reads it, not the reverse
+        ("offline", "from torchrl_glam.modules.loading import load_llm\n"),
     ],
 )
-def test_the_check_catches_a_module_importing_a_later_room(tmp_path, source):
-    assert room_imports(package_file(tmp_path, "modules", source), tmp_path)
-    path = package_file(tmp_path, "modules", "from torchrl_glam.envs.protocol import get_environment\n")
-    assert room_imports(path, tmp_path) == []
+def test_the_check_catches_a_module_importing_a_later_room(tmp_path, room, source):
+    assert room_imports(package_file(tmp_path, room, source), tmp_path)
+
+
+@pytest.mark.parametrize(
+    "room, source",
+    [
+        ("modules", "from torchrl_glam.envs.protocol import get_environment\n"),
+        ("modules", "from torchrl_glam.offline.models import offline_model_path\n"),
+        ("offline", "from torchrl_glam.data.episodes import rollout_episodes\n"),
+    ],
+)
+def test_a_room_imports_the_rooms_before_it(tmp_path, room, source):
+    assert room_imports(package_file(tmp_path, room, source), tmp_path) == []
 
 
 #: The modules a training script's command line loads (``training/cli.py``): at module level they
@@ -230,6 +245,7 @@ LIGHT = (
     "torchrl_glam.training",
     "torchrl_glam.training.cli",
     "torchrl_glam.training.config",
+    *(f"torchrl_glam.training.config.{m}" for m in ("base", "helptext", "overrides", "presets", "rules", "sections")),
     "torchrl_glam.training.eval_sets",
     "torchrl_glam.training.rundir",
     "torchrl_glam.training.scripts",

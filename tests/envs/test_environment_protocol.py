@@ -150,7 +150,7 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
         toy = get_environment("toy")
         assert type(toy).__module__ == "toy_environments" and toy.name == "toy"
         from torchrl_glam.algorithms.sac_glam.config import make_config
-        from torchrl_glam.modules.offline_models import build_command, offline_name
+        from torchrl_glam.offline.models import build_command, offline_name
         from torchrl_glam.training.config import ConfigError
 
         assert make_config("smoke", {"env": "toy"}).environment is toy

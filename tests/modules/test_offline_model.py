@@ -9,9 +9,9 @@ import torch
 
 from torchrl_glam.envs.playground.vocabulary import vocabulary_words
 from torchrl_glam.modules import LLMConfig, load_llm
-from torchrl_glam.modules.offline_models import tiny_model_recipe
-from torchrl_glam.modules.shipped import recipe_version
 from torchrl_glam.offline import default_tiny_model_path
+from torchrl_glam.offline.models import tiny_model_recipe
+from torchrl_glam.offline.shipped import recipe_version
 from torchrl_glam.offline.tiny import build_tiny_model, build_word_tokenizer, main
 
 

@@ -9,10 +9,10 @@ from torchrl_glam.envs.playground.render import render_actions
 from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import resolve_model_path
-from torchrl_glam.modules.offline_models import offline_model_path, pretraining_recipe, tiny_model_recipe
-from torchrl_glam.modules.shipped import recipe_version
 from torchrl_glam.offline import build_offline_model
+from torchrl_glam.offline.models import offline_model_path, pretraining_recipe, tiny_model_recipe
 from torchrl_glam.offline.pretraining import _lm_batch, pretrain
+from torchrl_glam.offline.shipped import recipe_version
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
 
@@ -180,7 +180,7 @@ def test_babyai_s_pretraining_recipe_names_the_text_of_its_transcripts():
 def test_an_environment_is_known_by_its_name_not_by_the_registry_s_instance():
     # a user's own PlaygroundText() (not the registry's) names the same offline models and recipes
     from torchrl_glam.envs.playground import PlaygroundText
-    from torchrl_glam.modules.offline_models import offline_name
+    from torchrl_glam.offline.models import offline_name
     from torchrl_glam.training.factories import environment_model
 
     own = PlaygroundText()

@@ -10,10 +10,13 @@ import time
 
 import pytest
 
-from torchrl_glam.modules import LLMConfig, load_llm, shipped
+from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import resolve_model_path
-from torchrl_glam.modules.offline_models import pretraining_recipe, tiny_model_recipe
-from torchrl_glam.modules.shipped import (
+from torchrl_glam.offline import pretraining, shipped, tiny
+from torchrl_glam.offline.cache import build_into_cache
+from torchrl_glam.offline.models import pretraining_recipe, tiny_model_recipe
+from torchrl_glam.offline.pretraining import transcripts_fingerprint
+from torchrl_glam.offline.shipped import (
     SHIPPED_MODELS,
     WEIGHTS_DIR,
     ShippedWeightsError,
@@ -21,9 +24,6 @@ from torchrl_glam.modules.shipped import (
     recipe_version,
     shipped_model_path,
 )
-from torchrl_glam.offline import pretraining, tiny
-from torchrl_glam.offline.cache import build_into_cache
-from torchrl_glam.offline.pretraining import transcripts_fingerprint
 
 CODE_RECIPES = {
     "tiny-t5": tiny_model_recipe("t5"),

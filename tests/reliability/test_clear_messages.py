@@ -8,7 +8,7 @@ import torch
 
 from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.modules.loading import LLMConfig, ModelNotFoundError, load_llm
-from torchrl_glam.modules.offline_models import offline_model_path
+from torchrl_glam.offline.models import offline_model_path
 from torchrl_glam.training import checkpoint as ckpt
 
 SMOKE = ["--preset", "smoke", "--no-progress", "total_steps=16", "eval_every=16", "checkpoint_every=16"]

@@ -17,8 +17,8 @@ import pytest
 
 from torchrl_glam.algorithms.sac_glam.build import make_loss
 from torchrl_glam.algorithms.sac_glam.config import make_config
-from torchrl_glam.modules.shipped import WEIGHTS_DIR, read_manifest
 from torchrl_glam.offline.pretraining import pretrain, transcript_loss
+from torchrl_glam.offline.shipped import WEIGHTS_DIR, read_manifest
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import act, make_eval_envs
 

@@ -40,7 +40,6 @@ from torchrl_glam.modules.critic import (
     make_value_head,
 )
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, ModelNotFoundError, load_llm
-from torchrl_glam.modules.offline_models import OfflineModelNotBuilt
 from torchrl_glam.modules.policy import LOG_PROB_KEY, make_policy
 from torchrl_glam.modules.scoring import (
     ACTION_HIDDEN_KEY,
@@ -52,6 +51,7 @@ from torchrl_glam.modules.scoring import (
     LLMScorer,
     make_scorer,
 )
+from torchrl_glam.offline.models import OfflineModelNotBuilt
 
 __all__ = [
     "ACTION_HIDDEN_KEY",

@@ -7,7 +7,7 @@ gradient checkpointing, described by one :class:`LLMConfig`.
 
 ``name_or_path=None`` loads the offline default (the tiny T5 shipped with the package);
 ``"offline:<name>"`` an offline model, shipped or built on this machine
-(:mod:`~torchrl_glam.modules.offline_models`: loading never builds one). peft and bitsandbytes are
+(:mod:`~torchrl_glam.offline.models`: loading never builds one). peft and bitsandbytes are
 imported only when LoRA or quantisation is asked for.
 
 Real pretrained models without a hub: a GGUF file (``"path/to/model.gguf"``, or a folder with
@@ -41,7 +41,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from torchrl_glam.modules.offline_models import OFFLINE_PREFIX, offline_model_path
+from torchrl_glam.offline.models import OFFLINE_PREFIX, offline_model_path
 
 
 class ModelNotFoundError(OSError):

@@ -3,7 +3,7 @@
 import argparse
 
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT
-from torchrl_glam.modules.offline_models import OFFLINE_MODELS, OFFLINE_PREFIX
+from torchrl_glam.offline.models import OFFLINE_MODELS, OFFLINE_PREFIX
 
 
 def main(argv: list[str] | None = None) -> None:

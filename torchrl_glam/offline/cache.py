@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from torchrl_glam.modules.offline_models import is_complete
+from torchrl_glam.offline.models import is_complete
 
 logger = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ Command line (writes a model directory that ``LLMConfig(name_or_path=DIR)`` load
 
 Without ``--out`` it rebuilds the default model into the cache and says where.
 :func:`default_pretrained_model_path` returns the copy shipped in the package (see
-:mod:`torchrl_glam.modules.shipped`: checked against its manifest, built by ``--ship``) and only
+:mod:`torchrl_glam.offline.shipped`: checked against its manifest, built by ``--ship``) and only
 builds into the cache when the package holds none for the current recipe.
 """
 
@@ -56,7 +56,8 @@ from pathlib import Path
 import torch
 
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
-from torchrl_glam.modules.offline_models import (
+from torchrl_glam.offline.cache import build_into_cache, is_main_process
+from torchrl_glam.offline.models import (
     DATA,
     DEFAULT_BATCH_SIZE,
     DEFAULT_LR,
@@ -72,9 +73,7 @@ from torchrl_glam.modules.offline_models import (
     offline_name,
     pretraining_recipe,
 )
-from torchrl_glam.modules.shipped import SHIPPED_ENV, recipe_version, shipped_enabled
-from torchrl_glam.offline.cache import build_into_cache, is_main_process
-from torchrl_glam.offline.shipping import ship
+from torchrl_glam.offline.shipped import SHIPPED_ENV, recipe_version, ship, shipped_enabled
 from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
@@ -332,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
         "--ship",
         action="store_true",
         help="build the default recipe into the package folder with its manifest entry "
-        "(maintainers; commit torchrl_glam/modules/weights/ afterwards)",
+        "(maintainers; commit torchrl_glam/offline/weights/ afterwards)",
     )
     args = parser.parse_args(argv)
     if args.threads:
@@ -381,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
                     "transcripts_sha256": transcripts_fingerprint(args.batch_size, args.seed, args.data, env),
                 },
             )
-        print(f"shipped the pretrained model in {path} (commit torchrl_glam/modules/weights/)")
+        print(f"shipped the pretrained model in {path} (commit torchrl_glam/offline/weights/)")
         return
     if args.out is None:
         if args.start_from is not None:

@@ -12,7 +12,7 @@ Command line::
     python -m torchrl_glam.offline.tiny --out DIR [--kind t5|llama] [--seed 0]
 
 From Python, :func:`default_tiny_model_path` returns the shipped tiny T5 (package data, see
-:mod:`torchrl_glam.modules.shipped`) or builds the model once into a cache directory
+:mod:`torchrl_glam.offline.shipped`) or builds the model once into a cache directory
 (``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``, named by its recipe version) and returns its
 path. Concurrent callers (test workers, the ranks of a data-parallel run, Slurm array jobs on a
 shared file system) build one at a time: the first takes a lock and builds, the others wait with a
@@ -29,7 +29,8 @@ from pathlib import Path
 import torch
 
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT
-from torchrl_glam.modules.offline_models import (
+from torchrl_glam.offline.cache import build_into_cache
+from torchrl_glam.offline.models import (
     OFFLINE_PREFIX,
     OUTPUT_INIT_STD,
     ModelKind,
@@ -38,9 +39,7 @@ from torchrl_glam.modules.offline_models import (
     tiny_config_fields,
     tiny_model_recipe,
 )
-from torchrl_glam.modules.shipped import recipe_version
-from torchrl_glam.offline.cache import build_into_cache
-from torchrl_glam.offline.shipping import ship
+from torchrl_glam.offline.shipped import recipe_version, ship
 
 PAD_TOKEN, EOS_TOKEN, UNK_TOKEN, BOS_TOKEN = "<pad>", "</s>", "<unk>", "<s>"
 
@@ -158,7 +157,7 @@ def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
 def default_tiny_model_path(kind: ModelKind = "t5", environment=DEFAULT_ENVIRONMENT) -> Path:
     """Path of the default tiny model (seed 0) of an environment's vocabulary (default
     Playground-Text): the shipped one where the package has it for the current recipe, else built
-    once into :func:`~torchrl_glam.modules.offline_models.cache_root` under its recipe version."""
+    once into :func:`~torchrl_glam.offline.models.cache_root` under its recipe version."""
     try:
         return offline_model_path(f"{OFFLINE_PREFIX}tiny-{kind}", environment)
     except OfflineModelNotBuilt as missing:
@@ -176,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
         "--ship",
         action="store_true",
         help="write the seed-0 model into the package folder with its manifest entry "
-        "(maintainers; commit torchrl_glam/modules/weights/ afterwards)",
+        "(maintainers; commit torchrl_glam/offline/weights/ afterwards)",
     )
     args = parser.parse_args(argv)
     if args.ship:
@@ -196,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
                     "torch_threads": torch.get_num_threads(),
                 },
             )
-        print(f"shipped the tiny {args.kind} model in {path} (commit torchrl_glam/modules/weights/)")
+        print(f"shipped the tiny {args.kind} model in {path} (commit torchrl_glam/offline/weights/)")
         return
     if args.out is None:
         parser.error("--out DIR is required (or --ship)")

@@ -10,7 +10,7 @@ from tensordict import TensorDictBase
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT
-from torchrl_glam.modules.offline_models import transcript_goal_sets
+from torchrl_glam.offline.models import transcript_goal_sets
 
 
 class RandomPlayTranscripts:

@@ -57,8 +57,8 @@ USER_ERROR_CLASSES = (
     ("torchrl_glam.training.checkpoint", "CheckpointError"),
     ("torchrl_glam.modules.loading", "ModelNotFoundError"),
     ("torchrl_glam.modules.loading", "ModelFilesError"),
-    ("torchrl_glam.modules.shipped", "ShippedWeightsError"),
-    ("torchrl_glam.modules.offline_models", "OfflineModelNotBuilt"),
+    ("torchrl_glam.offline.shipped", "ShippedWeightsError"),
+    ("torchrl_glam.offline.models", "OfflineModelNotBuilt"),
     ("torchrl_glam.data.replay", "ReplayMemoryError"),
 )
 #: The exit code of such a refusal (argparse's for a bad command line).

@@ -12,8 +12,8 @@ from torchrl.envs import EnvBase
 
 from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
-from torchrl_glam.modules.offline_models import OFFLINE_PREFIX
 from torchrl_glam.offline import build_offline_model
+from torchrl_glam.offline.models import OFFLINE_PREFIX
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.eval_sets import EVAL_SETS
 

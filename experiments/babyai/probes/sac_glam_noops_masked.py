@@ -6,7 +6,7 @@ shipped BabyAI-Text tiny model is found by path, as a renamed environment has no
 its own):
 
     python experiments/babyai/probes/sac_glam_noops_masked.py --preset cpu_babyai --run-dir RUN_DIR \
-        env=babyai_noops_masked model=torchrl_glam/modules/weights/tiny-t5-pretrained-babyai seed=0 ...
+        env=babyai_noops_masked model=torchrl_glam/offline/weights/tiny-t5-pretrained-babyai seed=0 ...
 
 ``--random-level goto pickup`` prints instead the uniformly random policy's success (over the
 actions left unmasked) on the ``cpu_babyai`` evaluation sets of those goal types; ``--zero-shot
@@ -36,7 +36,7 @@ def random_level(goal_types: list[str]) -> None:
         {
             "env": "babyai_noops_masked",
             "goal_types": goal_types,
-            "model": "torchrl_glam/modules/weights/tiny-t5-pretrained-babyai",
+            "model": "torchrl_glam/offline/weights/tiny-t5-pretrained-babyai",
         },
     )
     # uniform over the actions left unmasked (the environment's action mask honours mask_noops); one

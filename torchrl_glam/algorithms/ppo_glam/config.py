@@ -21,45 +21,61 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from torchrl_glam.training.config import GLAMConfig, Presets, RunConfig, config_from_preset, parse_overrides
+from torchrl_glam.training.config import GLAMConfig, Presets, Rule, RunConfig, config_from_preset, lacks, setting
+from torchrl_glam.training.config.overrides import parse_overrides
+from torchrl_glam.training.config.rules import minimum
 
 
 @dataclass
 class PPOAlgorithmConfig:
     """PPO-GLAM's loss, value head and update schedule (Table 1), and its HER variants (App. G)."""
 
-    value_width: int = 1024  # the value head's two hidden layers (as SAC-GLAM's critic, App. C)
-    rollout_steps: int = 64  # steps per environment between updates: 32 x 64 = 2048 transitions
-    epochs: int = 16  # passes over each rollout
-    minibatch_size: int = 256  # transitions per gradient step
-    entropy_coeff: float = 0.01  # the entropy bonus's weight
-    critic_coeff: float = 0.5  # the value loss's weight (TorchRL's name)
-    gamma: float = 0.99  # the discount
-    gae_lambda: float = 0.99  # GAE's lambda
-    lr: float = 1e-4  # Adam, on the LLM and the value head
-    clip_epsilon: float = 0.2  # the clipped loss's ratio bound
-    max_grad_norm: float | None = 0.5  # gradient-norm clipping; None: none
-    # None: the value loss is the squared error to the GAE target (Table 1). A number: GLAM's code's
-    # clipped value loss, V kept within this distance of the collecting policy's value (GLAM: 0.2)
-    clip_value: float | None = None
-    # standardise the advantages over each minibatch (TorchRL's option; GLAM does not)
-    normalize_advantage: bool = False
-    # True: GAE bootstraps with V(s') at a time limit (the prompts do not show the time left, so this
-    # is the exact target). False: a time limit ends the return like a terminal (GLAM's mask = 1 - done)
-    bootstrap_time_limit: bool = True
-    # "clip": ClipPPOLoss; "kl": KLPENPPOLoss (App. G.1), with or without HER ("PPO KL", Figure 10)
-    ppo_loss: str = "clip"
-    # hindsight relabeling (App. G):
-    her: bool = False  # relabel rollouts with the goals the social partner reported
-    her_filter: str = "none"  # "none": every reported goal; "aligned": sub-goals of the episode's goal
-    her_centred: bool = False  # clip around the first-epoch ratio instead of 1 (clip loss only)
-    # The share of relabeled transitions in an update's data is capped at her_ratio (App. G gives no
-    # value; 0.5 is SAC-GLAM+HER's batch balance, and bounds the update's cost at twice PPO's).
-    her_ratio: float = 0.5
-    kl_coeff: float = 1.0  # beta of the KL penalty (eq. 5; TorchRL's default initial value)
-    # None: beta stays kl_coeff (eq. 5). A number: TorchRL's adaptive rule, at every minibatch beta
-    # doubles when the KL exceeds 1.5 x kl_target and halves when it is below kl_target / 1.5.
-    kl_target: float | None = None
+    value_width: int = setting(1024, "the value head's two hidden layers (as SAC-GLAM's critic, App. C)")
+    rollout_steps: int = setting(64, "steps per environment between updates: 32 x 64 = 2048 transitions")
+    epochs: int = setting(16, "passes over each rollout")
+    minibatch_size: int = setting(256, "transitions per gradient step")
+    entropy_coeff: float = setting(0.01, "the entropy bonus's weight")
+    critic_coeff: float = setting(0.5, "the value loss's weight (TorchRL's name)")
+    gamma: float = setting(0.99, "the discount")
+    gae_lambda: float = setting(0.99, "GAE's lambda")
+    lr: float = setting(1e-4, "Adam, on the LLM and the value head")
+    clip_epsilon: float = setting(0.2, "the clipped loss's ratio bound")
+    max_grad_norm: float | None = setting(0.5, "gradient-norm clipping; None: none")
+    clip_value: float | None = setting(
+        None,
+        "None: the value loss is the squared error to the GAE target (Table 1). A number: GLAM's code's "
+        "clipped value loss, V kept within this distance of the collecting policy's value (GLAM: 0.2)",
+    )
+    normalize_advantage: bool = setting(
+        False,
+        "standardise the advantages over each minibatch (TorchRL's option; GLAM does not)",
+    )
+    bootstrap_time_limit: bool = setting(
+        True,
+        "True: GAE bootstraps with V(s') at a time limit (the prompts do not show the time left, so this is "
+        "the exact target). False: a time limit ends the return like a terminal (GLAM's mask = 1 - done)",
+    )
+    ppo_loss: str = setting(
+        "clip",
+        '"clip": ClipPPOLoss; "kl": KLPENPPOLoss (App. G.1), with or without HER ("PPO KL", Figure 10)',
+    )
+    her: bool = setting(
+        False,
+        "hindsight relabeling (App. G): relabel rollouts with the goals the social partner reported",
+    )
+    her_filter: str = setting("none", '"none": every reported goal; "aligned": sub-goals of the episode\'s goal')
+    her_centred: bool = setting(False, "clip around the first-epoch ratio instead of 1 (clip loss only)")
+    her_ratio: float = setting(
+        0.5,
+        "The share of relabeled transitions in an update's data is capped at her_ratio (App. G gives no "
+        "value; 0.5 is SAC-GLAM+HER's batch balance, and bounds the update's cost at twice PPO's).",
+    )
+    kl_coeff: float = setting(1.0, "beta of the KL penalty (eq. 5; TorchRL's default initial value)")
+    kl_target: float | None = setting(
+        None,
+        "None: beta stays kl_coeff (eq. 5). A number: TorchRL's adaptive rule, at every minibatch beta "
+        "doubles when the KL exceeds 1.5 x kl_target and halves when it is below kl_target / 1.5.",
+    )
 
 
 @dataclass
@@ -81,54 +97,59 @@ class PPOGLAMConfig(GLAMConfig):
     def transitions_per_update(self) -> int:
         return self.env.num_envs * self.algorithm.rollout_steps
 
-    def _checks(self) -> dict[str, bool]:
-        a = self.algorithm
-        return {
-            **super()._checks(),
-            "algorithm.value_width": a.value_width >= 1,
-            "algorithm.rollout_steps": a.rollout_steps >= 1,
-            "algorithm.epochs": a.epochs >= 1,
-            "algorithm.minibatch_size": 1 <= a.minibatch_size <= self.transitions_per_update,
-            "algorithm.entropy_coeff": a.entropy_coeff >= 0,
-            "algorithm.critic_coeff": a.critic_coeff >= 0,
-            "algorithm.gamma": 0.0 <= a.gamma <= 1.0,
-            "algorithm.gae_lambda": 0.0 <= a.gae_lambda <= 1.0,
-            "algorithm.lr": a.lr > 0,
-            "algorithm.clip_epsilon": 0.0 < a.clip_epsilon < 1.0,
-            "algorithm.max_grad_norm": a.max_grad_norm is None or a.max_grad_norm > 0,
-            "algorithm.clip_value": a.clip_value is None or a.clip_value > 0,
-            "algorithm.normalize_advantage": not (a.normalize_advantage and a.her_centred),
-            "algorithm.ppo_loss": a.ppo_loss in ("clip", "kl"),
-            "algorithm.her_filter": a.her_filter in ("none", "aligned")
-            and (a.her_filter != "aligned" or self._has("subgoal_matrix")),
-            "algorithm.her_centred": not a.her_centred or a.ppo_loss == "clip",
-            "algorithm.her_ratio": 0.0 < a.her_ratio < 1.0,
-            "algorithm.kl_coeff": a.kl_coeff >= 0,
-            "algorithm.kl_target": a.kl_target is None or a.kl_target > 0,
-        }
-
-    def _expected(self) -> dict[str, str]:
-        return {
-            **super()._expected(),
-            "algorithm.minibatch_size": f"between 1 and num_envs x rollout_steps ({self.transitions_per_update})",
-            "algorithm.clip_epsilon": "a number in (0, 1)",
-            **dict.fromkeys(
-                ["algorithm.value_width", "algorithm.rollout_steps", "algorithm.epochs"], "an integer >= 1"
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        *GLAMConfig.RULES,
+        minimum("algorithm.value_width", 1),
+        minimum("algorithm.rollout_steps", 1),
+        minimum("algorithm.epochs", 1),
+        Rule(
+            "algorithm.minibatch_size",
+            lambda c, e: 1 <= c.algorithm.minibatch_size <= c.transitions_per_update,
+            lambda c, e: f"between 1 and num_envs x rollout_steps ({c.transitions_per_update})",
+        ),
+        Rule("algorithm.entropy_coeff", lambda c, e: c.algorithm.entropy_coeff >= 0, "a number >= 0"),
+        Rule("algorithm.critic_coeff", lambda c, e: c.algorithm.critic_coeff >= 0, "a number >= 0"),
+        Rule("algorithm.gamma", lambda c, e: 0.0 <= c.algorithm.gamma <= 1.0, "a number in [0, 1]"),
+        Rule("algorithm.gae_lambda", lambda c, e: 0.0 <= c.algorithm.gae_lambda <= 1.0, "a number in [0, 1]"),
+        Rule("algorithm.lr", lambda c, e: c.algorithm.lr > 0, "a positive number"),
+        Rule("algorithm.clip_epsilon", lambda c, e: 0.0 < c.algorithm.clip_epsilon < 1.0, "a number in (0, 1)"),
+        Rule(
+            "algorithm.max_grad_norm",
+            lambda c, e: c.algorithm.max_grad_norm is None or c.algorithm.max_grad_norm > 0,
+            "a positive number, or none for no clipping",
+        ),
+        Rule(
+            "algorithm.clip_value",
+            lambda c, e: c.algorithm.clip_value is None or c.algorithm.clip_value > 0,
+            "a positive number, or none for no value clipping",
+        ),
+        Rule(
+            "algorithm.normalize_advantage",
+            lambda c, e: not (c.algorithm.normalize_advantage and c.algorithm.her_centred),
+            "false with her_centred=true (its advantages carry the first-epoch ratio)",
+        ),
+        Rule("algorithm.ppo_loss", lambda c, e: c.algorithm.ppo_loss in ("clip", "kl"), "'clip' or 'kl'"),
+        Rule(
+            "algorithm.her_filter",
+            lambda c, e: (
+                c.algorithm.her_filter in ("none", "aligned")
+                and (c.algorithm.her_filter != "aligned" or e.has("subgoal_matrix"))
             ),
-            **dict.fromkeys(
-                ["algorithm.entropy_coeff", "algorithm.critic_coeff", "algorithm.kl_coeff"], "a number >= 0"
-            ),
-            **dict.fromkeys(["algorithm.gamma", "algorithm.gae_lambda"], "a number in [0, 1]"),
-            "algorithm.lr": "a positive number",
-            "algorithm.max_grad_norm": "a positive number, or none for no clipping",
-            "algorithm.clip_value": "a positive number, or none for no value clipping",
-            "algorithm.normalize_advantage": "false with her_centred=true (its advantages carry the first-epoch ratio)",
-            "algorithm.ppo_loss": "'clip' or 'kl'",
-            "algorithm.her_filter": "'none' or 'aligned'" + self._lacks("subgoal_matrix"),
-            "algorithm.her_centred": "false with ppo_loss='kl' (centring moves the clipping range; KL has none)",
-            "algorithm.her_ratio": "a share in (0, 1)",
-            "algorithm.kl_target": "a positive KL, or none for a constant kl_coeff",
-        }
+            lambda c, e: "'none' or 'aligned'" + lacks(c, e, "subgoal_matrix"),
+        ),
+        Rule(
+            "algorithm.her_centred",
+            lambda c, e: not c.algorithm.her_centred or c.algorithm.ppo_loss == "clip",
+            "false with ppo_loss='kl' (centring moves the clipping range; KL has none)",
+        ),
+        Rule("algorithm.her_ratio", lambda c, e: 0.0 < c.algorithm.her_ratio < 1.0, "a share in (0, 1)"),
+        Rule("algorithm.kl_coeff", lambda c, e: c.algorithm.kl_coeff >= 0, "a number >= 0"),
+        Rule(
+            "algorithm.kl_target",
+            lambda c, e: c.algorithm.kl_target is None or c.algorithm.kl_target > 0,
+            "a positive KL, or none for a constant kl_coeff",
+        ),
+    )
 
 
 #: The presets: ``presets/<name>.yaml`` (name -> values by section; see :class:`Presets`). The

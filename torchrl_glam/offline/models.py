@@ -1,11 +1,14 @@
-"""Where the offline models are, and the recipes their weights depend on: loading only.
+"""The offline models: their names, the recipes their weights depend on (with the pretraining
+defaults), where each one is (shipped or in the cache), and how it is found.
 
 ``offline:<name>`` models (:data:`OFFLINE_MODELS`) are either shipped with the package
-(:mod:`~torchrl_glam.modules.shipped`) or built on this machine into :func:`cache_root` by the
-offline-model pipeline (:mod:`torchrl_glam.offline`; a training run builds the one it needs).
-Each lives under its recipe's version name, so a build of another recipe is never taken for this
-one. :func:`offline_model_path` finds a model and never builds one: a model that is not there is
-refused with the command that builds it (:class:`OfflineModelNotBuilt`).
+(:mod:`~torchrl_glam.offline.shipped`: ``offline/weights/`` and its manifest) or built on this
+machine into :func:`cache_root` by the builders beside this module (:mod:`~torchrl_glam.offline.tiny`,
+:mod:`~torchrl_glam.offline.pretraining`; a training run builds the one it needs). Each lives under
+its recipe's version name, so a build of another recipe is never taken for this one.
+:func:`offline_model_path` finds a model and never builds one (``modules/loading.py`` loads through
+it): a model that is not there is refused with the command that builds it
+(:class:`OfflineModelNotBuilt`). This module imports no torch.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
-from torchrl_glam.modules.shipped import recipe_version, shipped_model_path
+from torchrl_glam.offline.shipped import recipe_version, shipped_model_path
 
 ModelKind = Literal["t5", "llama"]
 
@@ -47,7 +50,7 @@ OFFLINE_PREFIX = "offline:"
 #: random-play transcripts (``-pretrained``) or on random-play transcripts half of them with hindsight
 #: goals (``-hindsight``), or on BabyAI-Text's (``-pretrained-babyai``; see
 #: :mod:`torchrl_glam.offline.pretraining`). The T5 ones ship with the package
-#: (:mod:`torchrl_glam.modules.shipped`); the others are built into the cache by a training run that
+#: (:mod:`torchrl_glam.offline.shipped`); the others are built into the cache by a training run that
 #: names one, or by ``python -m torchrl_glam.offline NAME``.
 OFFLINE_MODELS = (
     "tiny-t5",
@@ -105,7 +108,7 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
 
 def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment=DEFAULT_ENVIRONMENT) -> dict:
     """Everything the random-init tiny model's weights depend on; its hash is the version name
-    (:func:`~torchrl_glam.modules.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
+    (:func:`~torchrl_glam.offline.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
     (the code of the build itself): bump it when that changes. The environment's vocabulary is
     part of it, so each environment's model has its own version."""
     words = "\n".join(get_environment(environment).vocabulary_words())

