@@ -103,8 +103,9 @@ class TextWorldText(TextEnvironment):
 
     @property
     def text_version(self) -> str:
-        """The pool its tiny model was pretrained on: a model of another pool is never reused."""
-        return self.pool.folder("train").name + (f"-h{self.history}" if self.history else "")
+        """The pool its tiny model was pretrained on: a model of another pool is never reused (the
+        history option changes the prompts' length, not their words: one model serves all)."""
+        return self.pool.folder("train").name
 
     @property
     def catalogue(self) -> TextWorldGoalCatalogue:

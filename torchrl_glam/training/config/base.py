@@ -142,11 +142,9 @@ class GLAMConfig:
 
         try:
             environment = get_environment(self.env.name)
-        except ImportError as error:  # an optional dependency (BabyAI-Text: minigrid)
-            raise ConfigError(
-                f"env.name={self.env.name!r} needs a package that is not installed ({error}); "
-                "for env=babyai: pip install minigrid"
-            ) from None
+        except ImportError as error:  # an optional dependency: the environment's error names its extra
+            needed = "" if "pip install" in str(error) else " (a package the environment needs is not installed)"
+            raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}{needed}") from None
         except ValueError as error:
             raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}") from None
         try:
