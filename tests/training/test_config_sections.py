@@ -114,6 +114,22 @@ def test_a_preset_file_of_your_own_runs_from_the_command_line(tmp_path):
         parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(tmp_path / "code.yaml")])
 
 
+def test_a_preset_file_extends_another_file_by_its_path_from_its_own_folder(tmp_path):
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "base.yaml").write_text("# shorter cpu\nextends: cpu\nrun:\n  total_steps: 1000\n")
+    (tmp_path / "study" / "no_her.yaml").write_text("# base without HER\nextends: ./base.yaml\nreplay:\n  her: false\n")
+    (tmp_path / "other.yaml").write_text("# from another folder\nextends: study/no_her.yaml\nrun:\n  seed: 3\n")
+    cfg, _ = parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(tmp_path / "other.yaml")])
+    assert (cfg.replay.her, cfg.run.total_steps, cfg.run.seed, cfg.algorithm.actor_lr) == (False, 1000, 3, 1.5e-5)
+    assert cfg.run.run_dir == str(Path("runs/sac_glam/other/seed3"))
+    (tmp_path / "lost.yaml").write_text("extends: ./study/nowhere.yaml\n")
+    with pytest.raises(ConfigError, match=r"extends './study/nowhere.yaml', but there is no file .*study/nowhere.yaml"):
+        make_config(str(tmp_path / "lost.yaml"))
+    (tmp_path / "study" / "base.yaml").write_text("extends: no_her.yaml\n")
+    with pytest.raises(ConfigError, match="extends 'no_her.yaml', which extends it back"):
+        make_config(str(tmp_path / "other.yaml"))
+
+
 def test_a_run_s_config_json_is_by_section_and_loads_back(tmp_path):
     cfg = make_config("smoke", {"seed": 4, "history": 0})
     (tmp_path / "config.json").write_text(cfg.to_json())
