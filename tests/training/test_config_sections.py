@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from config_names import by_name
+import yaml
+from config_names import by_name, study_preset
 
 from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, PPOGLAMConfig, make_ppo_config
 from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_config_is_in_sections():
-    cfg = make_config("cpu_babyai_goto_pickup")
+    cfg = make_config(study_preset("babyai", "cpu_babyai_goto_pickup"))
     assert set(cfg.to_dict()) == {"env", "model", "algorithm", "replay", "run"}
     assert set(make_ppo_config().to_dict()) == {"env", "model", "algorithm", "run"}
     assert (cfg.env.name, cfg.env.options.goal_types, cfg.env.options.history) == ("babyai", ["goto", "pickup"], 2)
@@ -86,6 +87,24 @@ def test_every_preset_is_a_file_with_a_one_line_purpose_and_a_valid_config(prese
         for link in re.findall(r"experiments/[\w/]+README\.md", text.split("\n\n")[0]):
             assert (ROOT / link).is_file(), (name, link)
         config_class().replace(preset_values(presets, name))  # every field a preset names exists, typed
+        # the wheel ships these files without experiments/: each stands alone or extends another by name
+        assert re.fullmatch(r"\w*", str(yaml.safe_load(text).get("extends", ""))), name
+
+
+STUDY_PRESETS = sorted((ROOT / "experiments").glob("*/presets/*/*.yaml"))
+
+
+def test_the_studies_keep_their_research_presets():
+    assert {path.relative_to(ROOT).parts[1] for path in STUDY_PRESETS} >= {"autotelic", "babyai", "cpu_full", "smollm2"}
+
+
+@pytest.mark.parametrize("path", STUDY_PRESETS, ids=lambda path: str(path.relative_to(ROOT / "experiments")))
+def test_a_study_s_preset_is_a_file_with_a_purpose_and_a_valid_config_of_its_algorithm(path):
+    algorithm = path.parent.name  # experiments/<study>/presets/<algorithm>/<name>.yaml
+    make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}[algorithm]
+    assert path.read_text().startswith("# "), path
+    assert path.stem not in (PRESETS if algorithm == "sac_glam" else PPO_PRESETS)  # one preset, one name
+    make(str(path))
 
 
 def preset_values(presets, name):
@@ -95,9 +114,10 @@ def preset_values(presets, name):
 
 
 def test_a_preset_extends_another_and_changes_only_what_it_names():
-    base, goto = make_config("cpu_babyai").flat_dict(), make_config("cpu_babyai_goto_pickup").flat_dict()
+    goto_pickup = study_preset("babyai", "cpu_babyai_goto_pickup")
+    base, goto = make_config("cpu_babyai").flat_dict(), make_config(goto_pickup).flat_dict()
     assert {path for path in base if base[path] != goto[path]} == {"env.options.goal_types"}
-    assert "extends: cpu_babyai" in PRESETS.path("cpu_babyai_goto_pickup").read_text()
+    assert "extends: cpu_babyai" in Path(goto_pickup).read_text()
 
 
 def test_a_preset_file_of_your_own_runs_from_the_command_line(tmp_path):
