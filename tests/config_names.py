@@ -1,7 +1,19 @@
-"""A config as the flat config.json of 0.1.0 and earlier 0.2 commits wrote it: field names, no
-sections (``env`` and ``model`` for their section's name)."""
+"""Configs by name: a config as the flat config.json of 0.1.0 and earlier 0.2 commits wrote it
+(field names, no sections: ``env`` and ``model`` for their section's name), and a study's preset
+file by its study and name."""
+
+from pathlib import Path
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def by_name(cfg) -> dict:
     short = {path: name for name, path in type(cfg).short_names().items()}
     return {short[path]: value for path, value in cfg.flat_dict().items()}
+
+
+def study_preset(study: str, name: str, algorithm: str = "sac_glam") -> str:
+    """``experiments/<study>/presets/<algorithm>/<name>.yaml`` as ``--preset`` and ``make_config`` take it."""
+    path = EXPERIMENTS / study / "presets" / algorithm / f"{name}.yaml"
+    assert path.is_file(), path
+    return str(path)

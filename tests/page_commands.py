@@ -48,7 +48,8 @@ def parse_training_command(argv: list[str]):
     """The config of ``python examples/<algorithm>.py ...``, through the script's own command-line
     parser (which raises on a bad preset or field)."""
     script = get_script(Path(argv[1]).stem)
-    config, _ = parse_command_line(script.config_class, script.presets, argv[2:])
+    args = [a if not a.startswith("experiments/") else str(ROOT / a) for a in argv[2:]]  # a study's preset file
+    config, _ = parse_command_line(script.config_class, script.presets, args)
     return config
 
 
@@ -56,5 +57,5 @@ def dry_run_launch(args: list[str], runs_root: Path) -> int:
     """``python -m torchrl_glam.launch ARGS`` with ``--dry-run``: every run's config is validated."""
     from torchrl_glam.launch.launcher import main
 
-    args = [a if not a.startswith("slurm/") else str(ROOT / a) for a in args]
+    args = [a if not a.startswith(("slurm/", "experiments/")) else str(ROOT / a) for a in args]
     return main([*args, "--runs-root", str(runs_root), "--dry-run"])

@@ -44,6 +44,7 @@ from torchrl_glam.modules import SCORES_KEY
 from torchrl_glam.training.factories import act, agent_policy, make_env, make_eval_envs
 
 EPISODES = 1024  # the run's own evaluation episodes are 128 (32 per goal type): more, for a tighter share
+CPU_FULL = str(Path(__file__).resolve().parent / "presets" / "sac_glam" / "cpu_full.yaml")  # this study's preset
 torch.set_num_threads(1)
 
 
@@ -211,7 +212,7 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     from torchrl_glam.objectives.common import render_observations
     from torchrl_glam.training.zero_shot import ZeroShotPolicy
 
-    env = make_eval_envs(make_config("cpu_full").replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
+    env = make_eval_envs(make_config(CPU_FULL).replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
     env.set_seed(env.seed_value)
     td = env.reset()[:episodes]
     grasp = (env.catalogue.goal_type[td["goal_id"].numpy()] == GOAL_TYPES.index("grasp")).nonzero()[0]

@@ -9,7 +9,9 @@ from torchrl_glam.launch.launcher import main as launch_main
 from torchrl_glam.launch.launcher import slurm_parameters
 from torchrl_glam.launch.sweeps import expand_sweep, load_sweep, parse_seeds
 
-SLURM = Path(__file__).resolve().parents[2] / "slurm"
+ROOT = Path(__file__).resolve().parents[2]
+SLURM = ROOT / "slurm"
+CPU_HER = ROOT / "experiments" / "cpu_figure2" / "presets" / "ppo_glam" / "cpu_her.yaml"
 
 
 def test_parse_seeds():
@@ -183,14 +185,15 @@ def test_dry_run_lists_the_runs(tmp_path, capsys):
     assert "3 runs" in out and "total_steps=64" in out and str(tmp_path / "smoke" / "seed2") in out
 
 
-def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
+def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys, monkeypatch):
     from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
     from torchrl_glam.launch.launcher import script_of
 
+    monkeypatch.chdir(tmp_path)  # a study's preset file is found from the sweep file's folder, wherever one runs
     runs = load_sweep(SLURM / "sweeps" / "cpu_figure2.yaml", tmp_path)
     ppo = [r for r in runs if r.algorithm == "ppo_glam"]
     assert len(ppo) == 6 and script_of("ppo_glam").parts[-2:] == ("ppo_glam", "train.py")
-    assert {r.preset for r in ppo} == {"cpu", "cpu_her"}
+    assert {r.preset for r in ppo} == {"cpu", str(CPU_HER)}
     for run in ppo:  # every variant is a valid config
         make_ppo_config(run.preset, run.overrides)
     for run in load_sweep(SLURM / "sweeps" / "ppo_her.yaml", tmp_path):  # every variant is a valid config
@@ -203,7 +206,7 @@ def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
                 "--seeds",
                 "0",
                 "--preset",
-                "cpu_her",
+                str(CPU_HER),
                 "--runs-root",
                 str(tmp_path),
                 "--dry-run",
@@ -213,7 +216,7 @@ def test_ppo_runs_get_the_ppo_script_and_typed_overrides(tmp_path, capsys):
         )
         == 0
     )
-    assert "ppo_glam --preset cpu_her" in capsys.readouterr().out
+    assert f"ppo_glam --preset {CPU_HER}" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown config field"):
         launch_main(["--algorithm", "ppo_glam", "--dry-run", "n_step=3"])
 

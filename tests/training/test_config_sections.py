@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from config_names import by_name
+import yaml
+from config_names import by_name, study_preset
 
 from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, PPOGLAMConfig, make_ppo_config
 from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_config_is_in_sections():
-    cfg = make_config("cpu_babyai_goto_pickup")
+    cfg = make_config(study_preset("babyai", "cpu_babyai_goto_pickup"))
     assert set(cfg.to_dict()) == {"env", "model", "algorithm", "replay", "run"}
     assert set(make_ppo_config().to_dict()) == {"env", "model", "algorithm", "run"}
     assert (cfg.env.name, cfg.env.options.goal_types, cfg.env.options.history) == ("babyai", ["goto", "pickup"], 2)
@@ -86,6 +87,24 @@ def test_every_preset_is_a_file_with_a_one_line_purpose_and_a_valid_config(prese
         for link in re.findall(r"experiments/[\w/]+README\.md", text.split("\n\n")[0]):
             assert (ROOT / link).is_file(), (name, link)
         config_class().replace(preset_values(presets, name))  # every field a preset names exists, typed
+        # the wheel ships these files without experiments/: each stands alone or extends another by name
+        assert re.fullmatch(r"\w*", str(yaml.safe_load(text).get("extends", ""))), name
+
+
+STUDY_PRESETS = sorted((ROOT / "experiments").glob("*/presets/*/*.yaml"))
+
+
+def test_the_studies_keep_their_research_presets():
+    assert {path.relative_to(ROOT).parts[1] for path in STUDY_PRESETS} >= {"autotelic", "babyai", "cpu_full", "smollm2"}
+
+
+@pytest.mark.parametrize("path", STUDY_PRESETS, ids=lambda path: str(path.relative_to(ROOT / "experiments")))
+def test_a_study_s_preset_is_a_file_with_a_purpose_and_a_valid_config_of_its_algorithm(path):
+    algorithm = path.parent.name  # experiments/<study>/presets/<algorithm>/<name>.yaml
+    make = {"sac_glam": make_config, "ppo_glam": make_ppo_config}[algorithm]
+    assert path.read_text().startswith("# "), path
+    assert path.stem not in (PRESETS if algorithm == "sac_glam" else PPO_PRESETS)  # one preset, one name
+    make(str(path))
 
 
 def preset_values(presets, name):
@@ -95,9 +114,10 @@ def preset_values(presets, name):
 
 
 def test_a_preset_extends_another_and_changes_only_what_it_names():
-    base, goto = make_config("cpu_babyai").flat_dict(), make_config("cpu_babyai_goto_pickup").flat_dict()
+    goto_pickup = study_preset("babyai", "cpu_babyai_goto_pickup")
+    base, goto = make_config("cpu_babyai").flat_dict(), make_config(goto_pickup).flat_dict()
     assert {path for path in base if base[path] != goto[path]} == {"env.options.goal_types"}
-    assert "extends: cpu_babyai" in PRESETS.path("cpu_babyai_goto_pickup").read_text()
+    assert "extends: cpu_babyai" in Path(goto_pickup).read_text()
 
 
 def test_a_preset_file_of_your_own_runs_from_the_command_line(tmp_path):
@@ -112,6 +132,22 @@ def test_a_preset_file_of_your_own_runs_from_the_command_line(tmp_path):
     (tmp_path / "code.yaml").write_text("!!python/object/apply:os.system ['echo hi']\n")
     with pytest.raises(ConfigError, match="is not valid YAML"):  # values only: nothing it holds can run
         parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(tmp_path / "code.yaml")])
+
+
+def test_a_preset_file_extends_another_file_by_its_path_from_its_own_folder(tmp_path):
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "base.yaml").write_text("# shorter cpu\nextends: cpu\nrun:\n  total_steps: 1000\n")
+    (tmp_path / "study" / "no_her.yaml").write_text("# base without HER\nextends: ./base.yaml\nreplay:\n  her: false\n")
+    (tmp_path / "other.yaml").write_text("# from another folder\nextends: study/no_her.yaml\nrun:\n  seed: 3\n")
+    cfg, _ = parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(tmp_path / "other.yaml")])
+    assert (cfg.replay.her, cfg.run.total_steps, cfg.run.seed, cfg.algorithm.actor_lr) == (False, 1000, 3, 1.5e-5)
+    assert cfg.run.run_dir == str(Path("runs/sac_glam/other/seed3"))
+    (tmp_path / "lost.yaml").write_text("extends: ./study/nowhere.yaml\n")
+    with pytest.raises(ConfigError, match=r"extends './study/nowhere.yaml', but there is no file .*study/nowhere.yaml"):
+        make_config(str(tmp_path / "lost.yaml"))
+    (tmp_path / "study" / "base.yaml").write_text("extends: no_her.yaml\n")
+    with pytest.raises(ConfigError, match="extends 'no_her.yaml', which extends it back"):
+        make_config(str(tmp_path / "other.yaml"))
 
 
 def test_a_run_s_config_json_is_by_section_and_loads_back(tmp_path):

@@ -76,8 +76,12 @@ def test_help_lists_the_fields_and_the_default_run_dir(capsys):
     # one help line per field, from its comment in the config's source, under its section
     assert re.search(r"\n  \[algorithm\]\n(    .*\n)*    batch_size=128 +transitions per gradient step\n", out), out
     assert re.search(r"\n  \[env.options\]\n    num_objects=None +Playground-Text: objects per scene", out), out
-    # the presets, each with its purpose
-    assert re.search(r"\n  cpu_babyai_goto_pickup +cpu_babyai's go to and pick up missions", out), out
+    # the shipped presets, each with its purpose, then where a study's are
+    assert re.search(r"\n  cpu_babyai +BabyAI-Text's MixedTrainLocal as GLAM defines its tasks", out), out
+    assert re.search(
+        r"\n  FILE.yaml +a preset file of your own, or a study's:\s+experiments/<study>/presets/sac_glam/", out
+    )
+    assert "cpu_full" not in out.split("fields (")[0], out  # a study's preset is its study's file
 
 
 @pytest.mark.parametrize("config_class", ["SACGLAMConfig", "PPOGLAMConfig"])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from config_names import by_name as _flat
+from config_names import study_preset
 
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig, make_ppo_config, parse_ppo_overrides
 from torchrl_glam.algorithms.sac_glam.config import make_config
@@ -33,7 +34,7 @@ def test_ppo_fields_have_the_new_names():
     # the concepts both algorithms have are spelled alike
     assert {"critic_backprop", "per_alpha", "bootstrap_time_limit"} <= set(_flat(make_config("smoke")))
     assert "bootstrap_time_limit" in _flat(cfg)  # the returns at a time limit: SAC's n-step, PPO's GAE
-    assert make_ppo_config("cpu_her").algorithm.ppo_loss == "clip"
+    assert make_ppo_config(study_preset("cpu_figure2", "cpu_her", "ppo_glam")).algorithm.ppo_loss == "clip"
 
 
 @pytest.mark.parametrize("old, new, text", OLD_AND_NEW)
@@ -88,7 +89,7 @@ def test_committed_sweeps_use_the_new_names(tmp_path):
             assert not set(run.overrides) & set(FORMER_NAMES), (path.name, run.overrides)
 
 
-@pytest.mark.parametrize("make, preset", [(make_config, "cpu_babyai_goto_pickup"), (make_ppo_config, "cpu_her")])
+@pytest.mark.parametrize("make, preset", [(make_config, "cpu_babyai"), (make_ppo_config, "cpu_babyai")])
 def test_a_flat_config_json_of_earlier_commits_still_loads(make, preset):
     # the run dirs of earlier 0.2 commits (the default job's included) wrote field names, not sections
     cfg = make(preset, {"seed": 3})

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from config_names import study_preset
 
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
 from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
@@ -41,14 +42,15 @@ def test_paper_presets_follow_tables_2_and_3():
 
 
 def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
-    # experiments/cpu_full's headline runs: `--preset cpu_full_twins seed=K` must repeat them
+    # experiments/cpu_full's headline runs: `--preset experiments/cpu_full/presets/sac_glam/cpu_full_twins.yaml
+    # seed=K` must repeat them
     runs = (
         RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
     )
     for seed in (0, 1, 2, 3):
         # as a resume loads it: fields added since (env, history) take their defaults
         committed = SACGLAMConfig.from_dict(json.loads((runs / f"seed{seed}" / "config.json").read_text())).flat_dict()
-        preset = make_config("cpu_full_twins", {"seed": seed}).flat_dict()
+        preset = make_config(study_preset("cpu_full", "cpu_full_twins"), {"seed": seed}).flat_dict()
         differ = {k for k in set(committed) | set(preset) if committed.get(k) != preset.get(k)}
         assert differ == {"run.run_dir", "run.loggers"}, differ  # where the run wrote and in which formats
 
@@ -112,9 +114,9 @@ def test_types_uniform_batches_draw_every_goal_type_equally():
     from torchrl_glam.algorithms.sac_glam.build import make_replay
     from torchrl_glam.envs.playground import GOAL_TYPES
 
-    replay = make_replay(make_config("cpu_full", {"batch_strategy": "types_uniform"}))
+    replay = make_replay(make_config(study_preset("cpu_full", "cpu_full"), {"batch_strategy": "types_uniform"}))
     assert replay.names == list(GOAL_TYPES) and replay.weights == [1.0] * 4
-    prior = make_replay(make_config("cpu_full", {"batch_strategy": "prior"}))
+    prior = make_replay(make_config(study_preset("cpu_full", "cpu_full"), {"batch_strategy": "prior"}))
     assert prior.weights[GOAL_TYPES.index("grasp")] < 0.02  # the full task set's 136 grasp goals of 8,470
 
 

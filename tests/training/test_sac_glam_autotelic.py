@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+from config_names import study_preset
 from test_sac_glam import run_straight_and_resumed  # the goal-given exact-resume check
 
 from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
@@ -14,10 +15,10 @@ from torchrl_glam.training.checkpoint import read_checkpoint
 def test_autotelic_config_fields_are_checked():
     assert make_config("cpu").algorithm.autotelic == "off"
     assert (
-        make_config("cpu_autotelic").algorithm.autotelic == "lp"
-        and make_config("cpu_autotelic_uniform").algorithm.autotelic == "uniform"
+        make_config(study_preset("autotelic", "cpu_autotelic")).algorithm.autotelic == "lp"
+        and make_config(study_preset("autotelic", "cpu_autotelic_uniform")).algorithm.autotelic == "uniform"
     )
-    cpu, autotelic = make_config("cpu").flat_dict(), make_config("cpu_autotelic").flat_dict()
+    cpu, autotelic = make_config("cpu").flat_dict(), make_config(study_preset("autotelic", "cpu_autotelic")).flat_dict()
     assert {k for k in cpu if cpu[k] != autotelic[k]} == {"algorithm.autotelic"}  # only who picks the goals differs
     for field, value, hint in [
         ("autotelic", "random", "'off', 'uniform' or 'lp'"),
@@ -35,7 +36,7 @@ def test_autotelic_config_fields_are_checked():
 
 @pytest.mark.slow
 def test_autotelic_resume_restores_memory_and_statistics_exactly(tmp_path):
-    straight, resumed = run_straight_and_resumed(tmp_path, "smoke_autotelic")
+    straight, resumed = run_straight_and_resumed(tmp_path, study_preset("autotelic", "smoke_autotelic"))
     final = [read_checkpoint(run / "checkpoint.pt")["autotelic"]["_extra_state"] for run in (straight, resumed)]
     assert final[0]["memory"]["first_seen"].ge(0).sum() > 0  # goals were discovered
     assert torch.equal(final[0]["memory"]["first_seen"], final[1]["memory"]["first_seen"])
@@ -77,7 +78,7 @@ def test_the_log_lists_each_discovered_goal_once_with_its_first_report_step(tmp_
 
     catalogue = GoalCatalogue.default()
     a, b, c, d = (int(i) for i in catalogue.goal_set("simplified")[:4])
-    cfg = make_config("smoke_autotelic", {"run_dir": str(tmp_path)})
+    cfg = make_config(study_preset("autotelic", "smoke_autotelic"), {"run_dir": str(tmp_path)})
     goals = AutotelicGoals(num_envs=2, num_objects=3, task_set="simplified", environment="playground")
     logger = RunLogger(cfg)
     goals.memory.add(torch.tensor([[a, b], [c, -1]]), torch.tensor([2, 1]), torch.tensor([7, 8]))

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from config_names import study_preset
 
 from torchrl_glam.algorithms.sac_glam.build import make_loss
 from torchrl_glam.algorithms.sac_glam.config import make_config
@@ -15,7 +16,10 @@ from torchrl_glam.training.factories import make_env
 
 @pytest.mark.slow
 def test_smollm2_lora_updates_on_cpu(require_smollm2):
-    cfg = make_config("smollm2_her_cpu", {"batch_size": 8, "warmup_updates": 0, "critic_width": 32, "num_envs": 8})
+    cfg = make_config(
+        study_preset("smollm2", "smollm2_her_cpu"),
+        {"batch_size": 8, "warmup_updates": 0, "critic_width": 32, "num_envs": 8},
+    )
     assert cfg.model.dtype == "float32" and cfg.model.device == "cpu" and cfg.model.lora_rank == 16
     env = make_env(cfg)
     assembler, replay = (

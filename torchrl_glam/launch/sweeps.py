@@ -13,6 +13,9 @@ A sweep file (YAML, under ``slurm/sweeps/``)::
       sac_glam_her: {preset: sac_glam_her}
     seeds: [0, 1, 2, 3]
 
+A preset is an algorithm's by name or a preset file by its path from the sweep file's folder (a
+study's, ``experiments/<study>/presets/<algorithm>/<name>.yaml``).
+
 Each run gets ``<runs_root>/<name>/<variant>/seed<k>`` as its run directory; the variant's name
 lists its grid values (``critic_input-observation__critic_backprop-false``).
 
@@ -195,7 +198,30 @@ def load_sweep(
             "count each time they are used): write the values out, without nested aliases"
         )
     sweep.setdefault("name", Path(path).stem)
-    return expand_sweep(sweep, runs_root, seeds, max_runs)
+    return expand_sweep(_preset_files_found(sweep, Path(path).parent), runs_root, seeds, max_runs)
+
+
+def _preset_files_found(sweep: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``sweep`` with each preset file it names (``preset: ../../experiments/<study>/presets/...yaml``)
+    as an absolute path: read from the sweep file's folder, as ``extends:`` in a preset file is,
+    so that the sweep means the same from any working directory and in its jobs."""
+
+    def found(preset: Any) -> Any:
+        if isinstance(preset, str) and preset.endswith((".yaml", ".yml")):
+            return str((folder / preset).resolve())
+        return preset
+
+    sweep = dict(sweep)
+    if "preset" in sweep:
+        sweep["preset"] = found(sweep["preset"])
+    if isinstance(sweep.get("variants"), dict):
+        sweep["variants"] = {
+            name: {**settings, "preset": found(settings["preset"])}
+            if isinstance(settings, dict) and "preset" in settings
+            else settings
+            for name, settings in sweep["variants"].items()
+        }
+    return sweep
 
 
 def _count_values(obj: Any, cap: int) -> int:

@@ -97,6 +97,13 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
     short = {path: name for name, path in config_class.short_names().items()}
     lines = ["presets (--preset NAME; the files are in " + str(presets.folder) + "):"]
     lines += [_hanging(f"  {name:<28} ", presets.purpose(name)) for name in presets]
+    lines.append(
+        _hanging(
+            f"  {'FILE.yaml':<28} ",
+            "a preset file of your own, or a study's: experiments/<study>/presets/"
+            f"{presets.folder.parent.name}/<name>.yaml in the source tree",
+        )
+    )
     lines.append(f"\nfields (section.field=value, or field=value where unique; the values of --preset {preset}):")
     section = None
     for path, value in shown.items():

@@ -33,7 +33,7 @@ from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.objectives.common import score_states
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import grasp_states, train_on_labels  # noqa: E402  (the actor's probe draws the same goals)
+from object_choice import CPU_FULL, grasp_states, train_on_labels  # noqa: E402  (the actor's probe draws the same goals)
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=600)
@@ -61,7 +61,7 @@ rng = random.Random(0)
 catalogue = GoalCatalogue.default()
 
 
-cfg = make_config("cpu_full") if args.model is None else make_config("cpu_full").replace(model=args.model)
+cfg = make_config(CPU_FULL) if args.model is None else make_config(CPU_FULL).replace(model=args.model)
 train_env = PlaygroundTextEnv(num_envs=256, goals="train", seed=777, text=False)  # not the evaluations' seeds
 test_env = PlaygroundTextEnv(num_envs=256, goals="train", seed=778, text=False)
 agent = make_loss(cfg, num_actions=train_env.num_objects + 2)

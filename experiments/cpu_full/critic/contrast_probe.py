@@ -34,7 +34,7 @@ from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY
 from torchrl_glam.training.factories import agent_policy, make_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from object_choice import load_run_or_checkpoint, one_step_outcomes, train_on_labels  # noqa: E402
+from object_choice import CPU_FULL, load_run_or_checkpoint, one_step_outcomes, train_on_labels  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("run", help="a trained run (or checkpoint) whose sampled policy visits the states")
@@ -71,7 +71,7 @@ train, train_wins, train_no_ops = contrast_states(agent_policy(run_agent), run_c
 test, test_wins, test_no_ops = contrast_states(agent_policy(run_agent), run_cfg, seed=778)
 print(f"states: {len(train)} to train on, {len(test)} to test on", file=sys.stderr, flush=True)
 
-cfg = make_config("cpu_full")
+cfg = make_config(CPU_FULL)
 agent = make_loss(cfg, num_actions=train["action_mask"].shape[-1])
 groups = agent.param_groups()
 optimizers = [

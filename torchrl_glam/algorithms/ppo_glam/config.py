@@ -4,11 +4,11 @@
 (validation naming the field, typed overrides, presets as files, JSON) with ``SACGLAMConfig``
 (:class:`~torchrl_glam.training.config.GLAMConfig`); its own fields are in ``algorithm``. Presets
 are YAML files in ``presets/`` beside this module (``python examples/ppo_glam.py --help`` lists
-them): ``ppo_glam`` is Table 1 on a GPU; ``cpu`` (the default), ``cpu_her`` (App. G's clipped loss
-with aligned goals), ``cpu_full``, ``cpu_full_her`` and ``cpu_babyai`` share their environment,
-model and run with SAC-GLAM's preset of the same family.
+them): ``ppo_glam`` is Table 1 on a GPU; ``cpu`` (the default), ``cpu_babyai`` and
+``cpu_textworld_coin_collector`` share their environment, model and run with SAC-GLAM's preset of
+the same name. A study's presets are its files (``experiments/<study>/presets/ppo_glam/``).
 
-``make_ppo_config("cpu_her", parse_ppo_overrides(["ppo_loss=kl"]))`` builds a validated config.
+``make_ppo_config("cpu", parse_ppo_overrides(["her=true", "ppo_loss=kl"]))`` builds a validated config.
 
 Field names agree with SAC-GLAM's config and with TorchRL: ``critic_coeff`` (TorchRL's PPO losses;
 ``value_coeff`` before 0.2.0), ``gae_lambda`` (TorchRL's PPO example), ``ppo_loss`` (``her_loss``

@@ -2,8 +2,8 @@
 
     python examples/ppo_glam.py                          # the "cpu" preset: runs anywhere, offline
     python examples/ppo_glam.py --preset ppo_glam        # Table 1 (Flan-T5, LoRA, 4-bit, GPU)
-    python examples/ppo_glam.py --preset cpu_her         # App. G: clipped PPO on relabeled data
-    python examples/ppo_glam.py her=true ppo_loss=kl her_filter=aligned   # any field of PPOGLAMConfig
+    python examples/ppo_glam.py her=true her_filter=aligned  # App. G: clipped PPO on relabeled, aligned goals
+    python examples/ppo_glam.py her=true ppo_loss=kl epochs=4  # any field of PPOGLAMConfig
     python examples/ppo_glam.py --run-dir runs/a --resume  # continue exactly where it stopped
     torchrun --nproc-per-node 4 examples/ppo_glam.py ...   # data parallel (or the Slurm launcher)
     ppo-glam ...                                          # the same, as an installed command

@@ -1,6 +1,6 @@
 """Presets: YAML files of values by section, an algorithm's in ``presets/`` beside its config, a
 study's anywhere (``--preset FILE``), each opening with its purpose; ``extends:`` merges one over
-another."""
+another, named (a shipped preset) or by its file's path from the extending file's folder."""
 
 from __future__ import annotations
 
@@ -55,7 +55,9 @@ class Presets(Mapping[str, dict[str, Any]]):
 
     def resolve(self, values: Mapping[str, Any], where: Path, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         """``values`` (a preset file's, read at ``where``) merged over the preset its ``extends:``
-        names, itself resolved; ``seen``: the presets on the way, which it may not extend again."""
+        names, itself resolved: one of these presets by name, or a ``.yaml`` file by its path from
+        ``where``'s folder (a study's presets extend each other so, wherever the study is);
+        ``seen``: the presets and files on the way, which it may not extend again."""
         values = dict(values)
         base = values.pop("extends", None)
         if base is None:
@@ -63,12 +65,22 @@ class Presets(Mapping[str, dict[str, Any]]):
         if not isinstance(base, str):
             raise ConfigError(
                 f"preset file {where}: extends {base!r}, but a preset extends one preset, by name "
-                f"(e.g. 'extends: cpu'); choose one of {sorted(self._files)}"
+                f"(e.g. 'extends: cpu') or by a .yaml file's path; choose one of {sorted(self._files)}"
             )
+        if base.endswith((".yaml", ".yml")):
+            path = (where.parent / base).resolve()
+            if not path.is_file():
+                raise ConfigError(
+                    f"preset file {where}: extends {base!r}, but there is no file {path} (a path in "
+                    "'extends:' is read from the folder of the file that names it)"
+                )
+            if str(path) in seen:
+                raise ConfigError(f"preset file {where}: extends {base!r}, which extends it back")
+            return _deep_merge(self.resolve(_read_preset(path)[1], path, (*seen, str(path))), values)
         if base not in self._files or base in seen:
             raise ConfigError(
                 f"preset file {where}: extends {base!r}, which is not a preset (or extends it back); "
-                f"choose one of {sorted(self._files)}"
+                f"choose one of {sorted(self._files)} or give a .yaml file's path"
             )
         path, _, base_values = self._files[base]
         return _deep_merge(self.resolve(base_values, path, (*seen, base)), values)
@@ -137,7 +149,7 @@ def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 
 def preset_overrides(presets: Presets, preset: str) -> dict[str, Any]:
     """A preset's values as ``{path: value}``: a preset's name, or a YAML file of your own written
-    like the presets' files (its ``extends:`` names one of ``presets``)."""
+    like the presets' files (its ``extends:`` names one of ``presets`` or another file)."""
     if preset in presets:
         return flatten_sections(presets[preset])
     if not preset.endswith((".yaml", ".yml")):
@@ -145,7 +157,7 @@ def preset_overrides(presets: Presets, preset: str) -> dict[str, Any]:
     path = Path(preset)
     if not path.is_file():
         raise ConfigError(f"preset file {preset} not found (a preset is one of {sorted(presets)} or a .yaml file)")
-    return flatten_sections(presets.resolve(_read_preset(path)[1], path))
+    return flatten_sections(presets.resolve(_read_preset(path)[1], path, (str(path.resolve()),)))
 
 
 def preset_name(preset: str) -> str:
