@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
@@ -19,6 +20,19 @@ class PlainEnvState:
     :meth:`_load_env_state` and ``_observation()``."""
 
     _ENV_STATE: tuple[str, ...] = ()
+
+    def _step_each(self, action) -> TensorDictBase:
+        """The batched step of sub-environments stepped one at a time by ``self._step_one(b,
+        action) -> (reward, terminated, truncated)``: the observation after it, with the reward and
+        the done flags."""
+        results = np.array([self._step_one(b, int(a)) for b, a in enumerate(action)], dtype=np.float64)
+        results = results.reshape(self.num_envs, 3)
+        out = self._observation()
+        out.set("reward", torch.as_tensor(results[:, 0], dtype=torch.float32, device=self.device).unsqueeze(-1))
+        terminated = torch.as_tensor(results[:, 1] > 0, device=self.device).unsqueeze(-1)
+        truncated = torch.as_tensor(results[:, 2] > 0, device=self.device).unsqueeze(-1)
+        out.update({"terminated": terminated, "truncated": truncated, "done": terminated | truncated})
+        return out
 
     def _env_state(self) -> dict[str, Any]:
         raise NotImplementedError

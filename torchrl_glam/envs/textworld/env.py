@@ -262,18 +262,7 @@ class TextWorldEnv(PlainEnvState, EnvBase):
         return action
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        action = self._check_action(tensordict)
-        B = self.num_envs
-        reward = np.zeros(B, dtype=np.float32)
-        terminated, truncated = np.zeros(B, dtype=bool), np.zeros(B, dtype=bool)
-        for b in range(B):
-            reward[b], terminated[b], truncated[b] = self._step_one(b, int(action[b]))
-        out = self._observation()
-        out.set("reward", torch.as_tensor(reward, device=self.device).unsqueeze(-1))
-        term = torch.as_tensor(terminated, device=self.device).unsqueeze(-1)
-        trunc = torch.as_tensor(truncated, device=self.device).unsqueeze(-1)
-        out.update({"terminated": term, "truncated": trunc, "done": term | trunc})
-        return out
+        return self._step_each(self._check_action(tensordict))
 
     def _step_one(self, b: int, action: int) -> tuple[float, bool, bool]:
         """Steps sub-environment ``b`` with its ``action``-th command: its reward, terminated, truncated."""
