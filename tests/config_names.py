@@ -1,4 +1,4 @@
-"""A config as the flat config.json of 0.1.0 and earlier 0.2 commits wrote it: field names, no
+"""A config by field name, as torchrl_glam 0.1 and 0.2 wrote config.json: no
 sections (``env`` and ``model`` for their section's name)."""
 
 
