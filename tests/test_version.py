@@ -24,3 +24,10 @@ def test_the_changelog_s_newest_release_is_the_version():
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", (ROOT / "CHANGELOG.md").read_text(), re.MULTILINE)
     assert releases[0] == torchrl_glam.__version__, releases
     assert releases == sorted(releases, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
+
+
+def test_a_run_records_the_version_of_the_code_it_ran():
+    from torchrl_glam.training.provenance import current_environment
+
+    # a checkout on PYTHONPATH over an install of another version records its own
+    assert current_environment()["packages"]["torchrl_glam"] == torchrl_glam.__version__
