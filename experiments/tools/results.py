@@ -131,14 +131,20 @@ def load_run(run: Path) -> dict:
         if not isinstance(config, dict):
             raise ValueError(f"{run / 'config.json'} holds a {type(config).__name__}, not a config")
 
-    # by path, so that the committed runs of torchrl_glam 0.1 and 0.2 (config.json by field name, which
-    # the library no longer reads) group with the runs written after them
-    config = flatten_sections(config) if any(isinstance(v, dict) for v in config.values()) else _by_path(config)
-    return {"run": run, "config": config, "evaluations": evaluations, "environment": read_environment(run)}
+    return {
+        "run": run,
+        "config": config_by_path(config),
+        "evaluations": evaluations,
+        "environment": read_environment(run),
+    }
 
 
-def _by_path(config: dict) -> dict:
-    """A config.json by field name (torchrl_glam 0.1 and 0.2) by path, 0.1.0's names renamed."""
+def config_by_path(config: dict) -> dict:
+    """A run's config.json as ``{path: value}``: by section (``to_dict()``), or by field name as
+    torchrl_glam 0.1 and 0.2 wrote it (the committed runs; the library no longer reads it), 0.1.0's
+    names renamed. Runs of either kind then group together."""
+    if any(isinstance(value, dict) for value in config.values()):
+        return flatten_sections(config)
 
     def knows(script, name):
         return script.config_class.has_field(name) or name in script.config_class.FORMER_NAMES
