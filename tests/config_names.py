@@ -1,6 +1,6 @@
-"""Configs by name: a config as the flat config.json of 0.1.0 and earlier 0.2 commits wrote it
-(field names, no sections: ``env`` and ``model`` for their section's name), and a study's preset
-file by its study and name."""
+"""Configs by name: a config as torchrl_glam 0.1 and 0.2 wrote config.json (field names, no
+sections: ``env`` and ``model`` for their section's name), and a study's preset file by its study
+and name."""
 
 from pathlib import Path
 

@@ -6,4 +6,5 @@ Playground-Text and BabyAI-Text in its subpackages), ``data`` (n-step, HER, repl
 scorer, actor, critic heads), ``objectives``, ``training``, ``algorithms``, ``launch``.
 """
 
-__version__ = "0.2.0"
+#: The version, written here only: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
+__version__ = "0.3.0"

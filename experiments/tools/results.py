@@ -43,7 +43,7 @@ from experiments.tools.discovery import read_records, write_discovery
 from experiments.tools.relative import relative_rows, write_relative
 from torchrl_glam.algorithms import SCRIPTS
 from torchrl_glam.envs.playground import GOAL_TYPES
-from torchrl_glam.training.config import config_paths
+from torchrl_glam.training.config import flatten_sections
 from torchrl_glam.training.evaluation import EVAL_SETS
 from torchrl_glam.training.provenance import environment_summary, read_environment
 
@@ -131,14 +131,29 @@ def load_run(run: Path) -> dict:
         if not isinstance(config, dict):
             raise ValueError(f"{run / 'config.json'} holds a {type(config).__name__}, not a config")
 
-    # by path, so that a run of earlier 0.2 commits (flat names) groups with the runs written after it
+    return {
+        "run": run,
+        "config": config_by_path(config),
+        "evaluations": evaluations,
+        "environment": read_environment(run),
+    }
+
+
+def config_by_path(config: dict) -> dict:
+    """A run's config.json as ``{path: value}``: by section (``to_dict()``), or by field name as
+    torchrl_glam 0.1 and 0.2 wrote it (the committed runs; the library no longer reads it), 0.1.0's
+    names renamed. Runs of either kind then group together."""
+    if any(isinstance(value, dict) for value in config.values()):
+        return flatten_sections(config)
+
     def knows(script, name):
         return script.config_class.has_field(name) or name in script.config_class.FORMER_NAMES
 
-    script = next((s for s in SCRIPTS.values() if all(knows(s, k) for k in config)), SCRIPTS["sac_glam"])
-    config = {script.config_class.FORMER_NAMES.get(k, k): v for k, v in config.items()}  # 0.1.0's names
-    config = config_paths(config, script.config_class)
-    return {"run": run, "config": config, "evaluations": evaluations, "environment": read_environment(run)}
+    config_class = next(
+        (s for s in SCRIPTS.values() if all(knows(s, k) for k in config)), SCRIPTS["sac_glam"]
+    ).config_class
+    config = {config_class.FORMER_NAMES.get(k, k): v for k, v in config.items()}
+    return {config_class.path_of(k) if config_class.has_field(k) else k: v for k, v in config.items()}
 
 
 def _load_runs(paths: list[Path]) -> list[dict]:

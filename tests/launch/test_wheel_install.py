@@ -1,5 +1,9 @@
-"""A wheel install (``pip install .``, not editable) runs the launcher's ``--local`` smoke: the
-training scripts are found by import name, not as files of a source checkout."""
+"""A wheel install (``pip install .``, not editable), outside the source tree: its metadata has the
+package's version; it runs the launcher's ``--local`` smoke on Playground-Text (the training scripts
+are found by import name, not as files of a source checkout), and the ``sac-glam`` command trains
+each other shipped environment's smallest preset (``smoke_babyai``, ``smoke_textworld``: their
+presets, vocabularies and tiny models come from the wheel). TextWorld's games pool is built into
+the default cache (``$TORCHRL_GLAM_CACHE``) on first use (~4 min), reused after."""
 
 import os
 import shutil
@@ -9,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import torchrl_glam
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +56,7 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
         ]
     )
     wheel = next((tmp_path / "dist").glob("torchrl_glam-*.whl"))
+    assert wheel.name.startswith(f"torchrl_glam-{torchrl_glam.__version__}-"), wheel.name
 
     # a fresh venv that borrows torch & co. from the interpreter running the tests, with the wheel
     # installed into it. ``--system-site-packages`` would borrow from the *base* interpreter, which
@@ -69,6 +76,16 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
         [str(python), "-c", "import torchrl_glam.algorithms.sac_glam.train as m; print(m.__file__)"], cwd=work, env=env
     ).strip()
     assert Path(where).is_relative_to(venv), where  # the venv's copy, not /work/*
+    versions = _run(
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m, torchrl_glam; print(m.version('torchrl_glam'), torchrl_glam.__version__)",
+        ],
+        cwd=work,
+        env=env,
+    )
+    assert versions.split() == [torchrl_glam.__version__] * 2, versions
 
     out = _run(
         [
@@ -95,3 +112,17 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
     assert (run / "checkpoint.pt").exists() and (run / "evaluations.jsonl").exists()
     job_logs = "".join(p.read_text() for p in (work / "runs" / "submitit").rglob("*.out"))
     assert "done: 96 steps" in job_logs, job_logs[-3000:]  # the job's own final report
+
+    # the other environments' smallest presets, long enough for the first updates
+    for preset in ("smoke_babyai", "smoke_textworld"):
+        run = work / "runs" / preset
+        out = _run(
+            [str(bin_dir / "sac-glam"), "--preset", preset, "--no-progress", "--run-dir", str(run)]
+            + ["total_steps=200", "eval_every=200", "checkpoint_every=200", "eval_episodes=8"],
+            cwd=work,
+            env=env,
+            timeout=900,
+        )
+        done = next(line for line in out.splitlines() if line.startswith("done: "))
+        assert done.startswith("done: 200 steps, ") and not done.startswith("done: 200 steps, 0 updates"), out[-3000:]
+        assert (run / "checkpoint.pt").exists() and (run / "evaluations.jsonl").exists()

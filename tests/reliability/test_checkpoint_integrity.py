@@ -1,6 +1,7 @@
 """Issue 43, items 3 and 9: a checkpoint changed after it was written is never trained on; a
-checkpoint without a digest (written before it existed) still loads; a full disk and a torch file
-that is not a checkpoint are named plainly."""
+checkpoint without a digest (0.1.0's) still loads, for its layout's refusal to name the version; one
+with 0.2's digest is refused naming the version; a full disk and a torch file that is not a
+checkpoint are named plainly."""
 
 import errno
 import os
@@ -144,11 +145,18 @@ def test_a_value_a_checkpoint_cannot_hold_is_refused_when_saving(tmp_path):
     assert not any(tmp_path.iterdir())  # nothing written, no temporary left
 
 
-def test_a_checkpoint_with_the_former_digest_loads_unverified_with_a_warning(tmp_path):
+def test_a_checkpoint_of_0_2_is_refused_naming_the_version_without_falling_back(tmp_path):
+    # 0.2's digest was a function of sets' iteration order: such a file cannot be verified
+    ckpt.save_checkpoint(_state(1), tmp_path)
+    ckpt.save_checkpoint(_state(2), tmp_path)  # a readable previous checkpoint: not used either
     torch.save({"step": 3, "content_sha256": "0" * 64}, tmp_path / "checkpoint.pt")
-    with pytest.warns(UserWarning, match="former digest.*not verified"):
-        state = ckpt.load_checkpoint(tmp_path)
-    assert state == {"step": 3}
+    refusal = r"checkpoint.pt was written by torchrl_glam 0\.2 \(its digest content_sha256\).*fresh --run-dir"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning
+        with pytest.raises(ckpt.CheckpointVersionError, match=refusal):
+            ckpt.load_checkpoint(tmp_path)
+        with pytest.raises(ckpt.CheckpointVersionError, match=refusal):
+            ckpt.read_checkpoint(tmp_path / "checkpoint.pt")
 
 
 @pytest.mark.parametrize("code", [errno.EFBIG, errno.EDQUOT, errno.ENOSPC])

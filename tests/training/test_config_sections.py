@@ -158,13 +158,19 @@ def test_a_run_s_config_json_is_by_section_and_loads_back(tmp_path):
     assert SACGLAMConfig.from_dict(saved) == cfg
 
 
-def test_a_checkpoint_of_earlier_commits_with_a_flat_config_resumes():
+def test_a_saved_config_without_sections_is_refused_naming_the_version():
     from torchrl_glam.training.resume import resume_changes
 
     cfg = make_config("smoke", {"seed": 1})
-    flat = by_name(cfg)  # a checkpoint's config before sections
-    assert resume_changes(flat, cfg) == {}
-    assert resume_changes(flat, cfg.replace(total_steps=800)) == {"run.total_steps": (400, 800)}
+    flat = by_name(cfg)  # torchrl_glam 0.2's config.json and checkpoints: field names, no sections
+    refusal = (
+        r"a saved SACGLAMConfig holds its fields in sections \(env, model, run, algorithm, replay\).*torchrl_glam 0\.2"
+    )
+    with pytest.raises(ConfigError, match=refusal):
+        SACGLAMConfig.from_dict(flat)
+    with pytest.raises(ConfigError, match=refusal):
+        resume_changes(flat, cfg)
+    assert resume_changes(cfg.to_dict(), cfg.replace(total_steps=800)) == {"run.total_steps": (400, 800)}
 
 
 def test_an_exactly_integral_number_is_an_integer_and_a_fraction_is_refused(tmp_path):

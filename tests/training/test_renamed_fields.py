@@ -90,8 +90,9 @@ def test_committed_sweeps_use_the_new_names(tmp_path):
 
 
 @pytest.mark.parametrize("make, preset", [(make_config, "cpu_babyai"), (make_ppo_config, "cpu_babyai")])
-def test_a_flat_config_json_of_earlier_commits_still_loads(make, preset):
-    # the run dirs of earlier 0.2 commits (the default job's included) wrote field names, not sections
+def test_a_config_json_without_sections_is_refused_naming_the_version(make, preset):
+    # torchrl_glam 0.2 wrote field names, not sections (a name of 0.1.0 among them names its new path)
     cfg = make(preset, {"seed": 3})
-    assert type(cfg).from_dict(_flat(cfg)) == cfg
+    with pytest.raises(ConfigError, match=r"holds its fields in sections .*written by torchrl_glam 0\.2"):
+        type(cfg).from_dict(_flat(cfg))
     assert type(cfg).from_dict(cfg.to_dict()) == cfg

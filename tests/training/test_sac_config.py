@@ -1,11 +1,11 @@
 """Presets and command-line overrides of the SAC-GLAM config."""
 
-import json
 from pathlib import Path
 
 import pytest
 from config_names import study_preset
 
+from experiments.tools.results import load_run
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
 from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig, make_config, parse_overrides
 
@@ -48,8 +48,9 @@ def test_cpu_full_twins_preset_is_the_config_of_the_committed_full_set_result():
         RESULTS / "cpu_full" / "critic" / "runs" / "sac_glam_her_actorlr3e-5_criticllm3e-4_targetllm_twins_typesuniform"
     )
     for seed in (0, 1, 2, 3):
-        # as a resume loads it: fields added since (env, history) take their defaults
-        committed = SACGLAMConfig.from_dict(json.loads((runs / f"seed{seed}" / "config.json").read_text())).flat_dict()
+        # read as the results tool reads the record's config.json (by field name, torchrl_glam 0.2);
+        # fields added since (env, history) take their defaults
+        committed = SACGLAMConfig().replace(load_run(runs / f"seed{seed}")["config"]).flat_dict()
         preset = make_config(study_preset("cpu_full", "cpu_full_twins"), {"seed": seed}).flat_dict()
         differ = {k for k in set(committed) | set(preset) if committed.get(k) != preset.get(k)}
         assert differ == {"run.run_dir", "run.loggers"}, differ  # where the run wrote and in which formats

@@ -15,8 +15,10 @@ Integrity: the payload carries the SHA-256 of a canonical form of its content un
 copy gone wrong) counts as unreadable instead of training on. The canonical form is a function of
 the values alone (every tensor's dtype, shape and bytes; every number, string and container with
 its type), never of a set's iteration order, a dict's insertion order or a ``repr``, which a
-reading process may see otherwise than the writing one. A checkpoint from before the digest, or
-with the former order-dependent one, loads unverified.
+reading process may see otherwise than the writing one. A checkpoint without a digest loads
+unverified (torchrl_glam 0.1.0 wrote none: the run then refuses its layout, naming the version); one
+with torchrl_glam 0.2's digest (:data:`DIGEST_0_2_KEY`, a function of sets' iteration order) is
+refused, naming the version.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ CHECKPOINT_NAME = "checkpoint.pt"
 PREVIOUS_NAME = "checkpoint.prev.pt"
 _TMP_PREFIX, _TMP_SUFFIX = ".checkpoint-", ".tmp"
 DIGEST_KEY = "canonical_sha256"
-#: The digest of earlier 0.2 commits, a function of sets' iteration order: not verifiable.
-_FORMER_DIGEST_KEY = "content_sha256"
+#: The digest torchrl_glam 0.2 wrote, a function of sets' iteration order: its checkpoints are refused.
+DIGEST_0_2_KEY = "content_sha256"
 
 
 class CheckpointError(RuntimeError):
@@ -54,6 +56,11 @@ class CheckpointError(RuntimeError):
 
 class UnsafeCheckpointError(CheckpointError):
     """A checkpoint whose loading would execute code: refused, never replaced by the previous one."""
+
+
+class CheckpointVersionError(CheckpointError):
+    """A checkpoint of a torchrl_glam version this one does not read: refused, never replaced by the
+    previous one (written by the same version)."""
 
 
 _TD_TAG = "__tensordict__"
@@ -200,12 +207,13 @@ def _verified(path: Path, plain) -> dict:
             "it is corrupted or not a torchrl_glam checkpoint"
         )
     plain = dict(plain)
-    saved = plain.pop(DIGEST_KEY, None)
-    if plain.pop(_FORMER_DIGEST_KEY, None) is not None:
-        warnings.warn(
-            f"{path} carries the former digest, which depended on the order of sets: it is loaded, not verified",
-            stacklevel=3,
+    if DIGEST_0_2_KEY in plain and DIGEST_KEY not in plain:
+        raise CheckpointVersionError(
+            f"{path} was written by torchrl_glam 0.2 (its digest {DIGEST_0_2_KEY}), whose checkpoints this "
+            f"version does not read: resume it with torchrl_glam 0.2, or start a new run with a fresh --run-dir "
+            "(or --overwrite)."
         )
+    saved = plain.pop(DIGEST_KEY, None)
     try:
         matches = saved is None or saved == content_digest(plain)
     except TypeError as err:  # a value the writer never saves: not a torchrl_glam checkpoint
@@ -248,18 +256,6 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     return _read(Path(path))
 
 
-#: Entries that checkpoints of earlier 0.2 commits name otherwise (the loss's trainable weights were
-#: "agent"): read under their current name, so those runs still resume and load.
-FORMER_ENTRY_NAMES = {"agent": "loss"}
-
-
-def _current_names(state: dict) -> dict:
-    for old, new in FORMER_ENTRY_NAMES.items():
-        if old in state and new not in state:
-            state[new] = state.pop(old)
-    return state
-
-
 def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     """The state saved in ``run_dir``, or ``None`` when there is none.
 
@@ -275,9 +271,9 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     try:
         if not path.exists():
             raise CheckpointError(f"{path} is missing")
-        return _current_names(_read(path))
-    except UnsafeCheckpointError:
-        raise  # a crafted file is not a torn write: no fallback, whatever the previous one holds
+        return _read(path)
+    except (UnsafeCheckpointError, CheckpointVersionError):
+        raise  # a crafted file or another version's is not a torn write: no fallback
     except CheckpointError as err:
         if not previous.exists():
             raise CheckpointError(
@@ -286,7 +282,7 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
             ) from None
         try:
             state = _read(previous)
-        except UnsafeCheckpointError:
+        except (UnsafeCheckpointError, CheckpointVersionError):
             raise
         except CheckpointError as previous_err:
             raise CheckpointError(
@@ -298,7 +294,7 @@ def load_checkpoint(run_dir: str | os.PathLike) -> dict | None:
             stacklevel=2,
         )
         logger.warning("%s; resuming from the previous checkpoint %s", err, previous)
-        return _current_names(state)
+        return state
 
 
 def seed_everything(seed: int) -> None:

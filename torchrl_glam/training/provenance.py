@@ -35,6 +35,10 @@ __all__ = [
 
 
 def _version(package: str) -> str | None:
+    if package == "torchrl_glam":  # the code that runs: a checkout on PYTHONPATH shadows any install's metadata
+        from torchrl_glam import __version__
+
+        return __version__
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:

@@ -57,10 +57,9 @@ def resume_changes(
     """The fields ``cfg`` changes from the checkpoint's config ``saved``: ``{path: (saved, new)}``.
     ``saved_algorithm``: the algorithm the checkpoint names (``None`` in older ones).
 
-    ``saved`` is a config's ``to_dict()``, or the flat dict of field names that earlier 0.2
-    commits wrote. Raises a :class:`ResumeError` naming every changed field a resume may not
-    change, and a :class:`~torchrl_glam.training.config.ConfigError` when ``saved`` names a field
-    as before 0.2.0."""
+    ``saved`` is a config's ``to_dict()``. Raises a :class:`ResumeError` naming every changed field
+    a resume may not change, and a :class:`~torchrl_glam.training.config.ConfigError` when ``saved``
+    names a field as before 0.2.0 or has no sections (torchrl_glam 0.2's)."""
     former = [name for name in saved if name in type(cfg).FORMER_NAMES]
     if former:
         raise ConfigError(

@@ -190,7 +190,7 @@ def render_batch(
 ) -> tuple[list[str], list[list[str]]]:
     """Prompts and candidates [B][A] of a flat batch of compact states, GLAM's layout: the possible
     actions, the goal, the past observations with the actions taken after them, the current
-    observation and inventory, then ``Action k: `` for the candidate to continue. The slots no
+    observation and inventory, then ``"Action k: "`` for the candidate to continue. The slots no
     admissible command fills hold :data:`PAD_COMMAND` (the action mask masks them)."""
     prompts, candidates = [], []
     for b in range(len(state["goal_id"])):

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from torchrl_glam.training.config.overrides import _leaf_types, _merged, _paths_and_values, _short_names, _shown
+from torchrl_glam.training.config.overrides import (
+    _leaf_types,
+    _merged,
+    _paths_and_values,
+    _short_names,
+    _shown,
+    config_paths,
+)
 from torchrl_glam.training.config.rules import ENVIRONMENT_RULE, RULES, Rule
 from torchrl_glam.training.config.sections import ConfigError, EnvConfig, ModelConfig, RunConfig
 
@@ -128,9 +135,9 @@ class GLAMConfig:
 
     @classmethod
     def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:
-        """The config of a saved ``to_dict()`` (a run's config.json), validated; also a flat dict of
-        field names (the config.json of earlier 0.2 commits)."""
-        return cls().replace(values).validate()  # replace reads sections and flat names alike
+        """The config of a saved ``to_dict()`` (a run's config.json), validated. A dict without
+        sections (torchrl_glam 0.2's config.json) raises a :class:`ConfigError` naming the version."""
+        return cls().replace(config_paths(values, cls)).validate()
 
     # --- the environment, validation
 

@@ -224,8 +224,17 @@ def flatten_sections(values: Mapping[str, Any], prefix: str = "") -> dict[str, A
 
 
 def config_paths(saved: Mapping[str, Any], config_class: type[GLAMConfig]) -> dict[str, Any]:
-    """A saved config as ``{path: value}``: nested sections (``to_dict()``), or the flat field names
-    that earlier 0.2 commits wrote, read by their paths; names ``config_class`` lacks stay as they are."""
-    if any(isinstance(value, Mapping) for value in saved.values()):
-        return flatten_sections(saved)
-    return {config_class.path_of(name) if config_class.has_field(name) else name: v for name, v in saved.items()}
+    """A saved config (a run's config.json, ``to_dict()``) as ``{path: value}``. A name from before
+    0.2.0 is refused with its new path; a config without sections (field names at the top, as
+    torchrl_glam 0.2 wrote config.json) is refused naming the version."""
+    former = [name for name in saved if name in config_class.FORMER_NAMES]
+    if former:
+        config_class.path_of(former[0])  # refused, naming the new path
+    if saved and not any(isinstance(value, Mapping) for value in saved.values()):
+        sections = ", ".join(f.name for f in fields(config_class))
+        raise ConfigError(
+            f"a saved {config_class.__name__} holds its fields in sections ({sections}), not by name "
+            f"({', '.join(list(saved)[:3])}...): a config without sections was written by torchrl_glam 0.2, "
+            "which this version does not read; start a new run with a fresh --run-dir, or read it with torchrl_glam 0.2"
+        )
+    return flatten_sections(saved)
