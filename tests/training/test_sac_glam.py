@@ -230,6 +230,12 @@ def test_resume_on_babyai_gives_the_same_next_losses_as_an_uninterrupted_run(tmp
 
 
 @pytest.mark.slow
+def test_resume_on_textworld_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
+    pytest.importorskip("textworld", reason="TextWorld needs the textworld extra")
+    run_straight_and_resumed(tmp_path, "smoke_textworld", ["history=2"])
+
+
+@pytest.mark.slow
 def test_resume_with_hindsight_negatives_restores_the_goals_reported_so_far(tmp_path):
     # normalization "mean": the smoke model then reaches objects, so goals are reported
     straight, resumed = run_straight_and_resumed(tmp_path, "smoke", ["normalization=mean", "her_negatives=2"])
