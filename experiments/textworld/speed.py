@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import time
 
 import torch
@@ -36,12 +35,19 @@ def env_steps_per_second(environment, num_envs: int, steps: int) -> float:
     return num_envs * steps / (time.perf_counter() - start)
 
 
+def _resident_kib() -> int:
+    """The process's resident set size now (Linux's /proc; ru_maxrss is a peak, which earlier
+    allocations may already exceed)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
 def memory_per_game(environment, games: int) -> float:
-    """MiB of resident memory per started game (ru_maxrss grows by the games' interpreters)."""
+    """MiB of resident memory per started game: each holds its own interpreter and story file."""
     env = environment.make_env(1, seed=0)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _resident_kib()
     started = [env._start(g % len(env.games)) for g in range(games)]
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = _resident_kib()
     for game in started:
         game.close()
     return (after - before) / 1024 / games
