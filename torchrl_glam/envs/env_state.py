@@ -63,3 +63,39 @@ class PlainEnvState:
         done = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
         out.update({"done": done, "terminated": done.clone(), "truncated": done.clone()})
         return out
+
+
+class ReplayedEpisodes(PlainEnvState):
+    """A :class:`PlainEnvState` whose checkpoint holds the sampler's generator and, per
+    sub-environment, how its episode started (plain data: ``self._episodes[b]``) and the actions
+    taken since (``self._actions[b]``): loading restarts each episode and replays its actions, so
+    a run resumes exactly without pickling the simulator. A subclass implements
+    :meth:`_replay_episode`."""
+
+    _ENV_STATE = ("rng", "seed", "episodes", "actions")
+
+    def _replay_episode(self, b: int, episode: list, actions: list) -> None:
+        """Restarts sub-environment ``b`` as ``episode`` says and replays ``actions`` (raising a
+        ValueError for an episode this environment cannot have)."""
+        raise NotImplementedError
+
+    def _env_state(self) -> dict[str, Any]:
+        return {
+            "rng": self.rng.bit_generator.state,
+            "seed": self.seed_value,
+            "episodes": [list(e) for e in self._episodes],
+            "actions": [list(a) for a in self._actions],
+        }
+
+    def _load_env_state(self, state: dict[str, Any]) -> None:
+        episodes, actions = state["episodes"], state["actions"]
+        if len(episodes) != self.num_envs or len(actions) != self.num_envs:
+            raise ValueError(
+                f"the state holds {len(episodes)} sub-environments, this environment "
+                f"{self.num_envs}: build it with num_envs={len(episodes)}"
+            )
+        for b, (episode, taken) in enumerate(zip(episodes, actions, strict=True)):
+            self._replay_episode(b, episode, taken)
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        self.seed_value = state["seed"]

@@ -69,7 +69,7 @@ from torchrl_glam.envs.babyai.text import (
     describe_object,
     render_batch,
 )
-from torchrl_glam.envs.env_state import PlainEnvState
+from torchrl_glam.envs.env_state import ReplayedEpisodes
 
 MIXED_KINDS = ("goto", "pickup", "open", "putnext", "pickup_then_goto")
 MIXED_LEVELS = {"MixedTrainLocal": "train", "MixedTestLocal": "test"}
@@ -276,7 +276,7 @@ _EXAMPLE_PROMPT = (
 )
 
 
-class BabyAITextEnv(PlainEnvState, EnvBase):
+class BabyAITextEnv(ReplayedEpisodes, EnvBase):
     """BabyAI-Text, batched over ``num_envs`` minigrid levels.
 
     Args:
@@ -468,38 +468,18 @@ class BabyAITextEnv(PlainEnvState, EnvBase):
         self._objects[b, : len(scene)] = scene
         self._achieved[b], self._success[b] = [], False
 
-    _ENV_STATE = ("rng", "seed", "episodes", "actions")
-
-    def _env_state(self) -> dict:
-        """The sampler's generator, and each sub-environment's episode as its level's kind and seed
-        and the actions taken since: loading rebuilds the levels by replaying them, so a checkpoint
-        resumes exactly and holds plain data only (minigrid's Python objects would need pickle)."""
-        return {
-            "rng": self.rng.bit_generator.state,
-            "seed": self.seed_value,
-            "episodes": [list(e) for e in self._episodes],
-            "actions": [list(a) for a in self._actions],
-        }
-
-    def _load_env_state(self, state: dict) -> None:
-        episodes, actions = state["episodes"], state["actions"]
-        if len(episodes) != self.num_envs or len(actions) != self.num_envs:
+    def _replay_episode(self, b: int, episode: list, actions: list) -> None:
+        """The level's kind and seed, then the actions since (minigrid's Python objects would need
+        pickle; a replay rebuilds them exactly)."""
+        kind, level_seed = episode
+        if not 0 <= kind < len(self._kinds):
             raise ValueError(
-                f"the state holds {len(episodes)} sub-environments, this environment "
-                f"{self.num_envs}: build it with num_envs={len(episodes)}"
+                f"kind index {kind} of sub-environment {b} does not exist here: the "
+                f"state is of another level or kinds than {self.level} {self._kinds}"
             )
-        for b, ((kind, level_seed), taken) in enumerate(zip(episodes, actions)):
-            if not 0 <= kind < len(self._kinds):
-                raise ValueError(
-                    f"kind index {kind} of sub-environment {b} does not exist here: the "
-                    f"state is of another level or kinds than {self.level} {self._kinds}"
-                )
-            self._reset_one(b, int(kind), int(level_seed))
-            for action in taken:
-                self._step_one(b, int(action))
-        self.rng = np.random.default_rng()
-        self.rng.bit_generator.state = state["rng"]
-        self.seed_value = state["seed"]
+        self._reset_one(b, int(kind), int(level_seed))
+        for action in actions:
+            self._step_one(b, int(action))
 
     def _mission_id(self, env: RoomGridLevel) -> int:
         if env.mission not in self.catalogue:

@@ -15,7 +15,7 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, NonTensor
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs.env_state import PlainEnvState
+from torchrl_glam.envs.env_state import ReplayedEpisodes
 from torchrl_glam.envs.keys import GAME_OVER_KEY
 from torchrl_glam.envs.textworld.games import GameFileError, GamePool
 from torchrl_glam.envs.textworld.text import (
@@ -34,7 +34,7 @@ def _text(values: list, device: torch.device) -> NonTensorStack:
     return NonTensorStack(*[NonTensorData(data=v, device=device) for v in values], device=device)
 
 
-class TextWorldEnv(PlainEnvState, EnvBase):
+class TextWorldEnv(ReplayedEpisodes, EnvBase):
     """TextWorld games, batched over ``num_envs`` sub-environments; each reset draws a game of
     ``split`` uniformly and sets its goal to the game's own quest.
 
@@ -209,34 +209,14 @@ class TextWorldEnv(PlainEnvState, EnvBase):
             self._warned.add(key)
             warnings.warn(message + " (raise it where the environment is made)", stacklevel=3)
 
-    _ENV_STATE = ("rng", "seed", "episodes", "actions")
-
-    def _env_state(self) -> dict:
-        """The sampler's generator, each sub-environment's game, goal and commands since its reset:
-        loading replays them (TextWorld's games are deterministic), plain data only."""
-        return {
-            "rng": self.rng.bit_generator.state,
-            "seed": self.seed_value,
-            "episodes": [list(e) for e in self._episodes],
-            "actions": [list(a) for a in self._actions],
-        }
-
-    def _load_env_state(self, state: dict) -> None:
-        episodes, actions = state["episodes"], state["actions"]
-        if len(episodes) != self.num_envs or len(actions) != self.num_envs:
-            raise ValueError(
-                f"the state holds {len(episodes)} sub-environments, this environment {self.num_envs}: "
-                f"build it with num_envs={len(episodes)}"
-            )
-        for b, ((game, goal_id), taken) in enumerate(zip(episodes, actions, strict=True)):
-            if not 0 <= game < len(self.games):
-                raise ValueError(f"game {game} of sub-environment {b} is not in this {self.split} pool")
-            self.start_episode(b, int(game), int(goal_id))
-            for command in taken:
-                self._step_one(b, self._commands[b].index(command))
-        self.rng = np.random.default_rng()
-        self.rng.bit_generator.state = state["rng"]
-        self.seed_value = state["seed"]
+    def _replay_episode(self, b: int, episode: list, actions: list) -> None:
+        """Game and goal, then the commands since the reset (TextWorld's games are deterministic)."""
+        game, goal_id = episode
+        if not 0 <= game < len(self.games):
+            raise ValueError(f"game {game} of sub-environment {b} is not in this {self.split} pool")
+        self.start_episode(b, int(game), int(goal_id))
+        for command in actions:
+            self._step_one(b, self._commands[b].index(command))
 
     def start_episode(self, b: int, game: int, goal_id: int) -> None:
         """Starts sub-environment ``b`` on game ``game`` of the split with goal ``goal_id`` (a
