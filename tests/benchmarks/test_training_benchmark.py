@@ -41,6 +41,12 @@ def test_timer_runs_the_loop_with_the_threads_asked_for():
     assert result["steps_per_second"] == pytest.approx(24 / result["loop"])
 
 
+def test_timer_times_a_loop_over_any_environment():
+    # the loop's start is its first environment step, whichever environment the preset names
+    result = loop_timer.time_training_loop(16, "smoke_babyai", ["critic_width=8"])
+    assert result["steps"] >= 16 and result["loop"] > 0
+
+
 def test_timer_refuses_a_run_whose_start_up_stepped_an_environment(monkeypatch):
     """An older tree pretrains its offline model on random play the first time it loads it: those
     environment steps came before the loop, and the timing began with the first of them (session
