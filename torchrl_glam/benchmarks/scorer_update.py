@@ -76,7 +76,7 @@ def _memory_mb(field: str) -> float:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
-def _timed(function, repeats: int) -> tuple[list[float], float]:
+def timed(function, repeats: int) -> tuple[list[float], float]:
     """Wall seconds of each of ``repeats`` calls after one warm-up, and their median CPU seconds
     (with one thread, what a call cost whatever else the shared machine runs)."""
     function()
@@ -87,6 +87,23 @@ def _timed(function, repeats: int) -> tuple[list[float], float]:
         wall.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     return wall, statistics.median(cpu)
+
+
+def scorer_update(scorer, observation: tuple, following: tuple):
+    """The scorer's part of one SAC-GLAM update, as a call: forward with gradient of
+    ``observation`` (prompts, candidates, action mask), the no-grad forward of ``following`` (the
+    targets' states), then backward."""
+    import torch
+
+    def update() -> None:
+        for parameter in scorer.parameters():
+            parameter.grad = None
+        scores, action_hidden, prompt_hidden = scorer(*observation)
+        with torch.no_grad():
+            scorer(*following)
+        (scores.sum() + action_hidden.square().mean() + prompt_hidden.square().mean()).backward()
+
+    return update
 
 
 def _observations(batch: int):
@@ -137,20 +154,13 @@ def worker(
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
     observation, following = _observations(batch)
 
-    def update():
-        for parameter in scorer.parameters():
-            parameter.grad = None
-        scores, action_hidden, prompt_hidden = scorer(*observation)
-        with torch.no_grad():
-            scorer(*following)
-        (scores.sum() + action_hidden.square().mean() + prompt_hidden.square().mean()).backward()
-
+    update = scorer_update(scorer, observation, following)
     loaded = _memory_mb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident size
     if live_memory:
         update()
         return {"live_peak_mb_above_load": _memory_mb("VmHWM") - loaded, "torchrl_glam": torchrl_glam.__file__}
-    times, cpu = _timed(update, repeats)
+    times, cpu = timed(update, repeats)
     result = {
         "update_seconds": statistics.median(times),
         "update_cpu_seconds": cpu,
@@ -162,7 +172,7 @@ def worker(
     if model == "tiny-decoder":
         with torch.no_grad():
             for name, method in (("shared", scorer), ("naive", scorer.naive)):
-                times, cpu = _timed(functools.partial(method, *observation), max(repeats, 7))
+                times, cpu = timed(functools.partial(method, *observation), max(repeats, 7))
                 result[f"{name}_ms"], result[f"{name}_cpu_ms"] = 1e3 * statistics.median(times), 1e3 * cpu
     return result
 
