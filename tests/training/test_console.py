@@ -168,6 +168,30 @@ def test_piped_output_says_how_fast_the_run_goes_and_when_the_next_evaluation_co
     assert any(line.startswith("step 16/20: ") and "next evaluation at 20 in" in line for line in lines), lines
 
 
+def test_the_pace_after_an_evaluation_leaves_the_evaluation_out_of_the_rate(tmp_path, monkeypatch, capsys):
+    # a TextWorld run's log said "0.2 steps/s, ..., done in ~14.1 h" after each evaluation, at 2 steps/s
+    import time
+
+    from torchrl_glam.training import pace, run
+
+    monkeypatch.setattr(pace, "PACE_EVERY_SECONDS", 0.0)
+    evaluate = run.evaluate
+
+    def slow_evaluate(*args, **kwargs):  # an evaluation much longer than the iterations around it
+        time.sleep(3.0)
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(run, "evaluate", slow_evaluate)
+    assert main([*SMOKE, "eval_every=8", "--run-dir", str(tmp_path / "run"), "loggers=csv"]) == 0
+    pattern = r"step (\d+)/20: ([\d.]+) steps/s, .*done in ~([\d.]+) (s|min|h)"
+    lines = {int(m[1]): m for m in re.finditer(pattern, capsys.readouterr().out)}
+    after = lines[8]  # printed right after the evaluation at 8 (8 environments), in the same iteration
+    # two evaluation sets of >= 3 s each were in its window: the rate leaves them out
+    assert float(after[2]) > 8 / 6.0, after[0]
+    # and the time left counts the evaluations still to come (at 16 and at the end), each as long as this one
+    assert float(after[3]) * {"s": 1, "min": 60, "h": 3600}[after[4]] >= 2 * 6.0, after[0]
+
+
 def test_the_pace_line_reads_in_seconds_minutes_and_hours():
     from torchrl_glam.training.pace import pace_line
 

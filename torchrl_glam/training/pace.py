@@ -3,7 +3,8 @@
 ``step 1,200/50,000: 7.4 steps/s, next evaluation at 2,000 in ~1.8 min, done in ~1.8 h``.
 
 The bar shows rate and remaining time on a terminal; a log only had the evaluation lines, minutes
-apart. The rate is measured since the previous line, so it includes the evaluations' time.
+apart. The rate is the training's since the previous line, evaluations left out; the time left
+adds the evaluations still to come, each as long as the last one.
 """
 
 from __future__ import annotations
@@ -23,11 +24,18 @@ def duration(seconds: float) -> str:
     return f"~{seconds / 3600:.1f} h"
 
 
-def pace_line(steps: int, total_steps: int, steps_per_second: float, next_evaluation: int | None) -> str:
-    """Where a run stands (``next_evaluation``: the step of the next evaluation, ``None`` for none)."""
+def pace_line(
+    steps: int,
+    total_steps: int,
+    steps_per_second: float,
+    next_evaluation: int | None,
+    evaluation_seconds: float = 0.0,
+) -> str:
+    """Where a run stands (``next_evaluation``: the step of the next evaluation, ``None`` for none;
+    ``evaluation_seconds``: what the evaluations still to come add to the time left)."""
     line = f"step {steps:,}/{total_steps:,}: {steps_per_second:.1f} steps/s"
     if steps_per_second <= 0:
         return line
     if next_evaluation is not None:
         line += f", next evaluation at {next_evaluation:,} in {duration((next_evaluation - steps) / steps_per_second)}"
-    return line + f", done in {duration(max(total_steps - steps, 0) / steps_per_second)}"
+    return line + f", done in {duration(max(total_steps - steps, 0) / steps_per_second + evaluation_seconds)}"

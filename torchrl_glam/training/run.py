@@ -175,7 +175,10 @@ class TrainingRun:
         self._logger_state: dict | None = None  # the restored logger's, until the logger exists
         self.failure: str | None = None  # why the run ended early (a non-finite loss)
         self._start = time.perf_counter()
-        self._pace_mark: tuple[int, float] | None = None  # (steps, time) of the last pace line
+        # (steps, time, evaluation seconds) at the last pace line
+        self._pace_mark: tuple[int, float, float] | None = None
+        self._evaluation_seconds = 0.0  # all evaluations' time so far, left out of the pace's rate
+        self._last_evaluation_seconds = 0.0  # what the pace expects each evaluation still to come to take
 
     # ---- start-up
     @property
@@ -242,7 +245,7 @@ class TrainingRun:
             else (None if self.options.progress is None else not self.options.progress),
             dynamic_ncols=True,
         )
-        self._pace_mark = (self.steps, time.perf_counter())
+        self._pace_mark = (self.steps, time.perf_counter(), self._evaluation_seconds)
         if self.main_rank and self.steps < self.cfg.run.total_steps:
             run = self.cfg.run
             self._print(
@@ -370,6 +373,7 @@ class TrainingRun:
     def evaluate(self) -> None:
         """Evaluates the greedy policy on every evaluation set, logs it at this step and prints it
         (rank 0 calls it)."""
+        started = time.perf_counter()
         head = f"evaluation at {self.steps} steps ({self.wall_seconds:.0f} s): success "
         bar = self.progress is not None and not self.progress.disable
         if bar:
@@ -399,6 +403,8 @@ class TrainingRun:
             self.progress.write(head + ", ".join(report))
         else:
             print(flush=True)
+        self._last_evaluation_seconds = time.perf_counter() - started
+        self._evaluation_seconds += self._last_evaluation_seconds
 
     def end_iteration(self, **postfix) -> None:
         """Logs, evaluates, checkpoints on their schedules; honours a stop request (every rank
@@ -429,15 +435,28 @@ class TrainingRun:
     def _pace(self) -> None:
         """Without a bar (piped output): every ``pace.PACE_EVERY_SECONDS``, how fast the run goes
         and when its next evaluation comes."""
-        now, (steps, then) = time.perf_counter(), self._pace_mark
+        now, (steps, then, evaluated) = time.perf_counter(), self._pace_mark
         if now - then < pace.PACE_EVERY_SECONDS:
             return
         run = self.cfg.run
         upcoming = (self.steps // run.eval_every + 1) * run.eval_every  # the next multiple every() crosses
         next_evaluation = min(upcoming, run.total_steps) if self.greedy_policy is not None else None
-        rate = (self.steps - steps) / max(now - then, 1e-9)
-        print(pace.pace_line(self.steps, run.total_steps, rate, next_evaluation), flush=True)
-        self._pace_mark = (self.steps, now)
+        # the training's own rate: an evaluation in the window would make it look many times slower
+        rate = (self.steps - steps) / max(now - then - (self._evaluation_seconds - evaluated), 1e-9)
+        evaluations_left = 0
+        if next_evaluation is not None:  # the multiples of eval_every still to come, and the last step
+            evaluations_left = (run.total_steps - 1) // run.eval_every - (self.steps // run.eval_every) + 1
+        print(
+            pace.pace_line(
+                self.steps,
+                run.total_steps,
+                rate,
+                next_evaluation,
+                evaluation_seconds=max(evaluations_left, 0) * self._last_evaluation_seconds,
+            ),
+            flush=True,
+        )
+        self._pace_mark = (self.steps, now, self._evaluation_seconds)
 
     @property
     def _algorithm(self) -> str:
