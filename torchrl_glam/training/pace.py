@@ -9,7 +9,7 @@ adds the evaluations still to come, each as long as the last one.
 
 from __future__ import annotations
 
-#: seconds between two pace lines
+#: seconds of training (evaluations left out) between two pace lines
 PACE_EVERY_SECONDS = 60.0
 
 __all__ = ["PACE_EVERY_SECONDS", "duration", "pace_line"]

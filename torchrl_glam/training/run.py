@@ -436,13 +436,15 @@ class TrainingRun:
         """Without a bar (piped output): every ``pace.PACE_EVERY_SECONDS``, how fast the run goes
         and when its next evaluation comes."""
         now, (steps, then, evaluated) = time.perf_counter(), self._pace_mark
-        if now - then < pace.PACE_EVERY_SECONDS:
+        # the training's own time: an evaluation in the window would make it look many times slower,
+        # and a window of one iteration after it (no update in it) many times faster
+        training_seconds = now - then - (self._evaluation_seconds - evaluated)
+        if training_seconds < pace.PACE_EVERY_SECONDS:
             return
         run = self.cfg.run
         upcoming = (self.steps // run.eval_every + 1) * run.eval_every  # the next multiple every() crosses
         next_evaluation = min(upcoming, run.total_steps) if self.greedy_policy is not None else None
-        # the training's own rate: an evaluation in the window would make it look many times slower
-        rate = (self.steps - steps) / max(now - then - (self._evaluation_seconds - evaluated), 1e-9)
+        rate = (self.steps - steps) / max(training_seconds, 1e-9)
         evaluations_left = 0
         if next_evaluation is not None:  # the multiples of eval_every still to come, and the last step
             evaluations_left = (run.total_steps - 1) // run.eval_every - (self.steps // run.eval_every) + 1
