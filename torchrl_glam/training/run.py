@@ -445,19 +445,14 @@ class TrainingRun:
         upcoming = (self.steps // run.eval_every + 1) * run.eval_every  # the next multiple every() crosses
         next_evaluation = min(upcoming, run.total_steps) if self.greedy_policy is not None else None
         rate = (self.steps - steps) / max(training_seconds, 1e-9)
-        evaluations_left = 0
-        if next_evaluation is not None:  # the multiples of eval_every still to come, and the last step
-            evaluations_left = (run.total_steps - 1) // run.eval_every - (self.steps // run.eval_every) + 1
-        print(
-            pace.pace_line(
-                self.steps,
-                run.total_steps,
-                rate,
-                next_evaluation,
-                evaluation_seconds=max(evaluations_left, 0) * self._last_evaluation_seconds,
-            ),
-            flush=True,
+        # the multiples of eval_every still to come, and the last step (a pace line comes before it)
+        evaluations_left = (
+            (run.total_steps - 1) // run.eval_every - self.steps // run.eval_every + 1
+            if next_evaluation is not None
+            else 0
         )
+        evaluation_seconds = evaluations_left * self._last_evaluation_seconds
+        print(pace.pace_line(self.steps, run.total_steps, rate, next_evaluation, evaluation_seconds), flush=True)
         self._pace_mark = (self.steps, now, self._evaluation_seconds)
 
     @property
