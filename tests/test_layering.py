@@ -125,7 +125,7 @@ def package_file(root: Path, room: str, source: str) -> Path:
 
 #: The rooms that reach an environment only through the protocol's members, never by its name: a
 #: new environment then edits none of them (presets, docstrings and comments aside).
-NAME_BLIND = ("data", "modules", "offline", "objectives", "training", "algorithms", "launch")
+NAME_BLIND = ("storage", "data", "modules", "offline", "objectives", "training", "algorithms", "launch")
 #: The one literal allowed: the config's default environment, which the command line reads before
 #: any environment loads (tests/training/test_light_command_line.py checks it is the registry's).
 DEFAULT_NAME = ("training/config/sections.py", "DEFAULT_ENVIRONMENT")
@@ -188,7 +188,7 @@ def test_the_check_catches_a_named_environment(tmp_path, source, found):
 #: The package's rooms, each importing only from the ones before it (torchrl_glam/__init__.py).
 #: ``offline`` (the offline models' names, recipes, shipped weights and cache, and their builders,
 #: which roll out episodes with ``data``) comes before ``modules``, whose loading finds them there.
-ROOMS = ("envs", "data", "offline", "modules", "objectives", "training", "algorithms", "launch")
+ROOMS = ("storage", "envs", "data", "offline", "modules", "objectives", "training", "algorithms", "launch")
 
 
 def room_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
@@ -242,6 +242,8 @@ def test_a_room_imports_the_rooms_before_it(tmp_path, room, source):
 #: the functions that need them; tests/training/test_light_command_line.py checks the result).
 LIGHT = (
     "torchrl_glam",
+    "torchrl_glam.storage",
+    "torchrl_glam.storage.files",
     "torchrl_glam.training",
     "torchrl_glam.training.cli",
     "torchrl_glam.training.config",

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import fcntl
 import json
 import os
 import shutil
@@ -38,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from torchrl_glam.benchmarks import loop_timer
+from torchrl_glam.storage import cache_root, file_lock, remove_stale
 
 CURRENT_TREE = Path(__file__).resolve().parents[2]
 CSV_FIELDS = (
@@ -90,7 +90,7 @@ def _current_label() -> str:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "torchrl_glam_bench"
+    return cache_root() / "benchmarks"
 
 
 @contextmanager
@@ -159,16 +159,10 @@ def _extensions_lock(extensions: Path):
     build folder even to check that a build is up to date). Every user of the folder holds this
     lock first, so while it is ours a ``lock`` file left in a build folder belongs to a process that
     was killed: torch would wait for it forever, silently, so it is removed."""
-    extensions.mkdir(parents=True, exist_ok=True)
-    with open(extensions / ".benchmark.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        for stale in extensions.glob("*/lock"):
-            print(f"  removing {stale}, left by a build that was killed")
-            stale.unlink()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(extensions / ".benchmark.lock"):
+        for stale in remove_stale(extensions, "*/lock"):
+            print(f"  removed {stale}, left by a build that was killed")
+        yield
 
 
 class Tree:
@@ -350,7 +344,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--worktree-dir",
         default=None,
-        help="--compare: where baseline worktrees go (default ~/.cache/torchrl_glam_bench)",
+        help="--compare: where baseline worktrees go (default: benchmarks/ in the cache, $TORCHRL_GLAM_CACHE)",
     )
     parser.add_argument("overrides", nargs="*", help="field=value overrides of the preset, for every run")
     args = parser.parse_args(argv)

@@ -44,6 +44,18 @@ class MissingCapability(NotImplementedError):
     """An optional capability of :class:`TextEnvironment` asked of an environment without it."""
 
 
+class EnvironmentFilesError(Exception):
+    """An environment's files (its games, its data) missing, damaged, or that could not be built:
+    the message names them and the fix. A command line prints it as one line (the training room
+    names this class, never an environment's own subclasses)."""
+
+
+class EnvironmentStateError(ValueError):
+    """A checkpoint's environment state that this environment cannot take back (its games changed
+    since, a replayed action it refuses): the message says what differs and the fix, and a resume
+    reports it in those words."""
+
+
 class TextEnvironment(abc.ABC):
     """A text environment as the library sees it: a spec of its compact state and pure functions
     of that state, plus a factory of batched TorchRL environments.
@@ -231,4 +243,10 @@ class TextEnvironment(abc.ABC):
             raise self._missing(capability, feature)
 
 
-__all__ = ["GoalCatalogueLike", "MissingCapability", "TextEnvironment"]
+__all__ = [
+    "EnvironmentFilesError",
+    "EnvironmentStateError",
+    "GoalCatalogueLike",
+    "MissingCapability",
+    "TextEnvironment",
+]

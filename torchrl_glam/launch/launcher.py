@@ -28,15 +28,19 @@ import yaml
 from torchrl_glam.algorithms import SCRIPTS, get_script
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
-from torchrl_glam.training.cli import USAGE_ERROR, saved_config, unreadable_json
+from torchrl_glam.training.cli import USAGE_ERROR, check_resumed_preset, check_run_dir, saved_config, unreadable_json
 from torchrl_glam.training.config import config_from_preset, parse_overrides, preset_name
-from torchrl_glam.training.rundir import existing_run_content, write_atomic
+from torchrl_glam.training.rundir import RunDirError, existing_run_content, write_atomic
 
 
 def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
     """Builds and validates every run's full config (algorithm, preset, overrides, seed) and checks
     that its run dir stays under ``runs_root``: a bad sweep fails here, at submission (and in
     ``--dry-run``), not inside queued jobs."""
+    try:
+        check_run_dir(str(runs_root), flag="--runs-root")  # a file, or below one: every job would fail
+    except RunDirError as err:
+        raise ValueError(str(err)) from None
     root = Path(runs_root).resolve()
     _refuse_shared_run_dirs(runs)
     for run in runs:
@@ -61,15 +65,15 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
                 run.preset,
                 {**overrides, "run.seed": run.seed, "run.run_dir": run.run_dir},
             )
-            _check_resume(cfg, overrides)
+            _check_resume(cfg, overrides, script, run.preset)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{where} ({run.algorithm}, preset {run.preset!r}): {err}") from None
 
 
-def _check_resume(cfg, overrides: dict[str, Any]) -> None:
+def _check_resume(cfg, overrides: dict[str, Any], script, preset: str) -> None:
     """Every job resumes its run dir (its command line carries --resume): where one already holds a
     run, refuse here what that resume would refuse on the cluster (a changed setting the checkpoint
-    fixes, another algorithm's run, an unreadable config.json)."""
+    fixes, another preset's run, another algorithm's run, an unreadable config.json)."""
     run_dir = Path(cfg.run.run_dir)
     if not existing_run_content(run_dir):
         return
@@ -80,6 +84,7 @@ def _check_resume(cfg, overrides: dict[str, Any]) -> None:
             f"{run_dir} holds a run whose config.json {problem}, so its jobs cannot resume it: give these "
             "runs another --runs-root or --name, or remove that run dir"
         )
+    check_resumed_preset(type(cfg), script.presets, preset, {**overrides, "run.seed": cfg.run.seed}, run_dir)
     from torchrl_glam.training.resume import resume_changes  # imports torch: only for existing runs
 
     resume_changes(saved.to_dict(), saved.replace({**overrides, "run.run_dir": str(run_dir)}).validate())

@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from torchrl_glam.training.config import flatten_sections
+from torchrl_glam.training.config.presets import count_values
 
 SWEEP_KEYS = {"name", "algorithm", "preset", "overrides", "grid", "variants", "seeds"}
 MAX_RUNS = 1001  # Slurm's default MaxArraySize: one array job holds at most this many tasks
@@ -192,7 +193,7 @@ def load_sweep(
         sweep = yaml.safe_load(f)
     if not isinstance(sweep, dict):
         raise ValueError(f"sweep file {path} must hold a mapping (name, grid, seeds, ...)")
-    if _count_values(sweep, MAX_SWEEP_NODES) > MAX_SWEEP_NODES:
+    if count_values(sweep, MAX_SWEEP_NODES) > MAX_SWEEP_NODES:
         raise ValueError(
             f"sweep file {path} expands to more than {MAX_SWEEP_NODES} values (YAML aliases "
             "count each time they are used): write the values out, without nested aliases"
@@ -222,17 +223,3 @@ def _preset_files_found(sweep: dict[str, Any], folder: Path) -> dict[str, Any]:
             for name, settings in sweep["variants"].items()
         }
     return sweep
-
-
-def _count_values(obj: Any, cap: int) -> int:
-    """The values in ``obj`` (an alias counts each time it is used), counting stops past ``cap``."""
-    count, stack = 0, [obj]
-    while stack and count <= cap:
-        value = stack.pop()
-        count += 1
-        if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return count

@@ -3,7 +3,6 @@ processes (the ranks of a data-parallel run, Slurm array jobs, test workers), at
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
@@ -11,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from torchrl_glam.offline.models import is_complete
+from torchrl_glam.storage import CACHE_FIX, file_lock
 
 logger = logging.getLogger(__name__)
 
@@ -25,37 +25,16 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0").strip() in ("", "0")
 
 
-@contextlib.contextmanager
 def build_lock(final: Path):
     """An exclusive lock on building ``final``, across processes (and threads): the first caller
-    gets it at once; the others print one line saying what they wait for, and block.
-
-    ``fcntl.flock`` on a lock file next to ``final``: the kernel drops it when its holder exits,
-    however it exits, so a killed build never leaves a stale lock (NFS v4 supports it, so Slurm
-    nodes sharing a home directory wait for each other too). Where ``fcntl`` does not exist
-    (Windows) there is no lock; the atomic rename of :func:`build_into_cache` still keeps a
-    half-written build out of ``final``.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with open(final.parent / f".{final.name}.lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            logger.warning(
-                "waiting for another process to finish building %s (it shows the progress; this process loads "
-                "the result)",
-                final,
-            )
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    gets it at once; the others log one line saying what they wait for, and block
+    (:func:`~torchrl_glam.storage.file_lock` on ``.<final>.lock`` beside it)."""
+    return file_lock(
+        final.parent / f".{final.name}.lock",
+        waiting=f"waiting for another process to finish building {final} (it shows the progress; this process "
+        "loads the result)",
+        fix=CACHE_FIX,
+    )
 
 
 def build_into_cache(final: Path, build, rebuild: bool = False) -> Path:

@@ -3,9 +3,10 @@ defaults), where each one is (shipped or in the cache), and how it is found.
 
 ``offline:<name>`` models (:data:`OFFLINE_MODELS`) are either shipped with the package
 (:mod:`~torchrl_glam.offline.shipped`: ``offline/weights/`` and its manifest) or built on this
-machine into :func:`cache_root` by the builders beside this module (:mod:`~torchrl_glam.offline.tiny`,
-:mod:`~torchrl_glam.offline.pretraining`; a training run builds the one it needs). Each lives under
-its recipe's version name, so a build of another recipe is never taken for this one.
+machine into the cache (:func:`~torchrl_glam.storage.cache_root`) by the builders beside this
+module (:mod:`~torchrl_glam.offline.tiny`, :mod:`~torchrl_glam.offline.pretraining`; a training
+run builds the one it needs). Each lives under its recipe's version name, so a build of another
+recipe is never taken for this one.
 :func:`offline_model_path` finds a model and never builds one (``modules/loading.py`` loads through
 it): a model that is not there is refused with the command that builds it
 (:class:`OfflineModelNotBuilt`). This module imports no torch.
@@ -14,12 +15,12 @@ it): a model that is not there is refused with the command that builds it
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
 from torchrl_glam.offline.shipped import recipe_version, shipped_model_path
+from torchrl_glam.storage import cache_root
 
 ModelKind = Literal["t5", "llama"]
 
@@ -174,11 +175,6 @@ def offline_name(kind: ModelKind = "t5", data: str = "random", environment=DEFAU
     env = get_environment(environment)
     suffix = "" if env.legacy_offline_names else f"-{env.name}"
     return f"tiny-{kind}-" + ("pretrained" if data == "random" else data) + suffix
-
-
-def cache_root() -> Path:
-    """Where built models are cached: ``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``."""
-    return Path(os.environ.get("TORCHRL_GLAM_CACHE", Path.home() / ".cache" / "torchrl_glam"))
 
 
 def is_complete(directory: Path) -> bool:

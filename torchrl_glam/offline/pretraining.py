@@ -68,7 +68,6 @@ from torchrl_glam.offline.models import (
     PRETRAINING_VERSION,
     ModelKind,
     OfflineModelNotBuilt,
-    cache_root,
     offline_model_path,
     offline_name,
     pretraining_recipe,
@@ -76,6 +75,7 @@ from torchrl_glam.offline.models import (
 from torchrl_glam.offline.shipped import SHIPPED_ENV, recipe_version, ship, shipped_enabled
 from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
+from torchrl_glam.storage import cache_root
 
 #: Seconds per step of 128 transcripts on one CPU core (tiny T5), for the "how long" of the message.
 SECONDS_PER_STEP = 1.0

@@ -157,7 +157,7 @@ def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
 def default_tiny_model_path(kind: ModelKind = "t5", environment=DEFAULT_ENVIRONMENT) -> Path:
     """Path of the default tiny model (seed 0) of an environment's vocabulary (default
     Playground-Text): the shipped one where the package has it for the current recipe, else built
-    once into :func:`~torchrl_glam.offline.models.cache_root` under its recipe version."""
+    once into :func:`~torchrl_glam.storage.cache_root` under its recipe version."""
     try:
         return offline_model_path(f"{OFFLINE_PREFIX}tiny-{kind}", environment)
     except OfflineModelNotBuilt as missing:

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl_glam.storage import StorageError, make_folder
 from torchrl_glam.training.rundir import checked_path, record_written
 
 logger = logging.getLogger(__name__)
@@ -155,9 +156,9 @@ def remove_stale_temporaries(run_dir: str | os.PathLike) -> list[Path]:
 def save_checkpoint(state: dict, run_dir: str | os.PathLike) -> Path:
     """Writes ``state`` to ``run_dir/checkpoint.pt`` through a temporary file and a rename, with
     its content digest; the checkpoint it replaces is kept as ``checkpoint.prev.pt``. A full disk
-    raises an ``OSError`` that says so and names the file."""
+    raises a :class:`~torchrl_glam.storage.StorageError` (an ``OSError``) that says so and names the file."""
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(run_dir)
     remove_stale_temporaries(run_dir)
     path = checked_path(run_dir / CHECKPOINT_NAME)  # the files are replaced, never written through a link
     checked_path(run_dir / PREVIOUS_NAME)
@@ -179,10 +180,10 @@ def save_checkpoint(state: dict, run_dir: str | os.PathLike) -> Path:
             os.remove(tmp)
         code = _out_of_space(err)
         if code is not None:
-            raise OSError(
-                code,
+            raise StorageError(
                 f"{os.strerror(code)} while writing {path}: free space (or raise the quota or file-size "
                 "limit) there (the previous checkpoint is intact), then continue with --resume",
+                code,
             ) from None
         raise
     return path
@@ -195,8 +196,17 @@ _OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 def _out_of_space(err: BaseException) -> int | None:
     if getattr(err, "errno", None) in _OUT_OF_SPACE:
         return err.errno
-    # torch's zip writer reports these as a RuntimeError carrying the C library's text
-    return next((code for code in _OUT_OF_SPACE if os.strerror(code) in str(err)), None)
+    # torch's zip writer reports these as a RuntimeError ("unexpected pos ..."), the file's OSError
+    # only as its context, or carrying the C library's text
+    seen = err
+    while seen is not None:
+        if getattr(seen, "errno", None) in _OUT_OF_SPACE:
+            return seen.errno
+        code = next((code for code in _OUT_OF_SPACE if os.strerror(code) in str(seen)), None)
+        if code is not None:
+            return code
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _verified(path: Path, plain) -> dict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import textwrap
@@ -32,12 +33,13 @@ from torchrl_glam.training.config import (
     preset_overrides,
 )
 from torchrl_glam.training.eval_sets import EVAL_SETS
-from torchrl_glam.training.rundir import RunDirError, existing_run_content
+from torchrl_glam.training.rundir import RunDirError, existing_run_content, started_preset
 
 __all__ = [
     "USAGE_ERROR",
     "USER_ERROR_CLASSES",
     "RunOptions",
+    "check_resumed_preset",
     "check_run_dir",
     "command_line",
     "default_run_dir",
@@ -60,6 +62,9 @@ USER_ERROR_CLASSES = (
     ("torchrl_glam.offline.shipped", "ShippedWeightsError"),
     ("torchrl_glam.offline.models", "OfflineModelNotBuilt"),
     ("torchrl_glam.data.replay", "ReplayMemoryError"),
+    ("torchrl_glam.envs.registry", "EnvironmentLoadError"),
+    ("torchrl_glam.storage", "StorageError"),
+    ("torchrl_glam.envs.protocol", "EnvironmentFilesError"),
 )
 #: The exit code of such a refusal (argparse's for a bad command line).
 USAGE_ERROR = 2
@@ -124,6 +129,20 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
     return "\n".join(lines)
 
 
+class _HelpParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose epilog (the presets and every field) is built for ``--help``
+    only: it reads every preset file, which a run that is not asking for help does not need."""
+
+    def __init__(self, epilog: Callable[[], str], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._make_epilog = epilog
+
+    def format_help(self) -> str:
+        if self.epilog is None:
+            self.epilog = self._make_epilog()
+        return super().format_help()
+
+
 @dataclass
 class RunOptions:
     """What the command line asks of a run besides its config."""
@@ -158,14 +177,14 @@ def parse_command_line(
     exit before anything heavy is imported; the config is then validated against its
     environment's metadata (no torch either).
     """
-    parser = argparse.ArgumentParser(
+    parser = _HelpParser(
+        lambda: _fields_epilog(config_class, presets, _asked_preset(presets, argv, default_preset)),
         description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=_fields_epilog(config_class, presets, _asked_preset(presets, argv, default_preset)),
     )
     parser.add_argument(
         "--preset",
-        default=default_preset,
+        default=None,  # under --resume, a preset given is checked against the run's own
         metavar="NAME|FILE.yaml",
         help=f"a preset (listed below; default: {default_preset}) or a YAML file of your own written like "
         "theirs, e.g. 'extends: cpu' and the sections it changes",
@@ -187,14 +206,18 @@ def parse_command_line(
     overrides = parse_overrides(args.overrides, config_class)
     if args.run_dir is not None:
         overrides["run.run_dir"] = args.run_dir
-    cfg = config_from_preset(config_class, presets, args.preset, overrides)
+    preset = args.preset or default_preset
+    cfg = config_from_preset(config_class, presets, preset, overrides)
     if "run.run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
-        cfg = cfg.replace(run_dir=default_run_dir(cfg, args.preset))
+        cfg = cfg.replace(run_dir=default_run_dir(cfg, preset))
     check_run_dir(cfg.run.run_dir)
     if args.resume:  # a resume continues the saved run: only the overrides given now change it
         run_dir = Path(cfg.run.run_dir)
         saved = saved_config(config_class, run_dir)
         if saved is not None:
+            if args.preset is not None:
+                check_resumed_preset(config_class, presets, args.preset, overrides, run_dir)
+            preset = started_preset(run_dir) or preset  # what its report and its resume command name
             cfg = saved.replace({**overrides, "run.run_dir": cfg.run.run_dir}).validate()
         elif unreadable_json(run_dir / "config.json"):
             raise RunDirError(
@@ -205,29 +228,73 @@ def parse_command_line(
         elif not existing_run_content(run_dir):
             print(f"--resume: {run_dir} holds no run yet, so this starts a fresh run there")
     return cfg, RunOptions(
-        preset=args.preset,
+        preset=preset,
         resume=args.resume,
         overwrite=args.overwrite,
         progress=True if args.progress else False if args.no_progress else None,
     )
 
 
+def check_resumed_preset(
+    config_class: type[GLAMConfig], presets: Presets, preset: str, overrides: dict, run_dir: str | Path
+) -> None:
+    """Refuses to resume ``run_dir`` with ``--preset preset`` when the run was started with another
+    preset whose settings differ (beyond what a resume may change): a resume continues the saved
+    config, so the preset given would be ignored while the command and the launcher's record name it."""
+    started = started_preset(run_dir)
+    if started is None or preset_name(started) == preset_name(preset):
+        return  # the same preset (a run from before presets were recorded: its config.json decides)
+    resumable = set(config_class.resumable_fields())
+    ours = config_from_preset(config_class, presets, preset, overrides).flat_dict()
+    try:
+        theirs = config_from_preset(config_class, presets, started, overrides).flat_dict()
+    except ConfigError:  # its preset file is gone: the names alone differ
+        theirs = None
+    differ = (
+        [path for path, value in ours.items() if path not in resumable and theirs.get(path) != value]
+        if theirs is not None
+        else ["the preset itself"]
+    )
+    if differ:
+        shown = (
+            "; ".join(f"{path}: {started} {theirs[path]!r}, {preset} {ours[path]!r}" for path in differ[:5] if theirs)
+            or f"{started!r} cannot be read any more"
+        )
+        more = f" and {len(differ) - 5} more" if len(differ) > 5 else ""
+        raise ConfigError(
+            f"{run_dir} holds a run started with --preset {started}, and --preset {preset} sets other values "
+            f"({shown}{more}). A resume continues the saved run, so {preset}'s settings would be ignored: resume "
+            f"it with --preset {started} (or without --preset), or start the {preset} run in another "
+            "--run-dir (the launcher: another --name or --runs-root)."
+        )
+
+
 #: The longest name of one path component on Linux and macOS file systems (bytes).
 NAME_MAX = 255
 
 
-def check_run_dir(run_dir: str) -> None:
-    """Refuses, before anything loads, a run dir that cannot be one: a file, a name too long (an
-    empty one is refused by the config's validation)."""
+def check_run_dir(run_dir: str, flag: str = "--run-dir") -> None:
+    """Refuses, before anything loads, a run dir that cannot be one: a file, a folder below a file,
+    one that cannot be written, a name too long (an empty one is refused by the config's
+    validation). ``flag``: the option that named it, for the message."""
     path = Path(run_dir)
     for part in path.parts:
         if len(part.encode()) > NAME_MAX:
             raise RunDirError(
-                f"--run-dir has a folder name of {len(part.encode())} bytes ({part[:40]}...): file systems allow "
+                f"{flag} has a folder name of {len(part.encode())} bytes ({part[:40]}...): file systems allow "
                 f"{NAME_MAX}; choose a shorter name"
             )
     if path.exists() and not path.is_dir():
-        raise RunDirError(f"--run-dir {run_dir} is an existing file, not a folder: choose a folder's path")
+        raise RunDirError(f"{flag} {run_dir} is an existing file, not a folder: choose a folder's path")
+    # the nearest part of the path that exists: the run creates the folders below it
+    existing = next((p for p in path.absolute().parents if p.exists()), None) if not path.exists() else path
+    if existing is not None and not existing.is_dir():
+        raise RunDirError(f"{flag} {run_dir} lies below {existing}, which is a file: choose a path of folders")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise RunDirError(
+            f"{flag} {run_dir}: {existing} is not writable by this user, and a run writes its logs and checkpoints "
+            "there: make it writable, or choose another path"
+        )
 
 
 def resume_command(preset: str, run_dir: str | Path) -> str:
@@ -265,11 +332,41 @@ def unreadable_json(path: Path) -> bool:
 
 def saved_config(config_class: type[GLAMConfig], run_dir: Path) -> GLAMConfig | None:
     """The config a run dir's ``config.json`` holds, or ``None`` when it has none or holds another
-    algorithm's (the resume's refusal then names it)."""
+    algorithm's (the resume's refusal then names it). Raises a :class:`ConfigError` when it names
+    an environment that is not installed here, or fails to load (nothing could resume it)."""
     try:
-        return config_class.from_dict(json.loads((run_dir / "config.json").read_text()))
-    except (OSError, ValueError, TypeError):  # no file, torn JSON, another config class (ConfigError)
+        values = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):  # no file, torn JSON
         return None
+    try:
+        return config_class.from_dict(values)
+    except (ValueError, TypeError):  # another config class (ConfigError), or its environment is gone
+        _refuse_missing_environment(values, run_dir)
+        return None
+
+
+def _refuse_missing_environment(values: object, run_dir: Path) -> None:
+    """Raises a :class:`ConfigError` when a saved config names an environment that is not
+    registered here, or fails to load: the preset's environment would otherwise stand in for it,
+    and the resume be refused as a change of ``env.name`` that no override asked for."""
+    env = values.get("env") if isinstance(values, dict) else None
+    name = env.get("name") if isinstance(env, dict) else None
+    if not isinstance(name, str):
+        return
+    from torchrl_glam.envs.registry import ENTRY_POINT_GROUP, environment_names, get_environment
+
+    if name not in environment_names():
+        raise ConfigError(
+            f"{run_dir} holds a run on the environment {name!r}, which is not installed here (registered: "
+            f"{', '.join(environment_names())}): install the package that provides it (its entry point in the "
+            f"group {ENTRY_POINT_GROUP}), or register it with register_environment before main, then --resume again"
+        )
+    try:
+        get_environment(name)
+    except (ValueError, ImportError) as error:  # EnvironmentLoadError: the module or factory fails
+        raise ConfigError(
+            f"{run_dir} holds a run on the environment {name!r}, which fails to load here: {error}"
+        ) from None
 
 
 #: the width of --help's listing

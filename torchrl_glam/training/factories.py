@@ -1,5 +1,6 @@
-"""What every GLAM training script builds the same way: the environments, the scorer from a
-config, the policy module of an agent and acting with it (:func:`act`), the non-finite-loss error.
+"""What every GLAM training script builds the same way: the environments (and the check of one,
+:func:`check_env`), the scorer from a config, the policy module of an agent and acting with it
+(:func:`act`), the non-finite-loss error.
 
 Each algorithm builds its own loss, replay and updater from these in its folder
 (``torchrl_glam/algorithms/<algorithm>/``)."""
@@ -11,6 +12,8 @@ from tensordict.nn import TensorDictSequential
 from torchrl.envs import EnvBase
 
 from torchrl_glam.envs import get_environment
+from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, ACTION_MASK_KEY
+from torchrl_glam.envs.registry import environment_error
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
 from torchrl_glam.offline import build_offline_model
 from torchrl_glam.offline.models import OFFLINE_PREFIX
@@ -56,6 +59,85 @@ def make_env(
         **options,
         **kwargs,
     )
+
+
+def check_env(cfg: GLAMConfig) -> None:
+    """Refuses an environment that contradicts itself, before a run touches its run dir: TorchRL's
+    ``check_env_specs`` (a 3-step random rollout under a fixed seed, the torch RNG put back) on a
+    one-environment instance of ``cfg``'s, then the sizes the protocol declares against what it built:
+    its batch size, the keys the library reads (the compact state, ``"action_mask"``, the reports)
+    and ``num_actions(env)`` against the action spec and the mask's width. Otherwise such an
+    environment fails deep in TorchRL, or at the first update, after config.json and the logs are
+    written.
+
+    Args:
+        cfg: the run's config; its environment is built with ``num_envs=1`` and ``cfg.run.seed``
+            (the same on every rank, so that every rank refuses alike).
+
+    Raises:
+        EnvironmentLoadError: naming the environment, where it comes from, what differs and that it
+            is a bug in the environment.
+
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.factories import check_env
+        >>> check_env(make_config("smoke"))  # Playground-Text: consistent, so nothing is raised
+    """
+    from torchrl.envs.utils import check_env_specs  # the env is built first: TorchRL is loaded by then
+
+    from torchrl_glam.training.cli import user_errors
+
+    name, environment = cfg.env.name, cfg.environment
+    try:
+        env = make_env(cfg, num_envs=1, seed=cfg.run.seed)
+    except Exception as error:
+        if isinstance(error, user_errors()):  # a refusal in its own words (missing files, a bad option)
+            raise
+        raise environment_error(name, "failed to build its TorchRL environment (make_env raised)", error) from error
+    try:
+        try:
+            check_env_specs(env, seed=cfg.run.seed)
+        except Exception as error:  # AssertionError, or whatever the rollout raised first
+            # its first line: the rest of TorchRL's messages prints whole tensordicts
+            said = " ".join(str(error).strip().split("\n", 1)[0].split())
+            raise environment_error(
+                name,
+                "builds an environment whose data do not match its specs (TorchRL's check_env_specs on "
+                f"make_env(1): {type(error).__name__}: {said})",
+                bug=True,
+            ) from error
+        wrong = _size_mismatches(environment, env)
+    finally:
+        env.close()  # the check's own instance: what it holds (processes, files) is let go now
+    if wrong:
+        raise environment_error(name, "builds an environment unlike what it declares: " + "; ".join(wrong), bug=True)
+
+
+def _size_mismatches(environment, env: EnvBase) -> list[str]:
+    """What ``env`` (built by ``environment.make_env(1, ...)``) lacks or differs in from what
+    ``environment`` declares and the library reads."""
+    wrong = []
+    if tuple(env.batch_size) != (1,):
+        wrong.append(f"make_env(num_envs=1) built batch size {tuple(env.batch_size)}, not (1,)")
+    keys = set(env.observation_spec.keys())
+    needed = (*environment.state_keys, ACTION_MASK_KEY, ACHIEVED_GOAL_IDS_KEY, ACHIEVED_GOAL_COUNT_KEY)
+    absent = [key for key in needed if key not in keys]
+    if absent:
+        wrong.append(f"its observation spec lacks {', '.join(map(repr, absent))} (state keys and reports it must give)")
+    try:
+        declared = int(environment.num_actions(env))
+    except Exception as error:  # a num_actions that cannot read its own env: said here, not at the first update
+        return [*wrong, f"num_actions(env) raised {type(error).__name__}: {error}"]
+    widths = {}
+    if ACTION_MASK_KEY in keys:
+        widths[f"the {ACTION_MASK_KEY}"] = env.observation_spec[ACTION_MASK_KEY].shape[-1]
+    space = getattr(env.full_action_spec["action"], "space", None)
+    if getattr(space, "n", None) is not None:
+        widths["the action spec"] = int(space.n)
+    differ = [f"{what} has {width}" for what, width in widths.items() if width != declared]
+    if differ:
+        wrong.append(f"num_actions(env) is {declared}, but {' and '.join(differ)}")
+    return wrong
 
 
 def make_eval_envs(cfg: GLAMConfig) -> dict[str, EnvBase]:

@@ -31,6 +31,7 @@ from tensordict import TensorDictBase
 from torchrl.record.loggers import CSVLogger, Logger
 
 from torchrl_glam.data.episodes import episode_success
+from torchrl_glam.storage import make_folder, storage_error
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.rundir import CREATED_FOLDER, LIBRARY_FOLDER, append_line, record_written, write_atomic
 
@@ -108,7 +109,7 @@ class RunLogger:
 
     def __init__(self, cfg: GLAMConfig) -> None:
         self.run_dir = run_dir = Path(cfg.run.run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(run_dir)
         write_atomic(run_dir / "config.json", cfg.to_json())  # a kill never leaves half of it
         fresh = {name: not (run_dir / name).exists() for name in ("logs", "tensorboard", "wandb")}
         self.loggers = make_loggers(cfg)
@@ -154,7 +155,10 @@ class RunLogger:
 
     def _log(self, name: str, value: float, step: int) -> None:
         for logger in self.loggers:
-            logger.log_scalar(name, value, step=step)
+            try:
+                logger.log_scalar(name, value, step=step)
+            except OSError as error:  # TorchRL's loggers name no file: a full disk, a folder made read-only
+                raise storage_error(error, self.run_dir / "logs", "then continue with --resume") from None
         if name not in self._recorded_scalars:  # the file TorchRL's CSV logger writes for it
             self._recorded_scalars.add(name)
             record_written(self.run_dir / "logs" / "scalars" / f"{name}.csv")

@@ -19,6 +19,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from torchrl_glam.storage import StorageError
+
 ENVIRONMENT_NAME = "environment.json"
 #: the packages whose versions change a run's numbers or its code paths
 PACKAGES = ("torch", "torchrl", "tensordict", "transformers", "peft", "numpy", "torchrl_glam")
@@ -110,27 +112,34 @@ def read_environment(run_dir: str | Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
+def _part(record: dict, key: str) -> dict:
+    """``record[key]`` where it is a mapping (a record edited by hand may hold anything there)."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def environment_changes(old: dict, new: dict) -> list[str]:
     """What differs between two records that can change a run's numbers, e.g.
-    ``["torch 2.13.0 -> 2.14.1", "CPU flags differ"]`` (empty when nothing does)."""
+    ``["torch 2.13.0 -> 2.14.1", "CPU flags differ"]`` (empty when nothing does). A field of
+    another type than the record writes counts as differing."""
     changes = []
-    old_packages, new_packages = old.get("packages", {}), new.get("packages", {})
+    old_packages, new_packages = _part(old, "packages"), _part(new, "packages")
     for name in PACKAGES:
         if old_packages.get(name) != new_packages.get(name):
             changes.append(f"{name} {old_packages.get(name)} -> {new_packages.get(name)}")
-    old_torch, new_torch = old.get("torch", {}), new.get("torch", {})
+    old_torch, new_torch = _part(old, "torch"), _part(new, "torch")
     for key, what in [("build", "torch build"), ("cuda", "CUDA"), ("threads", "torch threads")]:
         if old_torch.get(key) != new_torch.get(key):
             changes.append(f"{what} {old_torch.get(key)} -> {new_torch.get(key)}")
-    if old.get("cpu", {}).get("model") != new.get("cpu", {}).get("model"):
+    if _part(old, "cpu").get("model") != _part(new, "cpu").get("model"):
         changes.append("CPU model differs")
-    if old.get("cpu", {}).get("flags") != new.get("cpu", {}).get("flags"):
+    if _part(old, "cpu").get("flags") != _part(new, "cpu").get("flags"):
         changes.append("CPU flags differ")
     if old.get("gpu") != new.get("gpu"):
         changes.append(f"GPU {old.get('gpu')} -> {new.get('gpu')}")
     if old.get("python") != new.get("python"):
         changes.append(f"python {old.get('python')} -> {new.get('python')}")
-    old_git, new_git = old.get("git", {}), new.get("git", {})
+    old_git, new_git = _part(old, "git"), _part(new, "git")
     if old_git.get("commit") != new_git.get("commit"):
         changes.append(f"commit {_short(old_git.get('commit'))} -> {_short(new_git.get('commit'))}")
     elif old_git.get("diff_sha256") != new_git.get("diff_sha256"):
@@ -138,8 +147,8 @@ def environment_changes(old: dict, new: dict) -> list[str]:
     return changes
 
 
-def _short(commit: str | None) -> str | None:
-    return commit[:7] if commit else commit
+def _short(commit) -> str | None:
+    return commit[:7] if isinstance(commit, str) and commit else commit
 
 
 def _flag_families(flags: list[str]) -> list[str]:
@@ -184,11 +193,23 @@ def record_environment(run_dir: str | Path, resumed: bool) -> str | None:
     or ``None``."""
     from torchrl_glam.training.rundir import record_event, write_atomic
 
+    path = Path(run_dir) / ENVIRONMENT_NAME
     previous = read_environment(run_dir) if resumed else None
     current = current_environment()
+    # compared before the record is replaced: the comparison is the point of a resume's record
+    if previous is not None:
+        changes = environment_changes(previous, current)
+    elif resumed and (path.exists() or path.is_symlink()):
+        changes = [f"the previous {ENVIRONMENT_NAME} cannot be read (not a JSON object), so what changed is unknown"]
+    else:
+        changes = []
+    if path.is_dir() and not path.is_symlink():
+        raise StorageError(
+            f"{path} is a folder, where a run writes the record of what it ran on: move it out of the run dir, then "
+            "run again"
+        )
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    write_atomic(Path(run_dir) / ENVIRONMENT_NAME, json.dumps(current, indent=1) + "\n")
-    changes = environment_changes(previous, current) if previous is not None else []
+    write_atomic(path, json.dumps(current, indent=1) + "\n")
     if not changes:
         return None
     record_event(run_dir, "environment_changed", changes=changes, previous=previous)

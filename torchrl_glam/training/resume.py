@@ -27,28 +27,14 @@ import torch
 from torchrl_glam.training.config import ConfigError, GLAMConfig, config_paths
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
-#: Fields a resume of any algorithm may change (see the module docstring), by path; the learning
-#: rates are each config class's (``LEARNING_RATE_FIELDS``).
-SCHEDULE_FIELDS = (
-    "run.total_steps",
-    "run.eval_every",
-    "run.log_every",
-    "run.checkpoint_every",
-    "run.eval_sets",
-    "run.loggers",
-    "run.num_threads",
-    "run.run_dir",
-)
-
 
 class ResumeError(ValueError):
     """A resume that would change settings a checkpoint fixes."""
 
 
 def resumable_fields(cfg: GLAMConfig) -> list[str]:
-    """The paths of the fields a resume of ``cfg`` may change."""
-    config_class = type(cfg)
-    return [*SCHEDULE_FIELDS, *config_class.LEARNING_RATE_FIELDS, *config_class.LEARNING_RATE_SCHEDULE_FIELDS]
+    """The paths of the fields a resume of ``cfg`` may change (its config class declares them)."""
+    return type(cfg).resumable_fields()
 
 
 def resume_changes(

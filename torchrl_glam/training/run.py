@@ -55,6 +55,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from transformers.utils import logging as hf_logging
 
 from torchrl_glam.data.episodes import EpisodeAssembler, episode_success
+from torchrl_glam.envs.protocol import EnvironmentFilesError, EnvironmentStateError
 from torchrl_glam.training import pace
 from torchrl_glam.training.checkpoint import (
     CHECKPOINT_NAME,
@@ -79,7 +80,7 @@ from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
-from torchrl_glam.training.factories import NonFiniteLossError, make_env, make_eval_envs
+from torchrl_glam.training.factories import NonFiniteLossError, check_env, make_env, make_eval_envs
 from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
 from torchrl_glam.training.provenance import record_environment
@@ -154,8 +155,11 @@ class TrainingRun:
             listed = " and ".join(f"{name.rsplit('.', 1)[-1]}={cfg.get(name)}" for name in per_rank)
             raise ValueError(f"{listed} must divide by the {self.world} ranks")
         self.main_rank = self.rank == 0
+        # an environment that contradicts its specs or sizes is refused before the run dir is touched,
+        # on every rank alike (the same seed); before the seeding, which its short rollout would move
+        check_env(cfg)
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
-        prepare_run_dir(cfg.run.run_dir, self.options.resume, self.options.overwrite, self.rank)
+        prepare_run_dir(cfg.run.run_dir, self.options.resume, self.options.overwrite, self.rank, self.options.preset)
         seed_everything(cfg.run.seed)  # the same initial weights on every rank
         self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.run.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)
@@ -299,6 +303,10 @@ class TrainingRun:
         for name, piece in self.pieces.items():
             try:
                 piece.load_state_dict(state[name])
+            except EnvironmentFilesError:
+                raise  # the environment's files, named with their fix: the checkpoint is not at fault
+            except EnvironmentStateError as err:  # the environment's own words: what changed, and the fix
+                raise CheckpointError(f"{self.checkpoint_dir / CHECKPOINT_NAME}: {err}") from err
             except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as err:
                 raise CheckpointError(
                     f"{self.checkpoint_dir / CHECKPOINT_NAME}: its {name!r} does not fit this run "

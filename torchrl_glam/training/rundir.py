@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
+
+from torchrl_glam import storage
+from torchrl_glam.storage import StorageError
 
 LOCK_NAME = ".lock"
 EVENTS_NAME = "events.jsonl"
@@ -57,11 +60,13 @@ ARTIFACTS = RUN_CONTENT + (
     "launch.json",
 )
 
+logger = logging.getLogger(__name__)
 _held: dict[str, int] = {}  # resolved run dir -> file descriptor holding its lock
 
 
-class RunDirError(RuntimeError):
-    """A run dir that this run may not use as asked."""
+class RunDirError(StorageError, RuntimeError):
+    """A run dir that this run may not use as asked (a RuntimeError, as before 0.4, and a
+    :class:`~torchrl_glam.storage.StorageError`)."""
 
 
 def existing_run_content(run_dir: str | os.PathLike) -> list[str]:
@@ -139,7 +144,29 @@ def written_entries(run_dir: str | os.PathLike) -> set[str]:
     path = Path(run_dir) / WRITTEN_NAME
     if not path.is_file() or path.is_symlink():
         return set()
-    return {line for line in path.read_text(errors="replace").splitlines() if line and ".." not in line.split("/")}
+    entries, outside = set(), []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line:
+            continue
+        # a tampered record: an entry outside the run dir is never followed nor removed
+        if line.startswith("/") or ".." in line.split("/") or "\x00" in line:
+            outside.append(line)
+        else:
+            entries.add(line)
+    if outside and str(path) not in _warned_records:
+        _warned_records.add(str(path))
+        logger.warning(
+            "%s lists %d entr%s outside its run dir (e.g. %r): ignored, never followed nor removed",
+            path,
+            len(outside),
+            "y" if len(outside) == 1 else "ies",
+            outside[0],
+        )
+    return entries
+
+
+#: The records whose entries outside their run dir were warned of (once per process)
+_warned_records: set[str] = set()
 
 
 #: How :func:`record_written` marks a folder: one the run created, one a library fills.
@@ -168,19 +195,20 @@ def _record(root: Path | None, path: Path, folder: str = "") -> None:
 
 
 def open_no_follow(path: str | os.PathLike, flags: int) -> int:
-    """``os.open`` that refuses a symbolic link at ``path`` with a :class:`RunDirError`."""
-    try:
-        return os.open(path, flags | os.O_NOFOLLOW, 0o644)
-    except OSError as err:
-        if os.path.islink(path):
-            _refuse_link(Path(path))
-        raise OSError(err.errno, f"{err.strerror} while writing {path}") from err
+    """``os.open`` that refuses a symbolic link at ``path`` with a :class:`RunDirError`, and a full
+    disk or a folder it cannot write in with a :class:`~torchrl_glam.storage.StorageError` naming it."""
+    if os.path.islink(path):
+        _refuse_link(Path(path))
+    return storage.open_no_follow(path, flags)  # a link made since is refused there too
 
 
 def _append(path: Path, line: str) -> None:
     fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    with os.fdopen(fd, "a") as f:
-        f.write(line)
+    try:
+        with os.fdopen(fd, "a") as f:
+            f.write(line)
+    except OSError as error:
+        raise storage.storage_error(error, path) from None
 
 
 def checked_path(path: str | os.PathLike) -> Path:
@@ -206,22 +234,14 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
     """Writes ``path`` through a temporary file and a rename: a kill leaves the old file or the new
     one, never half of one. A link at ``path`` or on its way is refused; the file is recorded."""
     path, root = _checked(Path(path))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    storage.write_atomic_file(path, data)
     _record(root if root is not None else _run_root(path), path)  # the marker itself creates the root
 
 
 def lock_run_dir(run_dir: str | os.PathLike) -> None:
     """Takes the run dir's lock or raises naming the process holding it."""
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    storage.make_folder(run_dir)
     key = str(run_dir.resolve())
     if key in _held:
         return
@@ -246,9 +266,26 @@ def release_run_dir(run_dir: str | os.PathLike) -> None:
         os.close(fd)  # closing the descriptor releases the flock
 
 
-def _mark_run_dir(run_dir: Path) -> None:
-    if not (run_dir / MARKER_NAME).exists():
-        write_atomic(run_dir / MARKER_NAME, json.dumps({"created_by": "torchrl_glam"}) + "\n")
+def _mark_run_dir(run_dir: Path, preset: str | None, fresh: bool) -> None:
+    """Writes the marker (what makes a folder a run dir) with the preset the run starts from; a
+    resume keeps the preset the run was started with."""
+    if fresh or not (run_dir / MARKER_NAME).exists():
+        marker = {"created_by": "torchrl_glam", **({"preset": preset} if preset else {})}
+        write_atomic(run_dir / MARKER_NAME, json.dumps(marker) + "\n")
+
+
+def started_preset(run_dir: str | os.PathLike) -> str | None:
+    """The preset the run in ``run_dir`` was started with: its marker's, or its launch.json's
+    (the launcher's record); ``None`` when neither says (a run of torchrl_glam before 0.4)."""
+    for name in (MARKER_NAME, "launch.json"):
+        path = Path(run_dir) / name
+        try:
+            preset = json.loads(path.read_text()).get("preset") if path.is_file() and not path.is_symlink() else None
+        except (OSError, ValueError, AttributeError):
+            preset = None
+        if isinstance(preset, str) and preset:
+            return preset
+    return None
 
 
 def _kept_on_overwrite(name: str) -> bool:
@@ -310,8 +347,11 @@ def clear_run_dir(run_dir: str | os.PathLike) -> list[str]:
     return removals
 
 
-def prepare_run_dir(run_dir: str | os.PathLike, resume: bool, overwrite: bool = False, rank: int = 0) -> None:
-    """Refuses, clears and locks ``run_dir`` as the module docstring says; call before training."""
+def prepare_run_dir(
+    run_dir: str | os.PathLike, resume: bool, overwrite: bool = False, rank: int = 0, preset: str | None = None
+) -> None:
+    """Refuses, clears and locks ``run_dir`` as the module docstring says; call before training.
+    ``preset``: the one the run starts from, recorded for a later resume (:func:`started_preset`)."""
     if resume and overwrite:
         raise RunDirError("--resume and --overwrite contradict each other: choose one")
     if not str(run_dir).strip():
@@ -329,7 +369,7 @@ def prepare_run_dir(run_dir: str | os.PathLike, resume: bool, overwrite: bool = 
         return
     run_dir = Path(run_dir)
     lock_run_dir(run_dir)
-    _mark_run_dir(run_dir)
+    _mark_run_dir(run_dir, preset, fresh=not content or overwrite)
     if overwrite and content:
         record_event(run_dir, "overwrite", removed=clear_run_dir(run_dir))
 

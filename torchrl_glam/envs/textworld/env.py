@@ -3,6 +3,10 @@
 TextWorld's interpreter (Jericho's Frotz) holds each started game apart, so the games of a batch
 run in one process; a started game is kept for the next episode of the same game (starting one
 costs ~0.1 s, a reset ~0.01 s).
+
+A checkpoint names each episode's game by its index in the pool, so it also records the pool
+(:meth:`~torchrl_glam.envs.textworld.games.GamePool.identity`): a resume on a pool whose games
+changed since is refused rather than played on other games.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from torchrl.envs import EnvBase
 
 from torchrl_glam.envs.env_state import ReplayedEpisodes
 from torchrl_glam.envs.keys import GAME_OVER_KEY
+from torchrl_glam.envs.protocol import EnvironmentStateError
 from torchrl_glam.envs.textworld.games import GameFileError, GamePool
 from torchrl_glam.envs.textworld.text import (
     HISTORY_KEYS,
@@ -28,6 +33,11 @@ from torchrl_glam.envs.textworld.text import (
     goals_of_facts,
     render_batch,
 )
+
+#: the checkpoint's record of the pool (absent from checkpoints written before it: not checked)
+POOL_STATE = "pool"
+#: what to do about a checkpoint whose games are not this pool's
+OTHER_POOL_FIX = "put back the pool the run trained on, or start a new run"
 
 
 def _text(values: list, device: torch.device) -> NonTensorStack:
@@ -81,6 +91,7 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         super().__init__(device=device, batch_size=torch.Size([num_envs]))
         self.pool, self.catalogue, self.split = pool, catalogue, split
         self.games = pool.games(split)  # checked against the manifest: a damaged game is refused here
+        self.pool_identity = pool.identity()  # both splits: the evaluation's held-out games too
         self.quests = catalogue.quest_of[split]
         self.num_envs, self.max_steps, self.history, self.text = num_envs, max_steps, history, text
         self.max_commands, self.text_bytes, self.command_bytes = max_commands, text_bytes, command_bytes
@@ -209,13 +220,57 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
             self._warned.add(key)
             warnings.warn(message + " (raise it where the environment is made)", stacklevel=3)
 
+    def _env_state(self) -> dict:
+        return {**super()._env_state(), POOL_STATE: self.pool_identity}
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Refuses the state of another pool (:class:`EnvironmentStateError`) before replaying it:
+        its game indices would name other games."""
+        state_dict = dict(state_dict)
+        recorded = state_dict.pop(POOL_STATE, None)
+        if recorded is not None:
+            self._check_pool(recorded)
+        elif "episodes" in state_dict:
+            warnings.warn(
+                "this checkpoint records no TextWorld pool (written before torchrl_glam recorded it): its games are "
+                f"taken to be those of {self.pool.folder(self.split)}, unchecked",
+                stacklevel=2,
+            )
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def _check_pool(self, recorded) -> None:
+        for split, now in self.pool_identity.items():
+            then = recorded.get(split) if isinstance(recorded, dict) else None
+            if then == now:
+                continue
+            folder = self.pool.folder(split)
+            if isinstance(then, dict) and then.get("folder") not in (None, now["folder"]):
+                raise EnvironmentStateError(
+                    f"the checkpoint played the TextWorld pool {then['folder']} and this run the pool {folder} "
+                    f"(other settings or another TextWorld version): resume with the settings and TextWorld version "
+                    f"the run trained on, or start a new run"
+                )
+            raise EnvironmentStateError(
+                f"the {split} games of the TextWorld pool {folder} changed since the checkpoint (other games, another "
+                f"order or another number of them than the run's episodes name by index): {OTHER_POOL_FIX}"
+            )
+
     def _replay_episode(self, b: int, episode: list, actions: list) -> None:
         """Game and goal, then the commands since the reset (TextWorld's games are deterministic)."""
         game, goal_id = episode
         if not 0 <= game < len(self.games):
-            raise ValueError(f"game {game} of sub-environment {b} is not in this {self.split} pool")
+            raise EnvironmentStateError(
+                f"game {game} of sub-environment {b} is not in the {len(self.games)} {self.split} games of the "
+                f"TextWorld pool {self.pool.folder(self.split)}: {OTHER_POOL_FIX}"
+            )
         self.start_episode(b, int(game), int(goal_id))
-        for command in actions:
+        for step, command in enumerate(actions, 1):
+            if command not in self._commands[b]:  # the game differs from the one the checkpoint played
+                raise EnvironmentStateError(
+                    f"the checkpoint's command {command!r} (step {step} of sub-environment {b}'s episode) is not "
+                    f"admissible in the TextWorld game {self.games[game]}: not the game the checkpoint played; "
+                    f"{OTHER_POOL_FIX}"
+                )
             self._step_one(b, self._commands[b].index(command))
 
     def start_episode(self, b: int, game: int, goal_id: int) -> None:

@@ -6,12 +6,15 @@ held-out games: disjoint by seed, and for the cooking family also by TextWorld's
 once into the cache, ``$TORCHRL_GLAM_CACHE/textworld/<family>-<digest of the settings and the
 TextWorld version>/game-<seed>.{z8,json}``, with a manifest of the files' SHA-256, and is never
 compiled during a reset: :meth:`GamePool.build` (``python -m torchrl_glam.envs.textworld``) builds
-the missing ones, showing progress.
+the missing ones, showing progress, then checks every game against the manifest.
+
+The pool writes only inside its folder and never through a symbolic link (its lock, its manifest,
+its games: :mod:`torchrl_glam.storage`); what goes wrong there (a damaged game or manifest, an
+unusable cache, a full disk) is a one-line error that names the file and the fix.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -24,6 +27,10 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from torchrl_glam import storage
+from torchrl_glam.envs.protocol import EnvironmentFilesError
+from torchrl_glam.storage.files import CACHE_FIX
 
 #: family -> (TextWorld challenge, default settings, the settings the user may change)
 FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -40,21 +47,23 @@ FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
 #: where held-out seeds start: no training pool reaches it
 HELD_OUT_SEED_OFFSET = 1_000_000
 MANIFEST = "manifest.json"
+#: the lock a pool's builders take (processes, array jobs and ranks building the same pool)
+LOCK = ".lock"
+#: the staging folders of game builds (a build killed mid-game leaves its own behind)
+STAGING = ".game-*"
+#: the manifest's temporary files (a kill while it is replaced leaves one behind)
+MANIFEST_TEMPORARY = ".manifest*"
+#: the longest part of TextWorld's own error kept in a message (Inform7's output runs for pages)
+ERROR_TEXT = 300
 
 
-class GameBuildError(RuntimeError):
+class GameBuildError(EnvironmentFilesError, RuntimeError):
     """A game TextWorld could not generate or compile; the message names the family, the seed and
     what to try."""
 
 
-class GameFileError(ValueError):
-    """A game file that is missing or damaged; the message names it and the fix."""
-
-
-def _cache_root() -> Path:
-    # the cache of the offline models (modules/offline_models.cache_dir), read here without
-    # importing that layer: environments sit below it
-    return Path(os.environ.get("TORCHRL_GLAM_CACHE", Path.home() / ".cache" / "torchrl_glam"))
+class GameFileError(EnvironmentFilesError, ValueError):
+    """A game file (or the manifest) that is missing or damaged; the message names it and the fix."""
 
 
 def _textworld_version() -> str:
@@ -135,7 +144,7 @@ class GamePool:
             sort_keys=True,
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-        return Path(self.cache or _cache_root() / "textworld") / f"{self.family}-{digest}"
+        return Path(self.cache or storage.cache_root() / "textworld") / f"{self.family}-{digest}"
 
     def path(self, split: str, seed: int) -> Path:
         """The compiled game (``.z8``; its logic is the ``.json`` beside it)."""
@@ -151,8 +160,12 @@ class GamePool:
         ]
 
     def build(self, progress: bool = True) -> None:
-        """Builds the missing games into the cache, one line of progress per ten games."""
+        """Builds the missing games into the cache, one line of progress per ten games, then
+        checks both splits against their manifests: a pool it leaves built is one training can use
+        (a damaged game or manifest raises a :class:`GameFileError`)."""
         todo = self.missing()
+        for folder in sorted({self.folder(split) for split, _ in todo}):
+            _read_manifest(folder, self)  # refused before a game is built beside a damaged manifest
         start = time.monotonic()
         for done, (split, seed) in enumerate(todo, 1):
             build_game(self.challenge, self._settings(split), seed, self.folder(split))
@@ -163,6 +176,22 @@ class GamePool:
                     file=sys.stderr,
                     flush=True,
                 )
+        for split in ("train", "held_out"):
+            self.games(split)
+
+    def identity(self) -> dict[str, dict[str, str]]:
+        """What a checkpoint records of the pool, per split: its folder's name (the family, the
+        settings, the TextWorld version) and a digest of its games' uuids in seed order, which its
+        episodes' game indices stand for. The uuids, not the files' digests: a game deleted and
+        rebuilt is the same game, though TextWorld may write its files otherwise in another process."""
+        identity = {}
+        for split in ("train", "held_out"):
+            folder = self.folder(split)
+            entries = _read_manifest(folder, self)
+            games = [entries.get(self.path(split, seed).name, {}) for seed in self.seeds(split)]
+            uuids = json.dumps([game.get("uuid") or game.get("z8") for game in games])
+            identity[split] = {"folder": folder.name, "games": hashlib.sha256(uuids.encode()).hexdigest()}
+        return identity
 
     def games(self, split: str) -> list[Path]:
         """The paths of a split's games, checked against the manifest written when each was
@@ -185,11 +214,16 @@ def build_game(challenge: str, settings: Mapping[str, Any], seed: int, folder: P
     """Generates and compiles one game with TextWorld's generator into ``folder`` (atomically:
     built in a temporary folder, then renamed in, the ``.json`` last), and records its digests."""
     check_platform()
-    folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"game-{seed}.z8"
-    with _locked(folder):  # array jobs and ranks building the same pool wait for each other
+    waiting = f"its build of the TextWorld games in {folder}"
+    with storage.file_lock(folder / LOCK, waiting=waiting, fix=CACHE_FIX):
+        # what builds killed mid-game left; no other builder is inside one while this lock is held
+        storage.remove_stale(folder, STAGING)
+        storage.remove_stale(folder, MANIFEST_TEMPORARY)
         if final.is_file() and final.with_suffix(".json").is_file():
             return final
+        _read_manifest(folder)  # a damaged manifest: refused before a game is built beside it
+        _refuse_links(final)  # before the build's seconds, and again before the renames
         return _build_game(challenge, settings, seed, folder, final)
 
 
@@ -210,29 +244,15 @@ def check_platform() -> None:
         )
 
 
-@contextlib.contextmanager
-def _locked(folder: Path):
-    """An exclusive ``flock`` on the folder's lock file (released by the kernel however its holder
-    exits); without ``fcntl`` (Windows) none, the atomic renames still keep games whole."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    with open(folder / ".lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _build_game(challenge: str, settings: Mapping[str, Any], seed: int, folder: Path, final: Path) -> Path:
     import textworld
     import textworld.challenges
     from textworld.generator import compile_game
 
-    staging = Path(tempfile.mkdtemp(prefix=f".game-{seed}-", dir=folder))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".game-{seed}-", dir=folder))
+    except OSError as error:
+        raise storage.storage_error(error, final, CACHE_FIX) from None
     try:
         options = textworld.GameOptions()
         options.seeds = seed
@@ -247,58 +267,126 @@ def _build_game(challenge: str, settings: Mapping[str, Any], seed: int, folder: 
                 warnings.filterwarnings("ignore", message=".*is not fully supported", category=UserWarning)
                 game = make(settings, options)
         except Exception as error:  # noqa: BLE001 - TextWorld's generator raises many kinds
-            raise GameBuildError(
-                f"TextWorld could not generate a {challenge} game with seed {seed} and settings {dict(settings)} "
-                f"({type(error).__name__}: {error}); try other settings (an easier level) or other seeds"
+            raise _build_error(
+                error,
+                final,
+                f"TextWorld could not generate a {challenge} game with seed {seed} and settings {dict(settings)}",
+                "try other settings (an easier level) or other seeds",
             ) from None
         try:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*is not fully supported", category=UserWarning)
                 compiled = Path(compile_game(game, options))
         except Exception as error:  # noqa: BLE001 - Inform7's compiler fails as a subprocess
-            raise GameBuildError(
-                f"TextWorld could not compile the {challenge} game of seed {seed} ({type(error).__name__}: "
-                f"{str(error)[:300]}); try other settings or other seeds"
+            raise _build_error(
+                error,
+                final,
+                f"TextWorld could not compile the {challenge} game of seed {seed}",
+                "try other settings or other seeds",
             ) from None
         files = {suffix: compiled.with_suffix(suffix) for suffix in (".z8", ".json")}
-        digests = {suffix: _digest(path) for suffix, path in files.items()}
-        os.replace(files[".z8"], final)
-        os.replace(files[".json"], final.with_suffix(".json"))  # last: a game is complete with its .json
-        _record(folder, final.name, {"z8": digests[".z8"], "json": digests[".json"], "uuid": game.metadata["uuid"]})
+        try:
+            _canonical_json(files[".json"])
+            digests = {suffix: _digest(path) for suffix, path in files.items()}
+            _refuse_links(final)
+            os.replace(files[".z8"], final)
+            entry = {"z8": digests[".z8"], "json": digests[".json"], "uuid": game.metadata["uuid"]}
+            _record(folder, final.name, entry)
+            # last: a game is complete with its .json, so a kill before leaves it missing (rebuilt)
+            os.replace(files[".json"], final.with_suffix(".json"))
+        except storage.StorageError:
+            raise
+        except OSError as error:
+            raise storage.storage_error(error, final, CACHE_FIX) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
+def _refuse_links(final: Path) -> None:
+    """A link where a game's files go is refused, as at every file the pool writes (a rename would
+    replace it silently)."""
+    for written in (final, final.with_suffix(".json")):
+        if written.is_symlink():
+            raise storage.link_error(written)
+
+
+def _build_error(error: Exception, final: Path, what: str, remedy: str) -> Exception:
+    """TextWorld's failure to build ``final``: a full disk said as such (Inform7 reports it deep in
+    its output, which the message cuts), anything else a :class:`GameBuildError` on one line."""
+    if storage.is_disk_full(error):
+        return storage.storage_error(error, final, CACHE_FIX)
+    text = " ".join(str(error).split())
+    text = text if len(text) <= ERROR_TEXT else text[:ERROR_TEXT] + " ..."
+    return GameBuildError(f"{what} ({type(error).__name__}: {text}); {remedy}")
+
+
+def _canonical_json(path: Path) -> None:
+    """Sorts the one set TextWorld writes as a list in the order of the process's hash seed (the
+    grammar's ``names_to_exclude``, read back as a set), so that a game rebuilt in another process
+    is byte-identical; the rest is written back as TextWorld wrote it (``json.dump``'s defaults)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    grammar = data.get("grammar") if isinstance(data, dict) else None
+    if isinstance(grammar, dict) and isinstance(grammar.get("names_to_exclude"), list):
+        grammar["names_to_exclude"] = sorted(grammar["names_to_exclude"], key=json.dumps)
+        path.write_text(json.dumps(data), encoding="utf-8")
+
+
 def _record(folder: Path, name: str, entry: dict[str, str]) -> None:
-    """Adds a game's digests to the folder's manifest (read, updated, replaced atomically)."""
-    manifest = folder / MANIFEST
-    entries = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    """Adds a game's digests to the folder's manifest (read, updated, replaced atomically; a link
+    there is refused)."""
+    entries = _read_manifest(folder)
     entries[name] = entry
-    handle, temporary = tempfile.mkstemp(prefix=".manifest-", dir=folder)
-    with os.fdopen(handle, "w") as out:
-        json.dump(entries, out, indent=1, sort_keys=True)
-    os.replace(temporary, manifest)
+    storage.write_atomic_file(folder / MANIFEST, json.dumps(entries, indent=1, sort_keys=True), fix=CACHE_FIX)
+
+
+def _read_manifest(folder: Path, pool: GamePool | None = None) -> dict[str, dict[str, str]]:
+    """The games recorded in ``folder`` (none before its first game); a damaged manifest raises a
+    :class:`GameFileError` naming it and the fix, a link there a ``StorageError``."""
+    manifest = folder / MANIFEST
+    if manifest.is_symlink():
+        raise storage.link_error(manifest)
+    if not manifest.exists():
+        return {}
+    try:
+        entries = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        entries = error
+    if not isinstance(entries, dict) or not all(isinstance(entry, dict) for entry in entries.values()):
+        cause = f"{type(entries).__name__}: {entries}" if isinstance(entries, Exception) else "not a dict of games"
+        raise GameFileError(
+            f"TextWorld's manifest {manifest} is damaged ({cause}), so no game beside it can be checked: "
+            f"delete {folder} and {_rebuild(pool)}"
+        )
+    return entries
+
+
+def _rebuild(pool: GamePool | None) -> str:
+    return f"run {pool.build_command()}" if pool else "rebuild the games"
 
 
 def verified_game(path: Path, pool: GamePool | None = None) -> Path:
-    """``path`` if it and its ``.json`` exist and match the manifest's digests; otherwise a
-    :class:`GameFileError` naming the file and the command that rebuilds it."""
-    rebuild = f"run {pool.build_command()}" if pool else "rebuild the game"
+    """``path`` if it and its ``.json`` are files of the pool's folder (not links) that match the
+    manifest's digests; otherwise a :class:`GameFileError` naming the file and the command that
+    rebuilds it."""
+    rebuild = _rebuild(pool)
     logic = path.with_suffix(".json")
     for needed in (path, logic):
+        if needed.is_symlink():  # a game read elsewhere could change under the pool's manifest
+            raise GameFileError(
+                f"TextWorld game file {needed} is a symbolic link (to {os.readlink(needed)}): a pool's games are "
+                f"files of its own folder; delete the link and {rebuild}"
+            )
         if not needed.is_file():
             raise GameFileError(
                 f"TextWorld game file {needed} not found (a game is a .z8 and its .json, the game's logic): {rebuild}"
             )
-    manifest = path.parent / MANIFEST
-    try:
-        entry = json.loads(manifest.read_text())[path.name]
-    except (OSError, ValueError, KeyError):
+    entry = _read_manifest(path.parent, pool).get(path.name)
+    if entry is None:
         raise GameFileError(
-            f"TextWorld game {path} is not in its folder's {MANIFEST} (a game built elsewhere or a damaged "
-            f"manifest): delete {path.parent} and {rebuild}"
-        ) from None
+            f"TextWorld game {path} is not in its folder's {MANIFEST} (a game built elsewhere, or by an "
+            f"older torchrl_glam killed before it recorded the game): delete {path.parent} and {rebuild}"
+        )
     for suffix, file in (("z8", path), ("json", logic)):
         if _digest(file) != entry.get(suffix):
             raise GameFileError(
@@ -333,7 +421,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         pool = GamePool.of(args.family, settings, train_games=args.train_games, held_out_games=args.held_out_games)
         pool.build()
-    except (ValueError, GameBuildError) as error:
+    except (ValueError, EnvironmentFilesError, storage.StorageError) as error:  # each says its fix in one line
         parser.exit(2, f"error: {error}\n")
     print(f"{pool.train_games} training and {pool.held_out_games} held-out games in {pool.folder('train').parent}")
 

@@ -55,12 +55,30 @@ class GLAMConfig:
     DIVERGENCE_LOSS_METRICS: ClassVar[dict[str, str]] = {}
     #: The conditions on the values, checked in order by :meth:`validate` (see :class:`Rule`).
     RULES: ClassVar[tuple[Rule, ...]] = RULES
+    #: Fields a resume of any algorithm may change (training/resume.py says why), by path; with
+    #: the learning rates and their schedule: :meth:`resumable_fields`.
+    SCHEDULE_FIELDS: ClassVar[tuple[str, ...]] = (
+        "run.total_steps",
+        "run.eval_every",
+        "run.log_every",
+        "run.checkpoint_every",
+        "run.eval_sets",
+        "run.loggers",
+        "run.num_threads",
+        "run.run_dir",
+    )
 
     env: EnvConfig = field(default_factory=EnvConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
     # --- the fields: paths, short names, values
+
+    @classmethod
+    def resumable_fields(cls) -> list[str]:
+        """The paths of the fields a resume may change: the schedule, the learning rates and
+        their schedule's fields."""
+        return [*cls.SCHEDULE_FIELDS, *cls.LEARNING_RATE_FIELDS, *cls.LEARNING_RATE_SCHEDULE_FIELDS]
 
     @classmethod
     def field_types(cls) -> dict[str, Any]:

@@ -115,6 +115,25 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         return super().construct_mapping(node, deep=deep)
 
 
+#: A preset holds a few dozen values: a bound on them once YAML's aliases are expanded (each use
+#: counts), so that a "billion laughs" file is refused before anything expands it
+MAX_PRESET_VALUES = 1_000_000
+
+
+def count_values(obj: Any, cap: int) -> int:
+    """The values in ``obj`` (an alias counts each time it is used); counting stops past ``cap``."""
+    count, stack = 0, [obj]
+    while stack and count <= cap:
+        value = stack.pop()
+        count += 1
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return count
+
+
 def _read_preset(path: Path) -> tuple[str, dict[str, Any]]:
     """A preset file's purpose (its opening comment, without the ``see ...`` line) and values."""
     try:
@@ -137,6 +156,11 @@ def _read_preset(path: Path) -> tuple[str, dict[str, Any]]:
         )
     if not isinstance(values, dict):
         raise ConfigError(f"preset file {path} holds a {type(values).__name__}, not sections of fields")
+    if count_values(values, MAX_PRESET_VALUES) > MAX_PRESET_VALUES:
+        raise ConfigError(
+            f"preset file {path} expands to more than {MAX_PRESET_VALUES} values (YAML aliases count each time "
+            "they are used): write the values out, without nested aliases"
+        )
     return " ".join(line for line in opening if not line.startswith("see ")), values
 
 
