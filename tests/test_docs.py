@@ -31,7 +31,7 @@ def test_the_site_builds_without_warnings(tmp_path):
 
     import torchrl_glam
 
-    for room in ["envs", "data", "offline", "modules", "objectives", "training", "algorithms", "launch"]:
+    for room in ["storage", "envs", "data", "offline", "modules", "objectives", "training", "algorithms", "launch"]:
         package = __import__(f"torchrl_glam.{room}", fromlist=["_"])
         for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
             if not any(part.startswith("_") for part in info.name.split(".")):

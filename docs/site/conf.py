@@ -50,7 +50,7 @@ napoleon_numpy_docstring = False
 
 # The API reference: one page per public module of the rooms below, generated at each build so a new
 # module appears without editing the docs. Private modules (``_x``, ``__main__``) are not imported.
-API_ROOMS = ["envs", "data", "offline", "modules", "objectives", "training", "algorithms", "launch"]
+API_ROOMS = ["storage", "envs", "data", "offline", "modules", "objectives", "training", "algorithms", "launch"]
 
 
 def _write_api_pages() -> None:
