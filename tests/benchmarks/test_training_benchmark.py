@@ -47,6 +47,27 @@ def test_timer_times_a_loop_over_any_environment():
     assert result["steps"] >= 16 and result["loop"] > 0
 
 
+def test_the_profile_splits_the_loop_and_leaves_nothing_patched():
+    from torchrl.envs import EnvBase
+
+    from torchrl_glam.benchmarks.profile import LoopProfile
+    from torchrl_glam.modules import LLMScorer
+
+    originals = (EnvBase.step_and_maybe_reset, LLMScorer.forward, torch.Tensor.backward)
+    profile = LoopProfile()
+    with profile.patches():
+        result = loop_timer.time_training_loop(160, "smoke", ["critic_width=8"], profile=profile)
+    parts = profile.seconds
+    for key in ("environment", "acting_forward", "update_forward", "backward", "encoder", "decoder", "attention"):
+        assert parts[key] > 0, key  # 160 steps of smoke: past learning_starts, so updates ran
+    top = parts["environment"] + parts["acting_forward"] + parts["update_forward"] + parts["backward"]
+    assert top <= result["loop"]
+    assert parts["encoder"] + parts["decoder"] <= parts["acting_forward"] + parts["update_forward"]
+    assert profile.tokens["real"] > 0 and profile.tokens["padded"] >= 0
+    assert any("padding:" in line for line in profile.table(result["loop"]))
+    assert (EnvBase.step_and_maybe_reset, LLMScorer.forward, torch.Tensor.backward) == originals
+
+
 def test_timer_refuses_a_run_whose_start_up_stepped_an_environment(monkeypatch):
     """An older tree pretrains its offline model on random play the first time it loads it: those
     environment steps came before the loop, and the timing began with the first of them (session

@@ -185,3 +185,14 @@ def test_the_environment_record_survives_a_missing_git(monkeypatch):
     record = provenance.current_environment()
     assert record["git"] == {"commit": None, "dirty": None, "diff_sha256": None}
     assert "commit unknown" in provenance.environment_summary(record)
+
+
+def test_a_cpu_run_on_a_gpu_build_of_torch_is_said_to_run_on_the_cpu():
+    from torchrl_glam.training import provenance
+
+    record = provenance.current_environment()
+    record["torch"].update(build="CUDA", cuda="13.2", threads=1)
+    record["gpu"] = None
+    assert "(CPU, a CUDA 13.2 build, 1 thread)" in provenance.environment_summary(record)
+    record["gpu"] = "NVIDIA H100"
+    assert "(CUDA 13.2, 1 thread)" in provenance.environment_summary(record)

@@ -292,3 +292,24 @@ def test_help_with_a_preset_lists_that_presets_values_and_folder_in_whole_senten
     # the longest help comment is all there, its words in order
     longest = max(field_help(SACGLAMConfig).values(), key=len)
     assert longest in " ".join(epilog.split())
+
+
+def test_a_looping_episode_is_shown_once_per_repeated_step(tmp_path):
+    import json
+
+    from torchrl_glam.training.logging import FINAL_EPISODES
+    from torchrl_glam.training.report import write_report
+
+    step = {"saw": "You are in the kitchen. " * 20, "action": "look", "reward": 0.0, "reported": []}
+    other = {**step, "action": "go east"}
+    episode = {"goal": "take the coin", "success": False, "steps": [other, *[step] * 10, other]}
+    (tmp_path / FINAL_EPISODES).parent.mkdir(parents=True)
+    (tmp_path / FINAL_EPISODES).write_text(json.dumps({"held_out": [episode]}))
+    (tmp_path / "evaluations.jsonl").write_text(
+        json.dumps({"set": "held_out", "env_steps": 8, "wall_seconds": 1.0, "success": 0.0}) + "\n"
+    )
+    write_report(tmp_path, {"env": {"name": "playground"}})
+    report = (tmp_path / "report.md").read_text()
+    assert report.count("The agent saw") == 3  # step 1, step 2 (then 3-11 the same), step 12
+    assert "**Steps 3-11.** The same as step 2, again each time." in report
+    assert "**Step 12.**" in report

@@ -129,7 +129,12 @@ def config_has_field(name: str) -> bool:
 
 
 def time_training_loop(
-    steps: int, preset: str = "cpu", overrides: list[str] = (), threads: int = 1, check_steps: bool = True
+    steps: int,
+    preset: str = "cpu",
+    overrides: list[str] = (),
+    threads: int = 1,
+    check_steps: bool = True,
+    profile=None,
 ) -> dict:
     """Runs the SAC-GLAM script for ``steps`` environment steps and returns what it measured:
     ``steps`` (environment steps taken: ``steps`` rounded up to a multiple of ``num_envs``), seconds
@@ -173,12 +178,16 @@ def time_training_loop(
             marks["first_step_cpu"] = time.process_time()
             marks["threads"] = torch.get_num_threads()  # the script may set its own: what the loop ran with
             before.update(bucket)
+            if profile is not None:
+                profile.active = True
         marks["steps"] = marks.get("steps", 0) + td.batch_size.numel()  # --steps rounds up to num_envs
         return step(self, td)
 
     def end_at_evaluation(*args, **kwargs):
         # evaluations are pushed past the end, so the first one is the final one: the loop is over
         marks["end"], marks["end_cpu"] = time.perf_counter(), time.process_time()
+        if profile is not None:
+            profile.active = False
         raise _LoopEnded
 
     # the harness (today) or the example script (older trees) imported evaluate under its own name

@@ -7,7 +7,8 @@
 Without ``--compare``: runs the SAC-GLAM training script for ``--steps`` environment steps with the
 LLM scorer's forward and every backward pass timed, and prints the share of the training loop spent
 outside them: environment steps, rendering, replay, HER, n-step, optimiser steps, logging (the goal
-is at most 15%).
+is at most 15%); then the loop's profile (``profile.py``): the environment, acting and the update's
+forward apart, the backward, the encoder, the decoder, attention, and the padding of the LLM's input.
 
 With ``--compare COMMIT``: env steps/s of this tree's loop against COMMIT's, as a ratio measured in
 one run on the same machine. COMMIT is checked out in a detached git worktree outside the
@@ -37,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from torchrl_glam.benchmarks import loop_timer
+from torchrl_glam.benchmarks.profile import LoopProfile
 from torchrl_glam.storage import cache_root, file_lock, remove_stale
 
 CURRENT_TREE = Path(__file__).resolve().parents[2]
@@ -60,7 +62,9 @@ CSV_FIELDS = (
 
 def breakdown(args) -> None:
     """The in-process mode: the share of the loop inside and outside the LLM."""
-    result = loop_timer.time_training_loop(args.steps, args.preset, args.overrides, args.threads)
+    profile = LoopProfile()
+    with profile.patches():
+        result = loop_timer.time_training_loop(args.steps, args.preset, args.overrides, args.threads, profile=profile)
     loop, llm, backward = result["loop"], result["llm_forward"], result["backward"]
     other = loop - llm - backward
     print(
@@ -71,6 +75,8 @@ def breakdown(args) -> None:
     print(f"  LLM forward (acting and learning): {llm:6.1f} s  ({llm / loop:.0%})")
     print(f"  backward:                          {backward:6.1f} s  ({backward / loop:.0%})")
     print(f"  everything else:                   {other:6.1f} s  ({other / loop:.1%})  (goal: at most 15%)")
+    print("where the loop's time goes:")
+    print("\n".join(profile.table(loop)))
 
 
 # ---- --compare: the baseline's worktree, the subprocesses, the rounds

@@ -165,9 +165,11 @@ def environment_summary(record: dict) -> str:
     packages = record.get("packages", {})
     torch_info = record.get("torch", {})
     threads = torch_info.get("threads")
+    build = f"{torch_info.get('build')}" + (f" {torch_info.get('cuda')}" if torch_info.get("cuda") else "")
+    if torch_info.get("build") not in (None, "CPU") and not record.get("gpu"):
+        build = f"CPU, a {build} build"  # a GPU build on a machine without a GPU runs on the CPU
     parts = [
-        f"torch {packages.get('torch')} ({torch_info.get('build')}"
-        + (f" {torch_info.get('cuda')}" if torch_info.get("cuda") else "")
+        f"torch {packages.get('torch')} ({build}"
         + (f", {threads} thread{'s' if threads != 1 else ''})" if threads is not None else ")")
     ]
     parts += [f"{name} {packages.get(name)}" for name in PACKAGES[1:] if packages.get(name)]

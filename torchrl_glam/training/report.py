@@ -133,6 +133,18 @@ def _environment_lines(run_dir: Path) -> list[str]:
 SHOWN_STEPS = 12
 
 
+def _repeats(steps: list[dict]) -> list[tuple[int, int]]:
+    """(first, last) index of each run of consecutive steps that are the same step (what the agent
+    saw, its candidates, what it took, the reward, the reports): a looping episode's."""
+    runs: list[tuple[int, int]] = []
+    for t, step in enumerate(steps):
+        if runs and steps[runs[-1][0]] == step:
+            runs[-1] = (runs[-1][0], t)
+        else:
+            runs.append((t, t))
+    return runs
+
+
 def _episode_lines(run_dir: Path) -> list[str]:
     """A few episodes of the final evaluation of each set as transcripts: what the agent does."""
     final = read_final_episodes(run_dir)
@@ -145,8 +157,9 @@ def _episode_lines(run_dir: Path) -> list[str]:
             steps = episode["steps"]
             ending = f"succeeded in {len(steps)} steps" if episode["success"] else f"failed ({len(steps)} steps)"
             lines += ["", f"### {name}, episode {k} ({policy}): {episode['goal']}: {ending}"]
-            for t, step in enumerate(steps[:SHOWN_STEPS], 1):
-                lines += ["", f"**Step {t}.** The agent saw:", "", "```text", step["saw"].rstrip(), "```", ""]
+            for first, last in _repeats(steps[:SHOWN_STEPS]):
+                step = steps[first]
+                lines += ["", f"**Step {first + 1}.** The agent saw:", "", "```text", step["saw"].rstrip(), "```", ""]
                 candidates = step.get("candidates")
                 top = ", ".join(f"`{text}` {prob:.2f}" for text, prob in candidates or [])
                 reported = ", ".join(step["reported"]) or "nothing"
@@ -154,6 +167,8 @@ def _episode_lines(run_dir: Path) -> list[str]:
                     (f"Its top candidates: {top}. " if top else "")
                     + f"It took `{step['action']}`; reward {step['reward']:g}; the partner reported {reported}."
                 )
+                if last > first:  # a looping episode: the same step again, said once
+                    lines += ["", f"**Steps {first + 2}-{last + 1}.** The same as step {first + 1}, again each time."]
             if len(steps) > SHOWN_STEPS:
                 lines += ["", f"({len(steps) - SHOWN_STEPS} more steps in the file.)"]
     return lines
