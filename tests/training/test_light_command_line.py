@@ -169,3 +169,15 @@ def test_the_device_names_a_config_accepts_without_torch_are_torchs(name):
     except (RuntimeError, TypeError):
         accepted = False
     assert (DEVICE_NAME.fullmatch(name) is not None) is accepted
+
+
+def test_help_lists_every_installed_environment(capsys):
+    from torchrl_glam.algorithms.sac_glam.train import cli
+    from torchrl_glam.envs.registry import BUILT_IN, ENTRY_POINT_GROUP
+    from torchrl_glam.training import cli as command_line
+
+    assert command_line.ENVIRONMENTS_GROUP == ENTRY_POINT_GROUP
+    with pytest.raises(SystemExit):
+        cli(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "installed: " + ", ".join(sorted(BUILT_IN)) in shown  # TextWorld's families too

@@ -99,6 +99,9 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
     would import OmegaConf and the environment for a listing)."""
     shown = {**config_class().flat_dict(), **preset_overrides(presets, preset)}
     help_lines = field_help(config_class)
+    installed = installed_environments()
+    if installed:  # the environments installed here, whatever package declares them
+        help_lines["env.name"] = f"{help_lines.get('env.name', '')}; installed: {', '.join(installed)}"
     short = {path: name for name, path in config_class.short_names().items()}
     lines = ["presets (--preset NAME; the files are in " + str(presets.folder) + "):"]
     lines += [_hanging(f"  {name:<28} ", presets.purpose(name)) for name in presets]
@@ -141,6 +144,19 @@ class _HelpParser(argparse.ArgumentParser):
         if self.epilog is None:
             self.epilog = self._make_epilog()
         return super().format_help()
+
+
+#: The entry-point group of the environments (``torchrl_glam.envs.registry.ENTRY_POINT_GROUP``; a
+#: test checks they agree): read here without importing the environments, for ``--help``
+ENVIRONMENTS_GROUP = "torchrl_glam.environments"
+
+
+def installed_environments() -> list[str]:
+    """The names of the environments the installed packages declare (their entry points), sorted;
+    importing none of them. Environments a script registers in Python are not among them."""
+    from importlib.metadata import entry_points
+
+    return sorted({entry_point.name for entry_point in entry_points(group=ENVIRONMENTS_GROUP)})
 
 
 @dataclass

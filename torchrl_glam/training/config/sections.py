@@ -67,8 +67,8 @@ class EnvConfig:
 
     name: str = setting(
         DEFAULT_ENVIRONMENT,
-        'a registered environment\'s name ("playground", "babyai", or one a script registered with '
-        "torchrl_glam.envs.register_environment before main)",
+        "a registered environment's name: one an installed package declares (listed by --help), or one a "
+        "script registered with torchrl_glam.envs.register_environment before main",
     )
     goals: str = setting("train", 'the training goal set, e.g. Playground-Text\'s "train" or "simplified"')
     goal_sampling: str = setting(
