@@ -129,7 +129,10 @@ def environment_origin(name: str) -> str:
     """Where the registered environment ``name`` comes from, for messages: its entry point and the
     package that declares it, or the factory given to :func:`register_environment`."""
     _discover()
-    factory = _FACTORIES.get(name)
+    return _origin(_FACTORIES.get(name))
+
+
+def _origin(factory: Callable[[], TextEnvironment] | None) -> str:
     if isinstance(factory, _EntryPointFactory):
         return _declared(factory.entry_point)
     if factory is None:
@@ -159,7 +162,7 @@ def environment_error(
     entry_point = factory.entry_point if isinstance(factory, _EntryPointFactory) else None
     package = _package(entry_point) if entry_point is not None else None
     said = " ".join(str(error).split())  # one line, whatever the error's own layout
-    head = f"environment {name!r} ({environment_origin(name)})"
+    head = f"environment {name!r} ({_origin(factory)})"
     if isinstance(error, ImportError) and "pip install" in said:  # the environment names its extra: it ends the line
         return EnvironmentLoadError(f"{head} needs a package that is not installed: {said}")
     head += f" {problem}" + (f": {type(error).__name__}: {said}" if error is not None else "")

@@ -40,18 +40,26 @@ def cache_root() -> Path:
     return root
 
 
-def is_disk_full(error: BaseException | str) -> bool:
-    """Whether ``error`` (an exception, any error chained to it, or a tool's output) is a full disk.
-    torch's writer, for one, raises a RuntimeError whose cause is not chained; its text says so."""
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then what it was raised from or while handling, each once: torch's writer, for
+    one, raises a RuntimeError on a full disk whose file error is only its context."""
     seen: set[int] = set()
-    while isinstance(error, BaseException) and id(error) not in seen:
+    while error is not None and id(error) not in seen:
         seen.add(id(error))
-        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if DISK_FULL_TEXT in str(error) or "ENOSPC" in str(error):
-            return True
+        yield error
         error = error.__cause__ or error.__context__
-    return isinstance(error, str) and DISK_FULL_TEXT in error
+
+
+def is_disk_full(error: BaseException | str) -> bool:
+    """Whether ``error`` (an exception, any error chained to it, or a tool's output) is a full disk."""
+    if isinstance(error, str):
+        return DISK_FULL_TEXT in error
+    return any(
+        (isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT))
+        or DISK_FULL_TEXT in str(seen)
+        or "ENOSPC" in str(seen)
+        for seen in error_chain(error)
+    )
 
 
 def storage_error(error: BaseException, path: str | os.PathLike, fix: str = "") -> StorageError:

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl_glam.storage import StorageError, make_folder
+from torchrl_glam.storage import StorageError, error_chain, make_folder
 from torchrl_glam.training.rundir import checked_path, record_written
 
 logger = logging.getLogger(__name__)
@@ -194,18 +194,14 @@ _OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _out_of_space(err: BaseException) -> int | None:
-    if getattr(err, "errno", None) in _OUT_OF_SPACE:
-        return err.errno
     # torch's zip writer reports these as a RuntimeError ("unexpected pos ..."), the file's OSError
     # only as its context, or carrying the C library's text
-    seen = err
-    while seen is not None:
+    for seen in error_chain(err):
         if getattr(seen, "errno", None) in _OUT_OF_SPACE:
             return seen.errno
         code = next((code for code in _OUT_OF_SPACE if os.strerror(code) in str(seen)), None)
         if code is not None:
             return code
-        seen = seen.__cause__ or seen.__context__
     return None
 
 
