@@ -50,6 +50,7 @@ run the naive pairs.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from typing import Literal
@@ -59,6 +60,7 @@ from torch import Tensor, nn
 
 from torchrl_glam.envs import ACTION_MASK_KEY, ACTIONS_KEY, PROMPT_KEY
 from torchrl_glam.modules.causal_scoring import CausalScoring
+from torchrl_glam.modules.length_groups import CPU_GROUP_TOKEN_PAIRS, gather_groups, length_groups, select_prompts
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, is_quantized, load_llm
 from torchrl_glam.modules.scorer_inputs import flatten_inputs
 from torchrl_glam.modules.seq2seq_scoring import Seq2SeqScoring
@@ -123,6 +125,9 @@ class LLMScorer(nn.Module):
         self.is_encoder_decoder = is_encoder_decoder
         self.normalization = normalization
         self.shared_prefix = shared_prefix
+        #: on the CPU, prompts are scored in groups of similar length of at most this many
+        #: (query, key) token pairs (``modules/length_groups.py``); ``None``: the batch at once
+        self.group_token_pairs: int | None = CPU_GROUP_TOKEN_PAIRS
         self._tokenise = CandidateTokeniser(tokenizer, is_encoder_decoder, tokenization)
         self.pad_id = self._tokenise.pad_id
         config = model.config
@@ -177,14 +182,21 @@ class LLMScorer(nn.Module):
         checkpointing = self.model.training and activation_checkpointing(self.model)
         device = next(self.model.parameters()).device
         if self.is_encoder_decoder:
-            batch = self._tokenise(prompts, candidates, mask, left_pad_prompts=False, device=device)
-            per_token = self._seq2seq(batch, naive=naive, reuse_cache=not checkpointing)
+            left_padded = False
+            path = functools.partial(self._seq2seq, naive=naive, reuse_cache=not checkpointing)
         elif naive or (checkpointing and not self._causal.lean):
-            batch = self._tokenise(prompts, candidates, mask, left_pad_prompts=False, device=device)
-            per_token = self._causal.pairs(batch)
+            left_padded, path = False, self._causal.pairs
         else:
-            batch = self._tokenise(prompts, candidates, mask, left_pad_prompts=True, device=device)
-            per_token = self._causal.tree(batch) if self._causal.lean else self._causal.repeated_cache(batch)
+            left_padded = True
+            path = self._causal.tree if self._causal.lean else self._causal.repeated_cache
+        batch = self._tokenise(prompts, candidates, mask, left_pad_prompts=left_padded, device=device)
+        max_pairs = self.group_token_pairs if device.type == "cpu" else None
+        groups = length_groups(batch.prompt_mask.sum(1), max_pairs)
+        if len(groups) == 1:
+            per_token = path(batch)
+        else:  # see modules/length_groups.py
+            parts = [path(select_prompts(batch, rows, left_padded)) for rows in groups]
+            per_token = gather_groups(parts, groups, batch.num_candidates)
         scores = self._reduce(per_token.token_logp, batch.action_lengths)
         num_candidates = batch.num_candidates
         return (
