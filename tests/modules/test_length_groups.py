@@ -43,9 +43,9 @@ def test_groups_give_the_whole_batchs_scores_hidden_states_and_gradients(
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6, msg=name)
     assert grouped_grads.keys() == whole_grads.keys() and whole_grads
     for name, grad in whole_grads.items():
-        # sums over many positions (the embeddings' rows): to 1e-6 of the tensor's largest value
+        # sums over many positions (the embeddings' rows): to 1e-5 of the tensor's largest value
         scale = float(grad.abs().max())
-        torch.testing.assert_close(grouped_grads[name], grad, rtol=0, atol=1e-6 * max(scale, 1.0), msg=name)
+        torch.testing.assert_close(grouped_grads[name], grad, rtol=0, atol=1e-5 * max(scale, 1.0), msg=name)
 
 
 def test_groups_are_longest_first_within_the_budget_and_one_when_it_fits():

@@ -50,6 +50,7 @@ run the naive pairs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from collections.abc import Sequence
@@ -64,7 +65,7 @@ from torchrl_glam.modules.length_groups import CPU_GROUP_TOKEN_PAIRS, gather_gro
 from torchrl_glam.modules.loading import LLMConfig, LoadedLLM, is_quantized, load_llm
 from torchrl_glam.modules.scorer_inputs import flatten_inputs
 from torchrl_glam.modules.seq2seq_scoring import Seq2SeqScoring
-from torchrl_glam.modules.tokenisation import CandidateTokeniser
+from torchrl_glam.modules.tokenisation import CandidateTokeniser, legal_candidates_only
 from torchrl_glam.modules.transformers_compat import activation_checkpointing
 
 SCORES_KEY = "action_scores"
@@ -87,6 +88,9 @@ class LLMScorer(nn.Module):
         tokenization: ``"exact"`` (default): a candidate's tokens are those of the continuation as
             lm-evaluation-harness defines it (see the module docstring); ``"separate"``: prompt and
             candidate tokenised apart, as Lamorel (the authors' code) does.
+        autocast: ``"bfloat16"``: the LLM's forward (and so its backward) under ``torch.autocast``
+            in bfloat16, its weights kept as they are (float32 master weights;
+            ``modules/mixed_precision.py``); ``None``: the weights' dtype throughout.
 
     Examples:
         >>> import torch
@@ -111,8 +115,13 @@ class LLMScorer(nn.Module):
         normalization: Normalization = "sum",
         shared_prefix: bool = True,
         tokenization: Tokenization = "exact",
+        autocast: str | None = None,
     ):
         super().__init__()
+        if autocast not in (None, "bfloat16"):
+            raise ValueError(f"autocast must be None or 'bfloat16', got {autocast!r}")
+        #: the dtype the LLM computes in under ``torch.autocast`` (``modules/mixed_precision.py``)
+        self.autocast_dtype = torch.bfloat16 if autocast == "bfloat16" else None
         if normalization not in ("sum", "mean"):
             raise ValueError(f"normalization must be 'sum' or 'mean', got {normalization!r}")
         if tokenization not in ("exact", "separate"):
@@ -147,7 +156,8 @@ class LLMScorer(nn.Module):
 
         ``prompt``: a str or (nested) list of str / NonTensorStack of batch shape ``*B``;
         ``actions``: (nested) lists of str / NonTensorStack of shape [*B, A]; ``action_mask``: bool
-        tensor [*B, A] (masked candidates are scored too; the actor gives them probability 0).
+        tensor [*B, A]. Masked candidates are not scored (no compute on the prefix-tree paths): their
+        scores and hidden states are 0, and the actor gives them probability 0.
         """
         return self._score(prompt, actions, action_mask, naive=not self.shared_prefix)
 
@@ -190,18 +200,29 @@ class LLMScorer(nn.Module):
             left_padded = True
             path = self._causal.tree if self._causal.lean else self._causal.repeated_cache
         batch = self._tokenise(prompts, candidates, mask, left_pad_prompts=left_padded, device=device)
+        batch = legal_candidates_only(batch, mask)
         max_pairs = self.group_token_pairs if device.type == "cpu" else None
         groups = length_groups(batch.prompt_mask.sum(1), max_pairs)
-        if len(groups) == 1:
-            per_token = path(batch)
-        else:  # see modules/length_groups.py
-            parts = [path(select_prompts(batch, rows, left_padded)) for rows in groups]
-            per_token = gather_groups(parts, groups, batch.num_candidates)
-        scores = self._reduce(per_token.token_logp, batch.action_lengths)
+        precision = (
+            torch.autocast(device.type, dtype=self.autocast_dtype)
+            if self.autocast_dtype is not None
+            else contextlib.nullcontext()
+        )
+        with precision:
+            if len(groups) == 1:
+                per_token = path(batch)
+            else:  # see modules/length_groups.py
+                parts = [path(select_prompts(batch, rows, left_padded)) for rows in groups]
+                per_token = gather_groups(parts, groups, batch.num_candidates)
+        legal = mask.to(device)
+        scores = self._reduce(per_token.token_logp.float(), batch.action_lengths)
+        scores = torch.where(legal, scores.view_as(legal), 0.0)
+        action_hidden = per_token.action_hidden.float().view(*legal.shape, -1)
+        action_hidden = torch.where(legal[..., None], action_hidden, 0.0)
         num_candidates = batch.num_candidates
         return (
             scores.reshape(*batch_shape, num_candidates),
-            per_token.action_hidden.float().reshape(*batch_shape, num_candidates, -1),
+            action_hidden.reshape(*batch_shape, num_candidates, -1),
             per_token.prompt_hidden.float().reshape(*batch_shape, -1),
         )
 
@@ -217,6 +238,7 @@ def make_scorer(
     normalization: Normalization = "sum",
     shared_prefix: bool = True,
     tokenization: Tokenization = "exact",
+    autocast: str | None = None,
     in_keys: Sequence[str] = (PROMPT_KEY, ACTIONS_KEY, ACTION_MASK_KEY),
     out_keys: Sequence[str] = (SCORES_KEY, ACTION_HIDDEN_KEY, PROMPT_HIDDEN_KEY),
 ):
@@ -247,5 +269,6 @@ def make_scorer(
         normalization=normalization,
         shared_prefix=shared_prefix,
         tokenization=tokenization,
+        autocast=autocast,
     )
     return TensorDictModule(scorer, in_keys=list(in_keys), out_keys=list(out_keys))

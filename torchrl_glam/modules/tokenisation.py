@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -206,6 +206,20 @@ class CandidateTokeniser:
             action_lengths=action_lengths.to(device),
             num_candidates=num_candidates,
         )
+
+
+def legal_candidates_only(batch: Tokenised, mask: Tensor) -> Tokenised:
+    """``batch`` with each masked candidate's tokens replaced by its prompt's first legal candidate's:
+    the prefix-tree paths run each distinct token row of a prompt once, so masked candidates cost no
+    compute there (the scorer then sets their outputs to 0). A prompt with no legal candidate keeps
+    its own rows."""
+    prompts, num_candidates = mask.shape
+    slots = torch.arange(num_candidates, device=mask.device)
+    first_legal = mask.int().argmax(1, keepdim=True)  # 0 where none is legal
+    source = torch.where(mask | ~mask.any(1, keepdim=True), slots, first_legal)
+    rows = (torch.arange(prompts, device=mask.device)[:, None] * num_candidates + source).flatten()
+    rows = rows.to(batch.action_ids.device)
+    return replace(batch, action_ids=batch.action_ids[rows], action_lengths=batch.action_lengths[rows])
 
 
 def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, left: bool = False) -> tuple[Tensor, Tensor]:

@@ -183,7 +183,12 @@ def make_glam_agent(cfg: GLAMConfig) -> GLAMAgent:
         lora_alpha=cfg.model.lora_alpha,
         quantization=cfg.model.quantization,
     )
-    scorer = make_scorer(llm, normalization=cfg.model.normalization, tokenization=cfg.model.tokenization)
+    scorer = make_scorer(
+        llm,
+        normalization=cfg.model.normalization,
+        tokenization=cfg.model.tokenization,
+        autocast=cfg.model.autocast,
+    )
     return GLAMAgent(scorer, environment=cfg.environment)
 
 

@@ -225,9 +225,21 @@ class GLAMConfig:
 
     def check_device(self) -> None:
         """Raises before any model loads when ``model.device`` names an accelerator this machine
-        lacks (not part of :meth:`validate`: a login node without a GPU validates GPU configs)."""
-        if self.model.device.split(":")[0] != "cuda":
-            return
+        lacks, or ``model.autocast`` asks for bfloat16 where it has no fast bfloat16 (not part of
+        :meth:`validate`: a login node without a GPU validates GPU configs)."""
+        if self.model.device.split(":")[0] == "cuda":
+            self._check_cuda()
+        if self.model.autocast is not None:
+            from torchrl_glam.modules.mixed_precision import has_fast_bfloat16
+
+            if not has_fast_bfloat16(self.model.device):
+                raise ConfigError(
+                    f"model.autocast={self.model.autocast!r} but {self.model.device!r} has no fast bfloat16 "
+                    "(a GPU that supports it, a CPU with AVX512-BF16 or AMX): autocast would be slower "
+                    "than float32 here; drop model.autocast"
+                )
+
+    def _check_cuda(self) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
         # a wheel labelled "+cpu" has no CUDA: refused without importing torch (seconds); otherwise

@@ -214,6 +214,14 @@ RULES: tuple[Rule, ...] = (
         "'float32', 'float16' or 'bfloat16'",
     ),
     Rule(
+        "model.autocast",
+        lambda c, e: (
+            c.model.autocast in (None, "bfloat16") and (c.model.autocast is None or c.model.dtype == "float32")
+        ),
+        "None or 'bfloat16', with model.dtype=float32 (autocast computes in bfloat16 from float32 weights)",
+        lambda c: f"model.autocast={c.model.autocast!r} with model.dtype={c.model.dtype!r}",
+    ),
+    Rule(
         "model.lora_rank",
         lambda c, e: c.model.lora_rank >= 0,
         "an integer >= 0 (0: every weight of the LLM trains, no adapters)",

@@ -95,6 +95,13 @@ class ModelConfig:
     quantization: str | None = setting(None, 'None, "4bit" or "8bit" (bitsandbytes; with lora_rank >= 1)')
     dtype: str = setting("float32", 'the LLM\'s weights: "float32", "float16" or "bfloat16"')
     device: str = setting("cpu", 'a torch device: "cpu", "cuda", "cuda:1"')
+    autocast: str | None = setting(
+        None,
+        '"bfloat16": the LLM\'s forward and backward under torch.autocast, its weights and optimiser '
+        "float32 (mixed precision; needs dtype=float32 and a device with fast bfloat16: a GPU that "
+        "supports it, a CPU with AVX512-BF16 or AMX); None: the weights' dtype throughout. Off in "
+        "every preset: see the benchmarks page for what it gave",
+    )
     normalization: str = setting("sum", '"sum" of token log-probs (the paper) or "mean"')
     tokenization: str = setting(
         "exact",
