@@ -11,7 +11,7 @@ from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import resolve_model_path
 from torchrl_glam.offline import build_offline_model
 from torchrl_glam.offline.models import offline_model_path, pretraining_recipe, tiny_model_recipe
-from torchrl_glam.offline.pretraining import _lm_batch, pretrain
+from torchrl_glam.offline.pretraining import _lm_batch, pretrain, transcripts_nll
 from torchrl_glam.offline.shipped import recipe_version
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
@@ -188,3 +188,36 @@ def test_an_environment_is_known_by_its_name_not_by_the_registry_s_instance():
     assert pretraining_recipe("t5", environment=own) == pretraining_recipe("t5")
     shipped = str(offline_model_path("offline:tiny-t5-pretrained"))
     assert environment_model("offline:tiny-t5-pretrained", own) == shipped
+
+
+@pytest.mark.parametrize("model_kind", ["t5", "llama"])
+def test_a_batch_in_length_groups_has_the_whole_batchs_loss_and_gradients(monkeypatch, tiny_paths, model_kind):
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from torchrl_glam.offline import pretraining
+
+    path = tiny_paths[model_kind]
+    loader = AutoModelForSeq2SeqLM if model_kind == "t5" else AutoModelForCausalLM
+    model, tokenizer = loader.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    encoder_decoder = model_kind == "t5"
+    with torch.random.fork_rng(devices=[]):
+        batch = _lm_batch(tokenizer, *RandomPlayTranscripts(seed=3).batch(12), encoder_decoder)
+
+    def loss_and_gradients():
+        model.zero_grad(set_to_none=True)
+        value = transcripts_nll(model, batch, encoder_decoder, backward=True)
+        return value, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    whole, whole_grads = loss_and_gradients()
+    assert whole == pytest.approx(model(**batch).loss.item(), rel=1e-6)  # one group: the batch as it is
+    # two rows a group at most
+    longest = int(((batch["labels"] != -100) if encoder_decoder else batch["attention_mask"]).sum(1).max())
+    monkeypatch.setattr(pretraining, "GROUP_LOGITS", 2 * longest * model.config.vocab_size)
+    calls = []
+    model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    grouped, grouped_grads = loss_and_gradients()
+    assert len(calls) >= 6
+    assert grouped == pytest.approx(whole, rel=1e-6)
+    assert grouped_grads.keys() == whole_grads.keys()
+    for name, grad in whole_grads.items():
+        torch.testing.assert_close(grouped_grads[name], grad, rtol=0, atol=1e-5 * max(float(grad.abs().max()), 1.0))

@@ -81,6 +81,13 @@ from torchrl_glam.storage import cache_root
 SECONDS_PER_STEP = 1.0
 #: The held-out transcripts of :func:`transcript_loss` (a seed the training stream never uses).
 TRANSCRIPT_LOSS_SEED = 12_345
+#: A batch of transcripts runs in groups of similar target length, each padded to its own longest
+#: rows, of at most this many logits (rows x target tokens x vocabulary) and this many encoder
+#: (query, key) pairs (rows x longest prompt², as the scorer's ``modules/length_groups.py``): with
+#: TextWorld's 13.6k words a batch's logits alone took ~700 MB and most of a step, half of them on
+#: padding. A Playground-Text batch is one group.
+GROUP_LOGITS = 1 << 23
+GROUP_TOKEN_PAIRS = 1 << 19
 
 
 #: name -> ``factory(seed, environment)`` of the stream (:func:`register_transcript_stream`).
@@ -126,6 +133,51 @@ def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_deco
         attention[r, : len(row)] = 1
         labels[r, len(p) : len(row)] = torch.tensor(row[len(p) :])
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
+
+
+def transcripts_nll(model, batch: dict, is_encoder_decoder: bool, backward: bool = False) -> float:
+    """The mean negative log-likelihood of a :func:`_lm_batch`'s target tokens (what
+    ``model(**batch).loss`` is), computed in groups of similar length (:data:`GROUP_LOGITS`), each
+    group's gradient accumulated with ``backward``: the same value and gradients, up to the order
+    of floating-point sums, without computing on the batch's padding."""
+    labels, attention = batch["labels"], batch["attention_mask"]
+    targets, widths = (labels != -100).sum(1), attention.sum(1)
+    # the rows' logits: at each target token (seq2seq), at every token of the row (decoder-only)
+    positions = targets if is_encoder_decoder else widths
+    total, vocabulary = targets.sum(), model.config.vocab_size
+
+    def fits(rows: int, longest_positions: int, longest_prompt: int) -> bool:
+        return rows * longest_positions * vocabulary <= GROUP_LOGITS and rows * longest_prompt**2 <= GROUP_TOKEN_PAIRS
+
+    if fits(len(targets), int(positions.max()), int(widths.max())):
+        loss = model(**batch).loss  # one group: the batch as it is
+        if backward:
+            loss.backward()
+        return loss.item()
+    order = positions.argsort(descending=True, stable=True)
+    value, start = 0.0, 0
+    while start < len(order):
+        end, longest_positions, longest_prompt = start + 1, int(positions[order[start]]), int(widths[order[start]])
+        while end < len(order):
+            longer = max(longest_positions, int(positions[order[end]])), max(longest_prompt, int(widths[order[end]]))
+            if not fits(end - start + 1, *longer):
+                break
+            end, (longest_positions, longest_prompt) = end + 1, longer
+        rows = order[start:end]
+        width = int(widths[rows].max())
+        # seq2seq labels are right-padded with -100: trimmed to the group's longest target
+        label_width = int(targets[rows].max()) if is_encoder_decoder else width
+        group = {
+            "input_ids": batch["input_ids"][rows, :width],
+            "attention_mask": attention[rows, :width],
+            "labels": labels[rows, :label_width],
+        }
+        loss = model(**group).loss * (targets[rows].sum() / total)
+        if backward:
+            loss.backward()
+        value += loss.item()
+        start = end
+    return value
 
 
 def _describe(stream: str | RandomPlayTranscripts) -> str:
@@ -212,13 +264,13 @@ def _pretrain(
             log_lines = main and bar.disable
             with bar:
                 for step in range(1, steps + 1):
-                    loss = model(**_lm_batch(tokenizer, *stream.batch(batch_size), is_encoder_decoder)).loss
                     optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
+                    batch = _lm_batch(tokenizer, *stream.batch(batch_size), is_encoder_decoder)
+                    loss = transcripts_nll(model, batch, is_encoder_decoder, backward=True)
                     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                     optimizer.step()
                     schedule.step()
-                    running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
+                    running = loss if running is None else 0.98 * running + 0.02 * loss
                     bar.set_postfix(loss=f"{running:.3f}", refresh=False)
                     bar.update()
                     if log_lines and (step % log_every == 0 or step == steps):
@@ -258,8 +310,11 @@ def transcript_loss(
     model.eval()  # no dropout (the tiny models have none; a loaded one might)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         data = RandomPlayTranscripts(seed=seed, environment=environment)
+        is_encoder_decoder = bool(model.config.is_encoder_decoder)
         losses = [
-            model(**_lm_batch(tokenizer, *data.batch(batch_size), bool(model.config.is_encoder_decoder))).loss.item()
+            transcripts_nll(
+                model, _lm_batch(tokenizer, *data.batch(batch_size), is_encoder_decoder), is_encoder_decoder
+            )
             for _ in range(batches)
         ]
     return sum(losses) / len(losses)
