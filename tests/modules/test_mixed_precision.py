@@ -28,6 +28,18 @@ def test_autocast_scores_in_bfloat16_and_trains_float32_weights(tiny_paths, make
     assert all(p.dtype == torch.float32 for p in scorer.model.parameters())
 
 
+@pytest.mark.parametrize("kind", ["t5", "llama"])
+def test_autocast_trains_lora_adapters_in_float32(tiny_paths, make_scorer_for, playground_batch, kind):
+    scorer = make_scorer_for(tiny_paths[kind], lora_rank=4)
+    scorer.autocast_dtype = torch.bfloat16
+    prompts, candidates, mask = playground_batch(3, 4, seed=1)
+    scores, hidden, _ = scorer(prompts, candidates, mask)
+    (scores.sum() + hidden.sum()).backward()
+    adapters = [p for p in scorer.model.parameters() if p.requires_grad]
+    assert adapters and all(p.dtype == torch.float32 and p.grad is not None for p in adapters)
+    assert all(torch.isfinite(p.grad).all() for p in adapters) and any(p.grad.abs().sum() > 0 for p in adapters)
+
+
 def test_the_config_passes_autocast_to_the_scorer():
     from torchrl_glam.training.factories import make_glam_agent
 
