@@ -83,7 +83,8 @@ def test_missing_gguf_file_is_named(tmp_path):
 @pytest.mark.slow
 def test_every_candidate_scores_as_the_harness_continuation(smollm2):
     """Shared-prefix and naive scores equal the harness's log-likelihood to 1e-4 nats, on every
-    candidate text of the environment (masked ones included) after real prompts of uneven lengths."""
+    candidate text of the environment after real prompts of uneven lengths; under a mask, the legal
+    candidates' scores are the same and the masked ones' 0."""
     tokenizer, model = smollm2.tokenizer, smollm2.model
     scorer = LLMScorer(model, tokenizer, is_encoder_decoder=False)
     prompts = env_prompts()
@@ -95,9 +96,11 @@ def test_every_candidate_scores_as_the_harness_continuation(smollm2):
     assert {text for row in rows for text in row} == set(ALL_CANDIDATES)
     generator = torch.Generator().manual_seed(0)
     mask = torch.rand(len(prompts), width, generator=generator) < 0.7
+    every = torch.ones_like(mask)
     with torch.no_grad():
-        shared = scorer(prompts, rows, mask)
-        naive = scorer.naive(prompts, rows, mask)
+        shared = scorer(prompts, rows, every)
+        naive = scorer.naive(prompts, rows, every)
+        masked = scorer(prompts, rows, mask)
     reference = torch.zeros(len(prompts), width)
     for i, prompt in enumerate(prompts):
         for j, candidate in enumerate(rows[i]):
@@ -108,6 +111,8 @@ def test_every_candidate_scores_as_the_harness_continuation(smollm2):
     torch.testing.assert_close(naive[0], reference, atol=1e-4, rtol=0)
     torch.testing.assert_close(shared[1], naive[1], atol=1e-3, rtol=1e-3)  # action hidden states
     torch.testing.assert_close(shared[2], naive[2], atol=1e-3, rtol=1e-3)  # prompt hidden states
+    torch.testing.assert_close(masked[0][mask], reference[mask], atol=1e-4, rtol=0)
+    assert bool((masked[0][~mask] == 0).all()) and bool((masked[1][~mask] == 0).all())
 
 
 def test_separate_tokenisation_is_lamorels_and_costs_nats(smollm2):

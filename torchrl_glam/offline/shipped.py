@@ -46,6 +46,9 @@ SHIPPED_MODELS = {
     "tiny-t5-pretrained": "python -m torchrl_glam.offline.pretraining --ship",
     "tiny-t5-hindsight": "python -m torchrl_glam.offline.pretraining --ship --data hindsight",
     "tiny-t5-pretrained-babyai": "python -m torchrl_glam.offline.pretraining --ship --env babyai",
+    "tiny-t5-pretrained-textworld_coin_collector": (
+        "python -m torchrl_glam.offline.pretraining --ship --env textworld_coin_collector"
+    ),
 }
 
 
