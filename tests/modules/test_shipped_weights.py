@@ -30,12 +30,14 @@ CODE_RECIPES = {
     "tiny-t5-pretrained": pretraining_recipe("t5"),
     "tiny-t5-hindsight": pretraining_recipe("t5", data="hindsight"),
     "tiny-t5-pretrained-babyai": pretraining_recipe("t5", environment="babyai"),
+    "tiny-t5-pretrained-textworld_coin_collector": pretraining_recipe("t5", environment="textworld_coin_collector"),
 }
 #: the pretrained models: (transcripts, environment)
 PRETRAINED = {
     "tiny-t5-pretrained": ("random", "playground"),
     "tiny-t5-hindsight": ("hindsight", "playground"),
     "tiny-t5-pretrained-babyai": ("random", "babyai"),
+    "tiny-t5-pretrained-textworld_coin_collector": ("random", "textworld_coin_collector"),
 }
 
 
@@ -275,3 +277,17 @@ def test_the_pretrained_model_of_another_environment_is_its_own_shipped_one(no_b
     assert model_of(make_config("cpu")) == str(WEIGHTS_DIR / "tiny-t5-pretrained")  # Playground-Text's own
     tokenizer = json.loads((WEIGHTS_DIR / "tiny-t5-pretrained-babyai" / "tokenizer.json").read_text())
     assert {"toggle", "forward", "carry"} <= set(tokenizer["model"]["vocab"])
+
+
+def test_the_textworld_presets_model_is_shipped_so_its_first_run_trains_at_once(no_build_no_network):
+    """A new user's `--preset cpu_textworld_coin_collector` loads the coin collector's pretrained tiny
+    T5 from the package: nothing is pretrained before training starts (it took ~1 h on first use)."""
+    pytest.importorskip("textworld", reason="TextWorld needs the textworld extra")
+    from torchrl_glam.algorithms.sac_glam.config import make_config
+    from torchrl_glam.training.factories import model_of
+
+    name = "tiny-t5-pretrained-textworld_coin_collector"
+    assert model_of(make_config("cpu_textworld_coin_collector")) == str(WEIGHTS_DIR / name)
+    tokenizer = json.loads((WEIGHTS_DIR / name / "tokenizer.json").read_text())
+    assert {"coin", "north", "take"} <= set(tokenizer["model"]["vocab"])
+    assert not no_build_no_network.exists()
