@@ -7,6 +7,7 @@ launcher runs with ``--dry-run``; other modules must accept ``--help``). ``pip``
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,12 @@ PAGES = [
 @pytest.mark.parametrize("where, code", [pytest.param(w, c, id=w) for w, c in code_blocks(PAGES, "python")])
 def test_python_block_runs(where, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, where, "exec"), {"__name__": "__readme__"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(compile(code, where, "exec"), {"__name__": "__readme__"})
+    # a block that builds a loss with target networks also builds TorchRL's updater of them, as a
+    # user's script must (TorchRL warns otherwise)
+    assert not [str(w.message) for w in caught if "No target network updater" in str(w.message)]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """The package's pieces in a stock TorchRL script, through public names only: a ``Collector``
 with the library's policy module on the environment, a ``ReplayBuffer`` that renders text at
-sampling time, the SAC-GLAM loss on a sampled batch, one optimiser step."""
+sampling time, the SAC-GLAM loss on a sampled batch, one optimiser step and TorchRL's soft update of
+the target heads."""
 
 import pytest
 import torch
@@ -46,6 +47,8 @@ def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(aut
 
     heads = make_critic_heads(agent.llm.hidden_size, width=16)  # the loss makes the twin heads and targets from it
     loss = SACGLAMLoss(agent, heads, num_actions=env.num_objects + 2)
+    target_updater = loss.make_target_updater(tau=0.005)  # TorchRL's SoftUpdate: no "no updater" warning
+    targets = loss.sac.target_qvalue_network_params.clone()
     out = loss(batch)
     total = out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]
     assert torch.isfinite(total)
@@ -57,6 +60,8 @@ def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(aut
     changed = {name for name, p in loss.named_parameters() if p.requires_grad and not torch.equal(p, before[name])}
     assert any(name.startswith("scorer.") for name in changed)  # the LLM learned
     assert any("qvalue_network" in name for name in changed)  # the critic heads learned
+    target_updater.step()
+    assert (loss.sac.target_qvalue_network_params != targets).any()  # the targets follow the heads
 
     # greedy play with the same module, through TorchRL's exploration type
     td = env.reset()
