@@ -198,6 +198,20 @@ def test_pretraining_says_what_it_builds_and_shows_progress(tmp_path, capfd, mon
     assert "pretraining" not in capfd.readouterr().err
 
 
+def test_a_log_file_gets_progress_at_least_every_30_seconds_and_no_invented_estimate(tmp_path, capfd, monkeypatch):
+    source = tiny.build_tiny_model(tmp_path / "init", "t5")
+    monkeypatch.setattr(pretraining, "PROGRESS_SECONDS", 0.0)  # every step is "30 s later"
+    capfd.readouterr()
+    pretraining.pretrain(tmp_path / "a", start_from=source, steps=3, batch_size=4, log_every=100)
+    err = capfd.readouterr().err
+    assert all(f"pretraining step {step}/3: loss " in err for step in (1, 2, 3))
+    # an environment whose pace was never measured gets no figure, only its own pace as it goes
+    assert "usually about" not in pretraining._progress_message("m", 600, 128, "out", None, environment="babyai")
+    assert "usually about 21 min" in pretraining._progress_message(
+        "m", 600, 128, "out", None, environment="textworld_coin_collector"
+    )
+
+
 def test_the_bar_shows_steps_loss_and_time_left_on_a_terminal(tmp_path, monkeypatch):
     """On a terminal the progress is a tqdm bar (steps, loss, time left), not log lines."""
     import io
