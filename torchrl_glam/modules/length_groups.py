@@ -83,10 +83,8 @@ def gather_groups(parts: list[PerToken], groups: list[Tensor], num_candidates: i
     prompt_place = torch.empty_like(rows)
     prompt_place[rows] = torch.arange(len(rows), device=rows.device)
     candidate_place = candidate_rows(prompt_place, num_candidates)
-    width = max(part.token_logp.shape[1] for part in parts)
-    token_logp = torch.cat([torch.nn.functional.pad(p.token_logp, (0, width - p.token_logp.shape[1])) for p in parts])
     return PerToken(
-        token_logp[candidate_place],
+        torch.cat([p.token_logp for p in parts])[candidate_place],  # the groups keep the batch's [., La]
         torch.cat([p.action_hidden for p in parts])[candidate_place],
         torch.cat([p.prompt_hidden for p in parts])[prompt_place],
     )
