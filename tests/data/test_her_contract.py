@@ -227,6 +227,25 @@ def test_relabeled_successes_replay_as_episodes_that_could_have_happened(environ
         assert int(reports.sum()) > len(pairs)  # the case this test is for does occur
 
 
+def test_relabeling_only_to_the_training_goals_keeps_those_sections_and_the_contract(environment):
+    """``relabel_goals`` (``replay.her_goals=training``) keeps exactly the sections relabeled with a
+    goal of the training set, and they still replay as episodes that could have happened."""
+    num_envs, steps, max_steps = PLAY[environment.name]
+    env, episodes, origins = _collect(environment, num_envs, steps, max_steps)
+    training = torch.as_tensor(environment.catalogue.goal_set("train"), dtype=torch.long)
+    every = HindsightRelabel(seed=0, environment=environment)(episodes)[len(episodes) :]
+    out = HindsightRelabel(seed=0, environment=environment, relabel_goals=training)(episodes)
+    relabeled = out[len(episodes) :]
+    kept = torch.isin(every["goal_id"][:, 0], training)
+    assert len(every) and len(relabeled) == int(kept.sum())
+    if TEXTWORLD(environment.name):  # its partner's facts (rooms, objects) are no game's quest
+        assert not len(relabeled)
+    assert torch.equal(relabeled["goal_id"], every["goal_id"][kept])
+    if len(relabeled):
+        source = _sources(episodes, relabeled)
+        _check_replays(env, environment, relabeled, [origins[i] for i in source.tolist()], success=True)
+
+
 @pytest.mark.parametrize("kind", ["negatives", "scene", "twins"])
 def test_relabeled_failures_replay_as_episodes_that_could_have_happened(environment, kind):
     num_envs, steps, max_steps = PLAY[environment.name]

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import torch
 from config_names import study_preset
 
 from experiments.tools.results import load_run
@@ -171,3 +172,15 @@ def test_the_paper_options_of_the_losses_and_replay_reach_them_and_default_to_th
     assert replay.weight_norm == "part" and replay.buffers[0].sampler.state_dict()["_eps"] == 0.01
     # Schaul et al.: beta linear from its start to 1 at the end of the run
     assert [per_beta_at(cfg, steps) for steps in (0, 500, 1000, 2000)] == pytest.approx([0.4, 0.7, 1.0, 1.0])
+
+
+def test_her_goals_training_relabels_only_with_the_training_goal_set():
+    from torchrl_glam.algorithms.sac_glam.build import make_episode_processing
+
+    cfg = make_config("smoke", {"replay.her": True, "replay.her_goals": "training"})
+    her, _, _ = make_episode_processing(cfg)
+    training = torch.as_tensor(cfg.environment.catalogue.goal_set(cfg.env.goals), dtype=torch.long)
+    assert torch.equal(her.relabel_goals, training)
+    assert make_episode_processing(make_config("smoke", {"replay.her": True}))[0].relabel_goals is None  # the paper
+    with pytest.raises(ValueError, match=r"replay.her_goals='rooms'.*expected 'reported' or 'training'"):
+        make_config("smoke", {"replay.her_goals": "rooms"})

@@ -298,6 +298,9 @@ class HindsightRelabel(Transform):
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of
             the episodes; ``"scene"`` and twins need its
             ``goals_in_scene``.
+        relabel_goals: relabel only with these goals (e.g. the training goal set: the tasks the
+            environment sets, where its partner also reports facts no task asks for); ``None``:
+            with every reported goal (the paper).
     """
 
     def __init__(
@@ -311,6 +314,7 @@ class HindsightRelabel(Transform):
         twins: bool = False,
         *,
         environment: TextEnvironment | str,
+        relabel_goals: Sequence[int] | torch.Tensor | None = None,
     ) -> None:
         super().__init__(in_keys=[("next", ACHIEVED_GOAL_IDS_KEY)], out_keys=[GOAL_ID_KEY, "relabeled"])
         self.environment = environment = get_environment(environment)
@@ -335,12 +339,17 @@ class HindsightRelabel(Transform):
             environment.require("goals_in_scene", "HER's scene negatives and twins")
             self.task_goals = torch.unique(torch.as_tensor(goal_ids, dtype=torch.int64))
             self.task_goal_type = torch.as_tensor(environment.catalogue.goal_type)[self.task_goals]
+        self.relabel_goals = None if relabel_goals is None else torch.as_tensor(relabel_goals, dtype=torch.int64)
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
 
+    def _keep_goal(self, goal_ids: torch.Tensor, relabel_ids: torch.Tensor) -> torch.Tensor:
+        return torch.isin(relabel_ids, self.relabel_goals)
+
     def forward(self, episodes: TensorDictBase) -> TensorDictBase:
-        e, t, goals = hindsight_steps(episodes, self.max_per_episode, self.generator)
+        keep_goal = self._keep_goal if self.relabel_goals is not None else None
+        e, t, goals = hindsight_steps(episodes, self.max_per_episode, self.generator, keep_goal)
         relabeled = _sections(episodes, e, t, goals, success=True)
         scene_negatives = bool(self.negatives_per_episode) and self.negatives_from == "scene"
         if self.twins or scene_negatives:

@@ -170,6 +170,7 @@ def make_episode_processing(cfg: SACGLAMConfig):
             twins=replay.her_twins,
             goal_ids=environment.catalogue.goal_set(cfg.env.goals),
             environment=environment,
+            relabel_goals=environment.catalogue.goal_set(cfg.env.goals) if replay.her_goals == "training" else None,
         )
     twins = NoOpTwins(seed=cfg.run.seed, environment=environment) if replay.noop_twins else None
     nstep = NStepReturns(algorithm.n_step, algorithm.gamma, algorithm.bootstrap_time_limit, environment=environment)

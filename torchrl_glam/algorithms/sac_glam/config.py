@@ -107,6 +107,12 @@ class ReplayConfig:
     her: bool = setting(False, "hindsight relabeling with the goals the social partner reported (data/her.py)")
     her_ratio: float = setting(0.5, 'the share of relabeled transitions in a batch (batch_strategy "ratio")')
     her_max_per_episode: int | None = setting(None, "None: every reported goal (the paper)")
+    her_goals: str = setting(
+        "reported",
+        '"reported": relabel with every goal the social partner reported (the paper); "training": only with '
+        "goals of the training goal set (env.goals), the tasks the environment sets, where its partner also "
+        "reports facts that no task asks for (TextWorld's rooms)",
+    )
     her_negatives: int = setting(
         0,
         "also relabel each episode with this many goals it did not achieve (reward 0): failures for the goals "
@@ -214,6 +220,9 @@ class SACGLAMConfig(GLAMConfig):
         ),
         Rule("algorithm.gamma", lambda c, e: 0.0 <= c.algorithm.gamma <= 1.0, "a number in [0, 1]"),
         Rule("replay.her_ratio", lambda c, e: 0.0 <= c.replay.her_ratio <= 1.0, "a number in [0, 1]"),
+        Rule(
+            "replay.her_goals", lambda c, e: c.replay.her_goals in ("reported", "training"), "'reported' or 'training'"
+        ),
         minimum("algorithm.n_step", 1),
         minimum("algorithm.update_frequency", 1),
         minimum("algorithm.num_updates", 1),
