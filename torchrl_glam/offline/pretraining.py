@@ -77,10 +77,10 @@ from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 from torchrl_glam.storage import cache_root
 
-#: Seconds per step of 128 transcripts on one CPU core (tiny T5), by environment, for the "how long"
-#: of the first message: measured with the length groups (TextWorld's coin collector: 1,283 s for
-#: 600 steps beside a test suite); an environment without a figure gets none (its pace follows).
-SECONDS_PER_STEP = {"playground": 1.0, "textworld_coin_collector": 2.1}
+#: Seconds per step of 128 transcripts on one CPU core (tiny T5) on the default environment's
+#: transcripts, for the "how long" of the first message; another environment's prompts differ in
+#: length, so it gets no figure (its pace follows in the progress lines).
+SECONDS_PER_STEP = 1.0
 #: In a log file, a progress line at least this often (and every ``log_every`` steps)
 PROGRESS_SECONDS = 30.0
 #: The held-out transcripts of :func:`transcript_loss` (a seed the training stream never uses).
@@ -198,13 +198,12 @@ def _progress_message(
     out,
     why: str | None,
     transcripts: str = "random-play transcripts",
-    environment: str = DEFAULT_ENVIRONMENT,
+    environment=DEFAULT_ENVIRONMENT,
 ) -> str:
-    per_step = SECONDS_PER_STEP.get(environment)
-    if per_step is None:
+    if get_environment(environment).name != get_environment(DEFAULT_ENVIRONMENT).name:
         usually = "the time left follows from its pace"
     else:
-        minutes = steps * batch_size / 128 * per_step / 60
+        minutes = steps * batch_size / 128 * SECONDS_PER_STEP / 60
         usually = "usually " + (f"about {minutes:.0f} min" if minutes >= 1 else f"about {minutes * 60:.0f} s")
     return (
         f"pretraining {what} on {transcripts} into {out}"
@@ -253,8 +252,8 @@ def _pretrain(
     main = is_main_process()
     what = f"the tiny {kind} model" if start_from is None else str(start_from)
     if main:
-        name = get_environment(environment).name
-        print(_progress_message(what, steps, batch_size, out, why, _describe(data), name), file=sys.stderr, flush=True)
+        message = _progress_message(what, steps, batch_size, out, why, _describe(data), environment)
+        print(message, file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         # from scratch: the random-init model of the recipe, never a cached or shipped copy
         source = (
