@@ -162,15 +162,16 @@ def make_episode_processing(cfg: SACGLAMConfig):
     environment, replay, algorithm = cfg.environment, cfg.replay, cfg.algorithm
     her = None
     if replay.her:
+        training_goals = environment.catalogue.goal_set(cfg.env.goals)
         her = HindsightRelabel(
             replay.her_max_per_episode,
             seed=cfg.run.seed,
             negatives_per_episode=replay.her_negatives,
             negatives_from=replay.her_negatives_from,
             twins=replay.her_twins,
-            goal_ids=environment.catalogue.goal_set(cfg.env.goals),
+            goal_ids=training_goals,
             environment=environment,
-            relabel_goals=environment.catalogue.goal_set(cfg.env.goals) if replay.her_goals == "training" else None,
+            relabel_goals=training_goals if replay.her_goals == "training" else None,
         )
     twins = NoOpTwins(seed=cfg.run.seed, environment=environment) if replay.noop_twins else None
     nstep = NStepReturns(algorithm.n_step, algorithm.gamma, algorithm.bootstrap_time_limit, environment=environment)
