@@ -221,3 +221,88 @@ def test_a_batch_in_length_groups_has_the_whole_batchs_loss_and_gradients(monkey
     assert grouped_grads.keys() == whole_grads.keys()
     for name, grad in whole_grads.items():
         torch.testing.assert_close(grouped_grads[name], grad, rtol=0, atol=1e-5 * max(float(grad.abs().max()), 1.0))
+
+
+def _weights(path) -> dict:
+    return load_llm(LLMConfig(str(path))).model.state_dict()
+
+
+def test_a_build_that_died_continues_from_its_last_state_to_the_uninterrupted_build(tmp_path, tiny_paths, monkeypatch):
+    """A crash, kill or preemption loses at most CHECKPOINT_SECONDS of a build: the next call with
+    the same settings continues from the saved step and writes the uninterrupted build's weights."""
+    from torchrl_glam.offline import pretraining
+
+    settings = dict(start_from=tiny_paths["t5"], steps=6, batch_size=8, seed=4)
+    whole = pretrain(tmp_path / "whole", **settings, checkpoint=tmp_path / "whole.partial.pt")
+    assert not (tmp_path / "whole.partial.pt").exists()  # removed once the model is written
+
+    monkeypatch.setattr(pretraining, "CHECKPOINT_SECONDS", 0.0)  # a state after every step
+    checkpoint, original, calls = tmp_path / "resumed.partial.pt", pretraining.transcripts_nll, []
+
+    def dies_at_the_fourth_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise RuntimeError("killed")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(pretraining, "transcripts_nll", dies_at_the_fourth_step)
+    with pytest.raises(RuntimeError, match="killed"):
+        pretrain(tmp_path / "resumed", **settings, checkpoint=checkpoint)
+    assert torch.load(checkpoint, weights_only=True)["step"] == 3
+    monkeypatch.setattr(pretraining, "transcripts_nll", original)
+    # another build's state is not taken for this one's
+    other = pretrain(tmp_path / "other", **{**settings, "seed": 5}, checkpoint=checkpoint)
+    assert not any(torch.equal(a, b) for a, b in zip(_weights(other).values(), _weights(whole).values()))
+    with pytest.raises(RuntimeError, match="killed"):
+        calls.clear()
+        monkeypatch.setattr(pretraining, "transcripts_nll", dies_at_the_fourth_step)
+        pretrain(tmp_path / "resumed", **settings, checkpoint=checkpoint)
+    monkeypatch.setattr(pretraining, "transcripts_nll", original)
+    resumed = pretrain(tmp_path / "resumed", **settings, checkpoint=checkpoint)
+    expected, got = _weights(whole), _weights(resumed)
+    assert all(torch.equal(expected[name], got[name]) for name in expected)
+    assert not checkpoint.exists()
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_stops_a_build_in_one_line_and_the_same_command_continues_it(tmp_path, tiny_paths, stop):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "torchrl_glam.offline.pretraining", "--out", str(tmp_path / "model")]
+    command += ["--start-from", str(tiny_paths["t5"]), "--steps", "100000", "--batch-size", "4", "--threads", "1"]
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=environment)
+    lines = []
+    for line in process.stderr:  # a progress line every 50 steps in a log file
+        lines.append(line)
+        if line.startswith("pretraining step 50/"):
+            break
+    process.send_signal(getattr(signal, stop))
+    err = "".join(lines) + process.stderr.read()
+    assert process.wait(timeout=120) == 3, err  # the training scripts' code for a stop with its state saved
+    last = err.strip().splitlines()[-1]
+    assert "Traceback" not in err
+    assert last.startswith("stopped: stopped pretraining ") and "its state is saved in" in last, err
+    step = int(last.split(" at step ")[1].split("/")[0])
+    assert step >= 50 and (tmp_path / ".model.partial.pt").exists()
+    if stop == "SIGTERM":  # the same command continues from there (stopped again once it has)
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=environment)
+        first = next(line for line in process.stderr if line.startswith(("continuing", "pretraining step")))
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=120)
+        assert first.startswith(f"continuing the build from step {step}/100000"), first
+
+
+def test_a_training_command_line_stopped_while_building_its_model_says_so_in_one_line(capsys):
+    from torchrl_glam.offline.models import BuildStopped
+    from torchrl_glam.training.cli import command_line
+    from torchrl_glam.training.preemption import PREEMPTED
+
+    def stopped(argv):
+        raise BuildStopped("stopped pretraining the tiny t5 model at step 7/600; ...")
+
+    assert command_line(stopped, []) == PREEMPTED == BuildStopped.exit_code
+    assert capsys.readouterr().err == "stopped: stopped pretraining the tiny t5 model at step 7/600; ...\n"

@@ -1,12 +1,13 @@
 """``python -m torchrl_glam.offline NAME [--env ENV]``: build an offline model into the cache."""
 
 import argparse
+import sys
 
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT
-from torchrl_glam.offline.models import OFFLINE_MODELS, OFFLINE_PREFIX
+from torchrl_glam.offline.models import OFFLINE_MODELS, OFFLINE_PREFIX, BuildStopped
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="build an offline model into the cache (once) and print where")
     parser.add_argument("name", choices=OFFLINE_MODELS, help="the offline model (offline:<name> in a config)")
     parser.add_argument(
@@ -15,9 +16,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     from torchrl_glam.offline import build_offline_model
 
-    path = build_offline_model(OFFLINE_PREFIX + args.name, args.env)
+    try:
+        path = build_offline_model(OFFLINE_PREFIX + args.name, args.env)
+    except BuildStopped as stop:  # Ctrl-C, SIGTERM: one line, the training scripts' exit code
+        print(f"stopped: {stop}", file=sys.stderr)
+        return BuildStopped.exit_code
     print(f"offline:{args.name} is in {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -190,6 +190,15 @@ class OfflineModelNotBuilt(FileNotFoundError):
         self.path = path
 
 
+class BuildStopped(Exception):
+    """A build stopped by Ctrl-C or SIGTERM at the end of a step, its state saved where the next
+    build of the same recipe continues from it (``python -m torchrl_glam.offline`` or a training run
+    that needs the model). Command lines print its one line and exit with :attr:`exit_code`."""
+
+    #: The training scripts' exit code for a stop with its state saved (``training.preemption.PREEMPTED``).
+    exit_code = 3
+
+
 def build_command(name: str, environment=DEFAULT_ENVIRONMENT) -> str:
     """The command that builds the offline model ``name`` into the cache."""
     key = name.removeprefix(OFFLINE_PREFIX)

@@ -46,11 +46,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
+import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -66,6 +71,7 @@ from torchrl_glam.offline.models import (
     HINDSIGHT_SHARE,
     OFFLINE_PREFIX,
     PRETRAINING_VERSION,
+    BuildStopped,
     ModelKind,
     OfflineModelNotBuilt,
     offline_model_path,
@@ -75,7 +81,7 @@ from torchrl_glam.offline.models import (
 from torchrl_glam.offline.shipped import SHIPPED_ENV, recipe_version, ship, shipped_enabled
 from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
-from torchrl_glam.storage import cache_root
+from torchrl_glam.storage import CACHE_FIX, cache_root, write_atomic_file
 
 #: Seconds per step of 128 transcripts on one CPU core (tiny T5) on the default environment's
 #: transcripts, for the "how long" of the first message; another environment's prompts differ in
@@ -83,6 +89,9 @@ from torchrl_glam.storage import cache_root
 SECONDS_PER_STEP = 1.0
 #: In a log file, a progress line at least this often (and every ``log_every`` steps)
 PROGRESS_SECONDS = 30.0
+#: A resumable build saves its state (weights, optimiser, step) at least this often, and when
+#: stopped: a kill or a preemption loses at most this much of it.
+CHECKPOINT_SECONDS = 60.0
 #: The held-out transcripts of :func:`transcript_loss` (a seed the training stream never uses).
 TRANSCRIPT_LOSS_SEED = 12_345
 #: A batch of transcripts runs in groups of similar target length, each padded to its own longest
@@ -224,6 +233,7 @@ def pretrain(
     why: str | None = None,
     data: str | RandomPlayTranscripts = "random",
     environment=DEFAULT_ENVIRONMENT,
+    checkpoint: str | os.PathLike | None = None,
 ) -> Path:
     """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
     random-play transcripts (``data``: a name of :data:`DATA`, or a stream such as
@@ -235,12 +245,99 @@ def pretrain(
     Progress: a tqdm bar (steps, loss, time left) on a terminal; in a log file (stderr not a
     terminal) one line every ``log_every`` steps and at least every 30 s; nothing off the main process
     (rank 0).
+
+    Stops and resumes: Ctrl-C or SIGTERM stop it at the end of a step (a second Ctrl-C at once)
+    with :class:`~torchrl_glam.offline.models.BuildStopped`. With ``checkpoint`` (a file; the
+    cache's builds and the command line give one beside the output) it saves its state there
+    every :data:`CHECKPOINT_SECONDS` and when stopped, and a later call with the same settings
+    continues from it: it replays the transcripts up to that step (no model work), so the result
+    is the uninterrupted build's, bit for bit. The file is removed once the model is written.
     """
-    return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data, environment)[0]
+    return _pretrain(out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data, environment, checkpoint)[
+        0
+    ]
+
+
+def partial_build_path(out: str | os.PathLike) -> Path:
+    """Where a build into ``out`` keeps its state while it runs (hidden, beside ``out``)."""
+    out = Path(out)
+    return out.parent / f".{out.name}.partial.pt"
+
+
+@contextmanager
+def _stop_requests() -> Iterator[threading.Event]:
+    """Ctrl-C and SIGTERM set the event (the build stops at the end of its step); a second Ctrl-C
+    stops it at once. Signals reach the main thread only: elsewhere the event is never set."""
+    requested = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield requested
+        return
+
+    def handler(signum, frame):
+        if requested.is_set() and signum == signal.SIGINT:
+            signal.default_int_handler(signum, frame)
+        requested.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield requested
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _build_settings(start_from, kind, steps, batch_size, lr, seed, data, environment) -> str:
+    """The settings a saved build state belongs to: a state of other settings is not resumed."""
+    settings = {
+        "pretraining_version": PRETRAINING_VERSION,
+        "start_from": None if start_from is None else str(Path(start_from).resolve()),
+        "kind": kind,
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "seed": seed,
+        "data": data,
+        "environment": get_environment(environment).name,
+    }
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+def _load_build_state(path: Path, settings: str) -> dict | None:
+    """The saved state of a build of these settings at ``path``, or ``None`` (no file, another
+    build's, or unreadable: that build starts afresh and replaces it). Read with
+    ``weights_only=True``: tensors and plain data, nothing that runs code."""
+    if not path.is_file():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # a file this code did not write whole: start afresh
+        print(f"ignoring the unreadable build state {path} ({error}); starting afresh", file=sys.stderr)
+        return None
+    if state.get("settings") != settings:
+        print(f"the build state {path} is of other settings; starting afresh (it is replaced)", file=sys.stderr)
+        return None
+    return state
+
+
+def _save_build_state(path: Path, state: dict) -> None:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    write_atomic_file(path, buffer.getvalue(), fix=CACHE_FIX)
 
 
 def _pretrain(
-    out, start_from, kind, steps, batch_size, lr, seed, log_every, why, data="random", environment=DEFAULT_ENVIRONMENT
+    out,
+    start_from,
+    kind,
+    steps,
+    batch_size,
+    lr,
+    seed,
+    log_every,
+    why,
+    data="random",
+    environment=DEFAULT_ENVIRONMENT,
+    checkpoint=None,
 ) -> tuple[Path, dict]:
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -249,12 +346,18 @@ def _pretrain(
         raise ValueError(f"steps={steps}, batch_size={batch_size} and lr={lr} must be positive")
     if isinstance(data, str):
         pretraining_recipe(kind, data=data, environment=environment)  # an unknown name fails here, before any work
+    if checkpoint is not None and not isinstance(data, str):
+        raise ValueError("a build from a stream object cannot be resumed: give data by name, or no checkpoint")
     main = is_main_process()
     what = f"the tiny {kind} model" if start_from is None else str(start_from)
     if main:
         message = _progress_message(what, steps, batch_size, out, why, _describe(data), environment)
         print(message, file=sys.stderr, flush=True)
-    with tempfile.TemporaryDirectory() as scratch:
+    settings = None
+    if checkpoint is not None:
+        checkpoint = Path(checkpoint)
+        settings = _build_settings(start_from, kind, steps, batch_size, lr, seed, data, environment)
+    with tempfile.TemporaryDirectory() as scratch, _stop_requests() as stop:
         # from scratch: the random-init model of the recipe, never a cached or shipped copy
         source = (
             Path(start_from)
@@ -273,13 +376,54 @@ def _pretrain(
             model.train()
             optimizer = torch.optim.Adam(model.parameters(), lr=lr)
             schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 100))
-            start, running = time.perf_counter(), None
-            last_line = start
+            running, done, seconds_before = None, 0, 0.0
+            state = None if checkpoint is None else _load_build_state(checkpoint, settings)
+            if state is not None:
+                model.load_state_dict(state["model"])
+                optimizer.load_state_dict(state["optimizer"])
+                schedule.load_state_dict(state["schedule"])
+                running, done, seconds_before = state["running"], state["step"], state["seconds"]
+                if main:
+                    print(
+                        f"continuing the build from step {done}/{steps} ({checkpoint}): replaying its first "
+                        f"{done} batches of transcripts (no model work), so the result is an uninterrupted build's",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                for _ in range(done):
+                    stream.batch(batch_size)
+                torch.set_rng_state(state["torch_rng"])
+
+            def save(step: int) -> None:
+                _save_build_state(
+                    checkpoint,
+                    {
+                        "settings": settings,
+                        "step": step,
+                        "running": running,
+                        "seconds": seconds_before + time.perf_counter() - start,
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "schedule": schedule.state_dict(),
+                        "torch_rng": torch.get_rng_state(),
+                    },
+                )
+
+            start = last_line = last_save = time.perf_counter()
             # tqdm's disable=None: off when stderr is not a terminal (log files get the lines below)
-            bar = tqdm(total=steps, desc="pretraining", unit="step", disable=None if main else True, dynamic_ncols=True)
+            bar = tqdm(
+                total=steps,
+                initial=done,
+                desc="pretraining",
+                unit="step",
+                disable=None if main else True,
+                dynamic_ncols=True,
+            )
             log_lines = main and bar.disable
             with bar:
-                for step in range(1, steps + 1):
+                for step in range(done + 1, steps + 1):
+                    if stop.is_set():
+                        _stopped(what, step - 1, steps, checkpoint, save if main else None)
                     optimizer.zero_grad(set_to_none=True)
                     batch = _lm_batch(tokenizer, *stream.batch(batch_size), is_encoder_decoder)
                     loss = transcripts_nll(model, batch, is_encoder_decoder, backward=True)
@@ -293,19 +437,37 @@ def _pretrain(
                     if log_lines and (step % log_every == 0 or step == steps or now - last_line >= PROGRESS_SECONDS):
                         elapsed, last_line = now - start, now
                         print(
-                            f"pretraining step {step}/{steps}: loss {running:.3f} ({elapsed:.0f} s, "
-                            f"{elapsed / step * (steps - step):.0f} s left)",
+                            f"pretraining step {step}/{steps}: loss {running:.3f} ({seconds_before + elapsed:.0f} s, "
+                            f"{elapsed / (step - done) * (steps - step):.0f} s left)",
                             file=sys.stderr,
                             flush=True,
                         )
-    seconds = time.perf_counter() - start
+                    if checkpoint is not None and main and step < steps and now - last_save >= CHECKPOINT_SECONDS:
+                        save(step)
+                        last_save = now
+    seconds = seconds_before + time.perf_counter() - start
     out = save_model_and_tokenizer(model, tokenizer, out)
+    if checkpoint is not None and main:
+        checkpoint.unlink(missing_ok=True)
     origin = "the random-init tiny model (seed 0)" if start_from is None else str(start_from)
     (out / "pretraining.txt").write_text(
         f"{_describe(stream)}, version {PRETRAINING_VERSION}: {steps} steps x {batch_size}, "
         f"lr {lr}, seed {seed}, from {origin}\n"
     )
     return out, {"running_loss": running, "seconds": seconds}
+
+
+def _stopped(what: str, step: int, steps: int, checkpoint: Path | None, save: Callable | None) -> None:
+    """Saves the build's state at ``step`` (where there is a checkpoint and something to save) and
+    raises :class:`BuildStopped` saying how it goes on."""
+    if checkpoint is not None and step > 0:
+        if save is not None:
+            save(step)
+        raise BuildStopped(
+            f"stopped pretraining {what} at step {step}/{steps}; its state is saved in {checkpoint}, and the same "
+            "command (or a training run that needs this model) continues from there"
+        )
+    raise BuildStopped(f"stopped pretraining {what} at step {step}/{steps}; nothing is saved")
 
 
 def transcript_loss(
@@ -372,6 +534,7 @@ def default_pretrained_model_path(
                 why=f"offline:{final.name}: {why}; once, then cached",
                 data=data,
                 environment=environment,
+                checkpoint=partial_build_path(final),
             ),
         )
 
@@ -431,6 +594,7 @@ def main(argv: list[str] | None = None) -> None:
                 "the copy shipped in the package",
                 args.data,
                 env,
+                cache_root() / f".ship-{name}-{version}.partial.pt",
             )
             path = ship(
                 name,
@@ -470,6 +634,7 @@ def main(argv: list[str] | None = None) -> None:
                 why="rebuilding the cache's copy",
                 data=args.data,
                 environment=env,
+                checkpoint=partial_build_path(out),
             ),
             rebuild=True,
         )
@@ -484,11 +649,22 @@ def main(argv: list[str] | None = None) -> None:
             args.seed,
             data=args.data,
             environment=env,
+            checkpoint=partial_build_path(args.out),
         )
     print(
         f"wrote the pretrained model to {path} (recipe {version}); load it with LLMConfig(name_or_path={str(path)!r})"
     )
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """The command line: a stop (Ctrl-C, SIGTERM) is one line and exit code 3, as for training."""
+    try:
+        main(argv)
+    except BuildStopped as stop:
+        print(f"stopped: {stop}", file=sys.stderr)
+        return BuildStopped.exit_code
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

@@ -87,6 +87,10 @@ def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None
     try:
         return main(argv)
     except Exception as err:
+        stopped = sys.modules.get("torchrl_glam.offline.models")
+        if stopped is not None and isinstance(err, stopped.BuildStopped):  # Ctrl-C while building a model
+            print(f"stopped: {err}", file=sys.stderr)
+            return err.exit_code
         if not isinstance(err, user_errors()):
             raise
         print(f"error: {err}", file=sys.stderr)
