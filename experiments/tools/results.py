@@ -44,7 +44,7 @@ from experiments.tools.relative import relative_rows, write_relative
 from torchrl_glam.algorithms import SCRIPTS
 from torchrl_glam.envs.playground import GOAL_TYPES
 from torchrl_glam.training.config import flatten_sections
-from torchrl_glam.training.evaluation import EVAL_SETS
+from torchrl_glam.training.eval_sets import EVAL_SETS, eval_set_title
 from torchrl_glam.training.provenance import environment_summary, read_environment
 
 
@@ -286,6 +286,8 @@ def aggregate(
     sets = [s for s in EVAL_SETS if s in logged] + sorted(logged - set(EVAL_SETS))  # the library's sets first
     levels = list(levels)
     _check_levels(levels, sets)
+    environments = {run["config"].get("env.name") for run in runs}
+    environment = environments.pop() if len(environments) == 1 else None
 
     def levels_of(eval_set: str) -> list[Level]:
         return [level for level in levels if level.eval_set in (None, eval_set)]
@@ -293,7 +295,7 @@ def aggregate(
     for x, name in [("steps", "success_vs_steps.png"), ("seconds", "success_vs_seconds.png")]:
         fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4), squeeze=False)
         for ax, eval_set in zip(axes[0], sets):
-            title = EVAL_SETS[eval_set].title if eval_set in EVAL_SETS else f"{eval_set} goals"
+            title = eval_set_title(eval_set, environment) if eval_set in EVAL_SETS else f"{eval_set} goals"
             plot(curves(runs, eval_set, "success"), x, title, out / name, ax=ax, levels=levels_of(eval_set))
             if levels_of(eval_set):  # each panel names its own level lines
                 ax.legend(fontsize=7)

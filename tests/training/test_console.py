@@ -313,3 +313,29 @@ def test_a_looping_episode_is_shown_once_per_repeated_step(tmp_path):
     assert report.count("The agent saw") == 3  # step 1, step 2 (then 3-11 the same), step 12
     assert "**Steps 3-11.** The same as step 2, again each time." in report
     assert "**Step 12.**" in report
+
+
+@pytest.mark.parametrize(
+    "env, train, train_sampled",
+    [
+        ("playground", "training goals, types uniform", "training goals, types uniform, sampled policy"),
+        ("textworld_coin_collector", "training goals", "training goals, sampled policy"),
+        ("babyai", "training goals", "training goals, sampled policy"),
+    ],
+)
+def test_the_report_names_goal_types_only_where_the_environment_draws_by_type(tmp_path, env, train, train_sampled):
+    """A game's episodes play its own quest and a BabyAI-Text level its mission: "types uniform" said
+    nothing there (issue 89)."""
+    import json
+
+    from torchrl_glam.training.report import write_report
+
+    (tmp_path / "evaluations.jsonl").write_text(
+        "".join(
+            json.dumps({"set": name, "env_steps": 8, "wall_seconds": 1.0, "success": 0.5}) + "\n"
+            for name in ("train", "train_sampled")
+        )
+    )
+    write_report(tmp_path, {"env": {"name": env}})
+    report = (tmp_path / "report.md").read_text()
+    assert f"| train | {train} | 0.50 |" in report and f"| train_sampled | {train_sampled} | 0.50 |" in report

@@ -95,6 +95,10 @@ class TextEnvironment(abc.ABC):
     goal_types: tuple[str, ...] = ()
     #: the names :meth:`make_env` accepts as ``goals`` (``catalogue.goal_set`` knows them too)
     goal_sets: tuple[str, ...] = ("train",)
+    #: whether :meth:`make_env`'s ``goal_sampling="by_type"`` draws goal types equally often
+    #: (Playground-Text); ``False``: it draws as ``"uniform"`` does (a game's own quest, a level's
+    #: mission), and evaluation sets say nothing of goal types
+    goal_type_sampling: bool = False
     #: the goal set of held-out evaluation (``None``: the environment has none)
     held_out_goal_set: str | None = None
     #: training-config fields passed on to :meth:`make_env` as options (Playground: "num_objects")

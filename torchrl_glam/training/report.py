@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from torchrl_glam.training.config import flatten_sections
-from torchrl_glam.training.eval_sets import EVAL_SETS
+from torchrl_glam.training.eval_sets import EVAL_SETS, eval_set_title
 from torchrl_glam.training.logging import FINAL_EPISODES, read_evaluations, read_final_episodes
 from torchrl_glam.training.provenance import ENVIRONMENT_NAME, environment_summary, read_environment
 from torchrl_glam.training.rundir import write_atomic
@@ -72,7 +72,7 @@ def _write_picture(path: Path, curves: dict[str, list[dict]], config: dict, name
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for name, rows in curves.items():
-        label = EVAL_SETS[name].title if name in EVAL_SETS else name
+        label = eval_set_title(name, flatten_sections(config).get("env.name"))
         success = [r["success"] for r in rows]
         axes[0].plot([r["env_steps"] for r in rows], success, marker=".", label=label)
         axes[1].plot([r["wall_seconds"] / 60 for r in rows], success, marker=".", label=label)
@@ -112,7 +112,7 @@ def _write_summary(path: Path, curves: dict[str, list[dict]], config: dict, name
     ]
     for name, rows in curves.items():
         best = max(rows, key=lambda r: r["success"])
-        meaning = EVAL_SETS[name].title if name in EVAL_SETS else ""
+        meaning = eval_set_title(name, flatten_sections(config).get("env.name")) if name in EVAL_SETS else ""
         lines.append(
             f"| {name} | {meaning} | {rows[-1]['success']:.2f} | {best['success']:.2f} ({best['env_steps']}) |"
         )

@@ -37,6 +37,7 @@ class PlaygroundText(TextEnvironment):
     episode_keys = STATE_KEYS[:2]
     step_keys = STEP_STATE_KEYS
     goal_types = GOAL_TYPES
+    goal_type_sampling = True
     goal_sets = GOAL_SETS
     held_out_goal_set = "held_out"
     config_options = ("num_objects",)
