@@ -29,7 +29,7 @@ class SACAlgorithmConfig:
 
     critic_input: str = setting("observation_action", 'App. B: or "observation"')
     critic_backprop: bool = setting(True, "App. B: the critic loss trains the shared LLM weights")
-    critic_width: int = setting(1024, "App. C: two hidden layers of 1024")
+    critic_width: int = setting(1024, "the critic heads' hidden width, two hidden layers (App. C: 1024)")
     critic_dueling: bool = setting(
         False,
         "True: each head is a dueling network, Q = V(prompt) + A(candidate) - mean A over the legal "
@@ -81,9 +81,9 @@ class SACAlgorithmConfig:
     batch_size: int = setting(256, "transitions per gradient step")
     warmup_updates: int = setting(
         100,
-        "§2.2: the first updates train the critic only. The paper gives no value. 100 updates (3,200 "
-        "environment steps at the paper's schedule) let the randomly initialised heads fit the reward "
-        "structure before their gradient reaches the pretrained policy, while costing ~1% of a run.",
+        "§2.2: this many first updates train the critic only (the paper gives no value), so the randomly "
+        "initialised heads fit the reward structure before their gradient reaches the pretrained policy; "
+        "the default, 100, is 3,200 environment steps at the paper's schedule, ~1% of a run",
     )
     learning_starts: int = setting(256, "transitions in replay before the first update")
     max_grad_norm: float | None = setting(None, "gradient-norm clipping of the LLM and heads; None: none")

@@ -119,7 +119,8 @@ class RunConfig:
     eval_sets: list[str] = setting(
         factory=lambda: ["train", "held_out"],
         help='the evaluation sets logged (training/eval_sets.py EVAL_SETS): "train" (training goals, goal types '
-        'uniform), "held_out", "train_distribution" (training goals as training samples them), '
+        'uniform where the environment draws by type), "held_out", "train_distribution" (training goals as '
+        "training samples them), "
         '"train_sampled" and "held_out_sampled" (with the sampled policy instead of the greedy one)',
     )
     log_every: int = setting(1_000, "environment steps between two log rows")
