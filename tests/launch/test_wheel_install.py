@@ -2,7 +2,8 @@
 package's version; it runs the launcher's ``--local`` smoke on Playground-Text (the training scripts
 are found by import name, not as files of a source checkout), and the ``sac-glam`` command trains
 each other shipped environment's smallest preset (``smoke_babyai``, ``smoke_textworld``: their
-presets, vocabularies and tiny models come from the wheel). TextWorld's games pool is built into
+presets, vocabularies and tiny models come from the wheel) and the TextWorld preset, whose pretrained
+tiny T5 the wheel ships (nothing is pretrained). TextWorld's games pool is built into
 the default cache (``$TORCHRL_GLAM_CACHE``) on first use (~4 min), reused after."""
 
 import os
@@ -126,3 +127,17 @@ def test_wheel_install_runs_the_launcher_local_smoke(tmp_path):
         done = next(line for line in out.splitlines() if line.startswith("done: "))
         assert done.startswith("done: 200 steps, ") and not done.startswith("done: 200 steps, 0 updates"), out[-3000:]
         assert (run / "checkpoint.pt").exists() and (run / "evaluations.jsonl").exists()
+
+    # the TextWorld preset's pretrained tiny T5 comes from the wheel: it trains at once, nothing pretrained
+    run = work / "runs" / "cpu_textworld_coin_collector"
+    trained = subprocess.run(
+        [str(bin_dir / "sac-glam"), "--preset", "cpu_textworld_coin_collector", "--no-progress", "--run-dir", str(run)]
+        + ["total_steps=64", "eval_every=64", "checkpoint_every=64", "eval_episodes=2", "learning_starts=16"],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=env,
+        timeout=900,
+    )
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert "done: 64 steps, " in trained.stdout and "pretraining" not in trained.stderr, trained.stderr[-3000:]
