@@ -211,3 +211,49 @@ def test_a_registered_variant_trains_through_the_config(games):
         assert cfg.environment.history == 1 and get_environment("textworld_small").history == 0
     finally:
         unregister_environment("textworld_small")
+
+
+def test_train_and_rooms_sets_half_the_episodes_a_room_of_their_game_and_rewards_reaching_it(games):
+    """Issue 85's widened goal set: the facts the partner reports ("go to the <room>") become tasks
+    training sets, so hindsight relabels to goals the agent is given."""
+    environment = small(games)
+    catalogue = environment.catalogue
+    env = environment.make_env(8, seed=5, goals="train_and_rooms", max_steps=12)
+    check_env_specs(env, seed=0)
+    generator = torch.Generator().manual_seed(0)
+    td = env.reset()
+    starts = env.state_dict()["episodes"]
+    kinds, room_successes = [], 0
+    for _ in range(120):
+        td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=generator).squeeze(-1)
+        step, td = env.step_and_maybe_reset(td)
+        nxt = step["next"]
+        for b in range(8):
+            game, goal = starts[b]
+            reports = nxt["achieved_goal_ids"][b, : int(nxt["achieved_goal_count"][b])].tolist()
+            assert goal == int(step["goal_id"][b])
+            assert bool(nxt["terminated"][b]) >= (goal in reports) and nxt["reward"][b].item() == float(goal in reports)
+            if bool(nxt["done"][b]):
+                is_room = goal in catalogue.rooms_of["train"][game]
+                assert is_room or goal == catalogue.quest_of["train"][game]
+                kinds.append(is_room)
+                room_successes += is_room and goal in reports
+        starts = env.state_dict()["episodes"]
+    assert len(kinds) >= 60 and 0.3 < sum(kinds) / len(kinds) < 0.7 and room_successes > 0
+    assert set(catalogue.goal_set("train_and_rooms")) == set(catalogue.quest_of["train"]) | {
+        g for game in catalogue.rooms_of["train"] for g in game
+    }
+    copy = environment.make_env(8, seed=99, goals="train_and_rooms", max_steps=12)
+    copy.load_state_dict(env.state_dict())  # a resume replays each episode with its drawn goal
+    assert (copy.observation() == env.observation()).all()
+
+
+def test_train_and_rooms_is_a_goal_set_a_config_accepts(games):
+    from torchrl_glam.algorithms.sac_glam.config import make_config
+
+    register_environment("textworld_small_rooms", lambda: small(games))
+    try:
+        cfg = make_config("smoke", {"env": "textworld_small_rooms", "env.goals": "train_and_rooms"})
+        assert cfg.env.goals == "train_and_rooms"
+    finally:
+        unregister_environment("textworld_small_rooms")

@@ -27,6 +27,7 @@ from torchrl_glam.envs.textworld.text import (
     HISTORY_KEYS,
     MAX_HISTORY,
     MAX_REPORTS,
+    QUEST_SHARE,
     TextWorldGoalCatalogue,
     clean,
     encode,
@@ -46,7 +47,8 @@ def _text(values: list, device: torch.device) -> NonTensorStack:
 
 class TextWorldEnv(ReplayedEpisodes, EnvBase):
     """TextWorld games, batched over ``num_envs`` sub-environments; each reset draws a game of
-    ``split`` uniformly and sets its goal to the game's own quest.
+    ``split`` uniformly and sets its goal to the game's own quest (with ``room_goals``, half the
+    time to "go to the <room>" of one of its rooms the player does not start in).
 
     Args:
         pool: the games (:class:`~torchrl_glam.envs.textworld.games.GamePool`), built already.
@@ -61,6 +63,7 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         text_bytes: the bytes kept of an observation (longer ones are cut, with a warning once).
         command_bytes: the bytes kept of a command.
         text: also write "prompt", "actions", "goal" and "achieved_goals".
+        room_goals: the "train_and_rooms" goal set's episodes: half of them a room of their game to go to.
     """
 
     batch_locked = True
@@ -79,6 +82,7 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         command_bytes: int = 48,
         device: torch.device | str = "cpu",
         text: bool = False,
+        room_goals: bool = False,
     ) -> None:
         import textworld
 
@@ -93,6 +97,8 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         self.games = pool.games(split)  # checked against the manifest: a damaged game is refused here
         self.pool_identity = pool.identity()  # both splits: the evaluation's held-out games too
         self.quests = catalogue.quest_of[split]
+        # "train_and_rooms": half the episodes go to a room of their game instead of its quest
+        self.rooms = catalogue.rooms_of[split] if room_goals else None
         self.num_envs, self.max_steps, self.history, self.text = num_envs, max_steps, history, text
         self.max_commands, self.text_bytes, self.command_bytes = max_commands, text_bytes, command_bytes
         self._infos = textworld.EnvInfos(
@@ -179,16 +185,23 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
             reset = tensordict.get("_reset").reshape(self.num_envs).cpu().numpy()
         for b in np.flatnonzero(reset):
             game = int(self.rng.integers(len(self.games)))
-            self._reset_one(int(b), game, self.quests[game])
+            self._reset_one(int(b), game, self.quests[game] if self.rooms is None else None)
         return self.observation()
 
-    def _reset_one(self, b: int, game: int, goal_id: int) -> None:
+    def _reset_one(self, b: int, game: int, goal_id: int | None) -> None:
+        """Starts game ``game`` in sub-environment ``b`` with goal ``goal_id`` (``None``: drawn, the
+        quest or one of the game's rooms the player is not in)."""
         if self._running[b] is not None:
             self._started.setdefault(self._episodes[b][0], []).append(self._running[b])
         self._running[b] = env = self._start(game)
         state = env.reset()
-        self._episodes[b], self._actions[b] = [game, int(goal_id)], []
         self._reported[b] = {self.catalogue.goal_to_id[g] for g in goals_of_facts(state.facts) if g in self.catalogue}
+        if goal_id is None:
+            rooms = [g for g in self.rooms[game] if g not in self._reported[b]]
+            goal_id = self.quests[game]
+            if rooms and self.rng.random() >= QUEST_SHARE:
+                goal_id = rooms[int(self.rng.integers(len(rooms)))]
+        self._episodes[b], self._actions[b] = [game, int(goal_id)], []
         self._achieved[b], self._success[b], self._over[b] = [], False, False
         self._past_observations[b], self._past_actions[b] = 0, 0
         self._read(b, state, clean(state.description))

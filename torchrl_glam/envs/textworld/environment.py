@@ -3,10 +3,12 @@ environments ``"textworld_coin_collector"``, ``"textworld_treasure_hunter"`` and
 ``"textworld_cooking"`` (the ``[textworld]`` extra; ``textworld`` is imported when one is chosen).
 
 Goal sets: ``"train"`` plays the pool's training games and ``"held_out"`` its held-out games, each
-episode's goal being its game's own quest. The social partner reports every goal fact (a room
-reached, an object taken, a container opened, food eaten, cut or cooked) at the step it first
-becomes true in the episode, and the quest when TextWorld says the game is won: hindsight
-relabeling trains on those. A family of other settings or pool sizes is an environment of its own::
+episode's goal being its game's own quest; ``"train_and_rooms"`` plays the training games with half
+the episodes' goal a room of their game to go to (what the partner reports becomes a task too).
+The social partner reports every goal fact (a room reached, an object taken, a container opened,
+food eaten, cut or cooked) at the step it first becomes true in the episode, and the quest when
+TextWorld says the game is won: hindsight relabeling trains on those. A family of other settings or
+pool sizes is an environment of its own::
 
     from torchrl_glam.envs import register_environment
     from torchrl_glam.envs.textworld import TextWorldText
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GAME_OVER_KEY
 from torchrl_glam.envs.protocol import TextEnvironment
 from torchrl_glam.envs.textworld.games import GamePool
-from torchrl_glam.envs.textworld.text import GOAL_TYPES, HISTORY_KEYS, MAX_HISTORY
+from torchrl_glam.envs.textworld.text import GOAL_TYPES, HISTORY_KEYS, MAX_HISTORY, ROOMS_GOAL_SET
 
 if TYPE_CHECKING:
     import torch
@@ -58,7 +60,7 @@ class TextWorldText(TextEnvironment):
     """
 
     goal_types = GOAL_TYPES
-    goal_sets = ("train", "held_out")
+    goal_sets = ("train", "held_out", ROOMS_GOAL_SET)
     held_out_goal_set = "held_out"
     state_options = ("history",)
     max_history = MAX_HISTORY
@@ -126,8 +128,10 @@ class TextWorldText(TextEnvironment):
         goal_sampling: str = "uniform",
         **options,
     ) -> TextWorldEnv:
-        """``goals``: "train" (the training games, the default) or "held_out"; each episode's goal is
-        its game's quest, so ``goal_sampling`` "by_type" draws as "uniform" does."""
+        """``goals``: "train" (the training games, the default) or "held_out", each episode's goal
+        being its game's quest, or "train_and_rooms" (the training games, half the episodes' goal
+        their quest, half "go to the <room>" of a room of their game the player does not start in);
+        ``goal_sampling`` "by_type" draws as "uniform" does."""
         from torchrl_glam.envs.textworld.env import TextWorldEnv
 
         goals = goals or "train"
@@ -139,7 +143,8 @@ class TextWorldText(TextEnvironment):
             self.pool,
             self.catalogue,
             num_envs=num_envs,
-            split=goals,
+            split="train" if goals == ROOMS_GOAL_SET else goals,
+            room_goals=goals == ROOMS_GOAL_SET,
             seed=seed,
             max_steps=max_steps or 20,
             history=self.history,

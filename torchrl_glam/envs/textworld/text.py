@@ -87,25 +87,37 @@ def clean(text: str) -> str:
 # ---------------------------------------------------------------- the catalogue
 
 
+#: The goal set of the training games whose episodes are given, half of them, a "go to the <room>"
+#: goal of their game (a room the player does not start in) instead of its quest: the facts the
+#: partner reports become tasks too, so hindsight relabels to goals training sets.
+ROOMS_GOAL_SET = "train_and_rooms"
+#: The share of a "train_and_rooms" episode's goals that are its game's quest.
+QUEST_SHARE = 0.5
+
+
 class TextWorldGoalCatalogue:
     """Every goal of a pool's games, with a fixed id each: the facts each game's entities allow
     (its rooms to go to, its portable objects to take, its containers and doors to open, its food
     to eat, cut and cook), then each game's quest where it is not one of them. ``goal_set("train")``
     and ``goal_set("held_out")`` are the quests of the training and held-out games;
-    ``quest_of[split][i]`` is game i's quest id."""
+    ``goal_set("train_and_rooms")`` adds the training games' "go to the <room>" goals;
+    ``quest_of[split][i]`` is game i's quest id and ``rooms_of[split][i]`` its room goals' ids."""
 
     def __init__(self, pool: GamePool) -> None:
         from textworld.generator import Game
 
         rows: dict[str, str] = {}  # goal -> type, in a fixed order
         quests: dict[str, list[str]] = {}
+        rooms: dict[str, list[list[str]]] = {}
         for split in ("train", "held_out"):
-            quests[split] = []
+            quests[split], rooms[split] = [], []
             for path in pool.games(split):
                 game = Game.load(str(path.with_suffix(".json")))
-                for goal, kind in sorted(_entity_goals(game)):
+                goals = sorted(_entity_goals(game))
+                for goal, kind in goals:
                     rows.setdefault(goal, kind)
                 quests[split].append(_quest_text(game))
+                rooms[split].append([goal for goal, kind in goals if kind == "go to"])
         for quest in (q for split in ("train", "held_out") for q in quests[split]):
             rows.setdefault(quest, "quest")
         ordered = sorted(rows, key=lambda g: (GOAL_TYPES.index(rows[g]), g))
@@ -114,6 +126,7 @@ class TextWorldGoalCatalogue:
         self.goal_type = np.array([GOAL_TYPES.index(rows[g]) for g in ordered], dtype=np.int64)
         self.parts = np.full((len(ordered), 2), -1, dtype=np.int64)
         self.quest_of = {split: [self.goal_to_id[q] for q in quests[split]] for split in quests}
+        self.rooms_of = {split: [[self.goal_to_id[g] for g in game] for game in rooms[split]] for split in rooms}
 
     def __len__(self) -> int:
         return len(self.goals)
@@ -128,8 +141,11 @@ class TextWorldGoalCatalogue:
             raise ValueError(f"{goal!r} is no goal of this pool of TextWorld games") from None
 
     def goal_set(self, name: str) -> np.ndarray:
+        if name == ROOMS_GOAL_SET:
+            rooms = {g for game in self.rooms_of["train"] for g in game}
+            return np.array(sorted(set(self.quest_of["train"]) | rooms), dtype=np.int64)
         if name not in self.quest_of:
-            raise ValueError(f"unknown goal set {name!r}; choose 'train' or 'held_out'")
+            raise ValueError(f"unknown goal set {name!r}; choose 'train', 'held_out' or {ROOMS_GOAL_SET!r}")
         return np.array(sorted(set(self.quest_of[name])), dtype=np.int64)
 
 
