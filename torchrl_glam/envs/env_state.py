@@ -79,6 +79,11 @@ class ReplayedEpisodes(PlainEnvState):
         ValueError for an episode this environment cannot have)."""
         raise NotImplementedError
 
+    def restart_as(self, b: int, source: int) -> None:
+        """Restarts sub-environment ``b`` at the start of sub-environment ``source``'s episode (its
+        level or game, and goal), no action taken: a group of episodes from one start."""
+        self._replay_episode(b, list(self._episodes[source]), [])
+
     def _env_state(self) -> dict[str, Any]:
         return {
             "rng": self.rng.bit_generator.state,
@@ -99,3 +104,19 @@ class ReplayedEpisodes(PlainEnvState):
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
         self.seed_value = state["seed"]
+
+
+def reset_in_groups(env, group_size: int) -> TensorDictBase:
+    """Resets every sub-environment of ``env`` (one with ``restart_as(b, source)``), then restarts
+    each group of ``group_size`` consecutive sub-environments at its first one's start; the first
+    observation. The environments' ``TextEnvironment.reset_in_groups``."""
+    if group_size < 1 or env.num_envs % group_size:
+        raise ValueError(
+            f"groups of {group_size} episodes do not divide {env.num_envs} sub-environments: make num_envs a "
+            "multiple of the group size"
+        )
+    env.reset()
+    for b in range(env.num_envs):
+        if b % group_size:
+            env.restart_as(b, b - b % group_size)
+    return env.observation()

@@ -20,6 +20,7 @@ from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KE
 
 if TYPE_CHECKING:  # torch and TorchRL load when an environment is built, not when a config is checked
     import torch
+    from tensordict import TensorDictBase
     from torchrl.envs import EnvBase
     from torchrl.envs.transforms import Transform
 
@@ -229,6 +230,12 @@ class TextEnvironment(abc.ABC):
         autotelic agent chooses goals and scenes at reset, and needs this for its neutral
         episodes."""
         raise self._missing("neutral_scene_objects", "autotelic goal choice")
+
+    def reset_in_groups(self, env: EnvBase, group_size: int) -> TensorDictBase:
+        """Resets every sub-environment of ``env`` (made by :meth:`make_env`), each group of
+        ``group_size`` consecutive ones from one start (the same scene and goal, level and mission,
+        game and quest), and returns the first observation: GRPO's groups of episodes."""
+        raise self._missing("reset_in_groups", "groups of episodes from one start (GRPO-GLAM)")
 
     def _missing(self, capability: str, feature: str) -> MissingCapability:
         return MissingCapability(

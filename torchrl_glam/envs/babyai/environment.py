@@ -15,7 +15,7 @@ groups them by ``goal_type``), and no aligned-goal filter or curricula by catego
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from torchrl_glam.envs.protocol import TextEnvironment
 
 if TYPE_CHECKING:
     import torch
+    from tensordict import TensorDictBase
     from torchrl.envs import EnvBase
 
     from torchrl_glam.envs.babyai.env import BabyAITextEnv
@@ -189,6 +190,12 @@ class BabyAIText(TextEnvironment):
             else np.zeros((0, len(self.catalogue)), dtype=bool)
         )
         return torch.from_numpy(fits)[:, torch.as_tensor(goal_ids)]
+
+    def reset_in_groups(self, env: Any, group_size: int) -> TensorDictBase:
+        """Each group of ``group_size`` sub-environments from one start: the same level (kind and seed) and mission."""
+        from torchrl_glam.envs.env_state import reset_in_groups
+
+        return reset_in_groups(env, group_size)
 
     def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Pick up, drop and toggle where minigrid's conditions for them to change anything fail

@@ -244,6 +244,12 @@ class PlaygroundTextEnv(PlainEnvState, EnvBase):
         out.update({"done": zeros, "terminated": zeros.clone(), "truncated": zeros.clone()})
         return out
 
+    def restart_as(self, b: int, source: int) -> None:
+        """Restarts sub-environment ``b`` in sub-environment ``source``'s scene with its goal, as its
+        episode started (on nothing, holding nothing): a group of episodes from one start."""
+        self.rules.reset(b, int(self.rules.goal_id[source]), list(self.rules.objects[source]))
+        self._achieved[b] = []
+
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = tensordict.get("action")
         if action.numel() == self.num_envs:  # [B] or [B, 1]

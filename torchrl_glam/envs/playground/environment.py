@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -150,6 +150,12 @@ class PlaygroundText(TextEnvironment):
         in_scene = _singles_of_objects(catalogue)[episode_state["objects"]].any(dim=1)  # [E, num_single]
         parts = torch.from_numpy(catalogue.parts)[goal_ids]  # [G, 2], -1: no second part
         return in_scene[:, parts[:, 0]] & ((parts[:, 1] < 0) | in_scene[:, parts[:, 1].clamp(min=0)])
+
+    def reset_in_groups(self, env: Any, group_size: int) -> TensorDictBase:
+        """Each group of ``group_size`` sub-environments from one start: the same scene and goal."""
+        from torchrl_glam.envs.env_state import reset_in_groups
+
+        return reset_in_groups(env, group_size)
 
     def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return noop_actions(state["agent_on"], state["held"], state["objects"].shape[-1])

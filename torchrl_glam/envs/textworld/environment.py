@@ -28,6 +28,7 @@ from torchrl_glam.envs.textworld.text import GOAL_TYPES, HISTORY_KEYS, MAX_HISTO
 
 if TYPE_CHECKING:
     import torch
+    from tensordict import TensorDictBase
 
     from torchrl_glam.envs.textworld.env import TextWorldEnv
     from torchrl_glam.envs.textworld.text import TextWorldGoalCatalogue
@@ -183,6 +184,12 @@ class TextWorldText(TextEnvironment):
             answer = decode(nxt["observation"][b])
             targets.append(f"{candidates[b][chosen]} : {answer} : {', '.join(reports) if reports else 'nothing'}")
         return targets
+
+    def reset_in_groups(self, env: Any, group_size: int) -> TensorDictBase:
+        """Each group of ``group_size`` sub-environments from one start: the same game and goal."""
+        from torchrl_glam.envs.env_state import reset_in_groups
+
+        return reset_in_groups(env, group_size)
 
     def noop_actions(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """ "look", "inventory" and "examine ...": they change no fact of the game."""
