@@ -30,6 +30,7 @@ EXAMPLES = [
     "torchrl_glam.envs.babyai.text.render_batch",
     "torchrl_glam.data.noop_twins.noop_twins",
     "torchrl_glam.objectives.SACGLAMLoss",
+    "torchrl_glam.objectives.GRPOGLAMLoss",
     "torchrl_glam.objectives.common.score_states",
     "torchrl_glam.training.factories.make_env",
     "torchrl_glam.training.factories.make_eval_envs",

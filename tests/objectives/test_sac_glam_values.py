@@ -114,5 +114,8 @@ def test_every_output_matches_a_float64_recomputation_from_the_networks(filled_r
     got = loss(batch)
     assert set(got.keys()) == set(expected)
     for key, want in expected.items():
-        torch.testing.assert_close(got[key].double(), want, rtol=1e-6, atol=1e-6, msg=key)
+        # td_error is a float32 difference of a Q-value and its target, each a sum of terms of order 1-10:
+        # its rounding reaches ~2e-6 on some batches (the replay's draws are not seeded), not 1e-6
+        atol = 1e-5 if key == "td_error" else 1e-6
+        torch.testing.assert_close(got[key].double(), want, rtol=1e-6, atol=atol, msg=lambda m, key=key: f"{key}: {m}")
     assert expected["loss_success"] != 0 if design.get("success_loss_coef") else expected["loss_success"] == 0

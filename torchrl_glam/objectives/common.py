@@ -8,7 +8,8 @@ trained on are exactly those it acted on.
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
 
 from torchrl_glam.envs import TextEnvironment, get_environment
 from torchrl_glam.modules import (
@@ -97,6 +98,18 @@ class TrainableState:
     def trainable_state_dict(self) -> dict[str, torch.Tensor]:
         frozen = self._frozen_names()
         return {k: v for k, v in self.state_dict().items() if k not in frozen}
+
+    def llm_weights(self) -> TensorDict:
+        """The LLM's (``self.scorer``'s) trainable weights, by name, as a TensorDict (``to_module``
+        swaps them in: a target or reference copy scores with them)."""
+        weights = TensorDict.from_module(self.scorer)
+        return weights.select(
+            *(
+                key
+                for key, value in weights.items(True, True)
+                if isinstance(value, nn.Parameter) and value.requires_grad
+            )
+        )
 
     def load_trainable_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         missing, unexpected = self.load_state_dict(state, strict=False)

@@ -255,17 +255,6 @@ class SACGLAMLoss(TrainableState, LossModule):
         hidden = TensorDict({k: scored[k] for k in self.head_keys}, batch_size=states.batch_size)
         return self.q_values(hidden).min(0).values
 
-    def llm_weights(self) -> TensorDict:
-        """The LLM's trainable weights, by name, as a TensorDict (``to_module`` swaps them in)."""
-        weights = TensorDict.from_module(self.scorer)
-        return weights.select(
-            *(
-                key
-                for key, value in weights.items(True, True)
-                if isinstance(value, nn.Parameter) and value.requires_grad
-            )
-        )
-
     def make_target_updater(self, tau: float) -> TargetUpdate:
         """Soft update of the target heads, and of the target LLM when there is one."""
         return TargetUpdate(self, tau)
