@@ -78,7 +78,7 @@ from torchrl_glam.offline.models import (
     offline_name,
     pretraining_recipe,
 )
-from torchrl_glam.offline.shipped import SHIPPED_ENV, recipe_version, ship, shipped_enabled
+from torchrl_glam.offline.shipped import SHIPPED_ENV, SHIPPED_MODELS, recipe_version, ship, shipped_enabled
 from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 from torchrl_glam.storage import CACHE_FIX, cache_root, write_atomic_file
@@ -581,6 +581,8 @@ def main(argv: list[str] | None = None) -> None:
                 "--ship builds the default recipe into the package: no --out, --start-from, "
                 "--steps, --batch-size, --lr or --seed"
             )
+        if name not in SHIPPED_MODELS:  # before the build, not after it
+            parser.error(f"offline:{name} is not one of the shipped models: add it to offline/shipped.py first")
         with tempfile.TemporaryDirectory() as directory:
             built, stats = _pretrain(
                 Path(directory) / "model",

@@ -49,6 +49,9 @@ SHIPPED_MODELS = {
     "tiny-t5-pretrained-textworld_coin_collector": (
         "python -m torchrl_glam.offline.pretraining --ship --env textworld_coin_collector"
     ),
+    "tiny-t5-pretrained-textworld_treasure_hunter": (
+        "python -m torchrl_glam.offline.pretraining --ship --env textworld_treasure_hunter"
+    ),
 }
 
 
