@@ -303,3 +303,11 @@ def test_the_textworld_presets_model_is_shipped_so_its_first_run_trains_at_once(
     tokenizer = json.loads((WEIGHTS_DIR / name / "tokenizer.json").read_text())
     assert {"coin", "north", "take"} <= set(tokenizer["model"]["vocab"])
     assert not no_build_no_network.exists()
+
+
+def test_ship_refuses_a_model_that_is_not_shipped_before_it_builds_it(monkeypatch, capsys):
+    """The refusal came after an hour's build, which was then lost."""
+    monkeypatch.setattr(pretraining, "_pretrain", lambda *args, **kwargs: pytest.fail("built before the refusal"))
+    with pytest.raises(SystemExit):
+        pretraining.main(["--ship", "--kind", "llama"])
+    assert "offline:tiny-llama-pretrained is not one of the shipped models" in capsys.readouterr().err

@@ -339,3 +339,11 @@ def test_the_report_names_goal_types_only_where_the_environment_draws_by_type(tm
     write_report(tmp_path, {"env": {"name": env}})
     report = (tmp_path / "report.md").read_text()
     assert f"| train | {train} | 0.50 |" in report and f"| train_sampled | {train_sampled} | 0.50 |" in report
+
+
+def test_the_final_line_names_each_set_as_the_report_does():
+    from torchrl_glam.training.cli import _final_success
+
+    line = _final_success("train_sampled/success", 0.5, "playground")
+    assert line == "train_sampled 0.50 (training goals, types uniform, sampled policy)"
+    assert _final_success("train/success", 0.25, "textworld_coin_collector") == "train 0.25 (training goals, greedy)"

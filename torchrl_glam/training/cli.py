@@ -32,7 +32,7 @@ from torchrl_glam.training.config import (
     preset_name,
     preset_overrides,
 )
-from torchrl_glam.training.eval_sets import EVAL_SETS
+from torchrl_glam.training.eval_sets import EVAL_SETS, eval_set_title
 from torchrl_glam.training.rundir import RunDirError, existing_run_content, started_preset
 
 __all__ = [
@@ -402,9 +402,11 @@ def _hanging(head: str, text: str) -> str:
     return textwrap.fill(text, HELP_WIDTH, initial_indent=head, subsequent_indent=indent, break_on_hyphens=False)
 
 
-def _final_success(key: str, value: float) -> str:
-    """``"held_out/success"`` -> ``"held_out 0.05 (held-out goals (never trained on), greedy)"``."""
+def _final_success(key: str, value: float, environment: str | None = None) -> str:
+    """``"held_out/success"`` -> ``"held_out 0.05 (held-out goals (never trained on), greedy)"``, in
+    the words of a run on ``environment`` (:func:`~torchrl_glam.training.eval_sets.eval_set_title`)."""
     name = key.split("/")[0]
     eval_set = EVAL_SETS.get(name)
-    meaning = f" ({eval_set.title}{', greedy' if eval_set.greedy else ''})" if eval_set else ""  # sampled: in the title
+    title = eval_set_title(name, environment)
+    meaning = f" ({title}{', greedy' if eval_set.greedy else ''})" if eval_set else ""  # sampled: in the title
     return f"{name} {value:.2f}{meaning}"

@@ -514,7 +514,7 @@ class TrainingRun:
             final = self.logger.last_evaluation or last_evaluations(self.cfg.run.run_dir)
             print(
                 f"done: {self.steps} steps, {updates}, {self.wall_seconds:.0f} s; success "
-                + ", ".join(_final_success(k, v) for k, v in final.items() if k.endswith("/success"))
+                + ", ".join(_final_success(k, v, self.cfg.env.name) for k, v in final.items() if k.endswith("/success"))
             )
             report = write_report(
                 self.cfg.run.run_dir, self.cfg.to_dict(), algorithm=self._algorithm, preset=self.options.preset
