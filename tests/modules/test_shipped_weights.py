@@ -31,6 +31,7 @@ CODE_RECIPES = {
     "tiny-t5-hindsight": pretraining_recipe("t5", data="hindsight"),
     "tiny-t5-pretrained-babyai": pretraining_recipe("t5", environment="babyai"),
     "tiny-t5-pretrained-textworld_coin_collector": pretraining_recipe("t5", environment="textworld_coin_collector"),
+    "tiny-t5-pretrained-textworld_treasure_hunter": pretraining_recipe("t5", environment="textworld_treasure_hunter"),
 }
 #: the pretrained models: (transcripts, environment)
 PRETRAINED = {
@@ -38,6 +39,7 @@ PRETRAINED = {
     "tiny-t5-hindsight": ("hindsight", "playground"),
     "tiny-t5-pretrained-babyai": ("random", "babyai"),
     "tiny-t5-pretrained-textworld_coin_collector": ("random", "textworld_coin_collector"),
+    "tiny-t5-pretrained-textworld_treasure_hunter": ("random", "textworld_treasure_hunter"),
 }
 
 
@@ -302,6 +304,9 @@ def test_the_textworld_presets_model_is_shipped_so_its_first_run_trains_at_once(
     assert model_of(make_config("cpu_textworld_coin_collector")) == str(WEIGHTS_DIR / name)
     tokenizer = json.loads((WEIGHTS_DIR / name / "tokenizer.json").read_text())
     assert {"coin", "north", "take"} <= set(tokenizer["model"]["vocab"])
+    # the same preset on the treasure hunter's games: its own model, shipped too
+    hunter = make_config("cpu_textworld_coin_collector", {"env": "textworld_treasure_hunter"})
+    assert model_of(hunter) == str(WEIGHTS_DIR / "tiny-t5-pretrained-textworld_treasure_hunter")
     assert not no_build_no_network.exists()
 
 
