@@ -306,3 +306,15 @@ def test_a_training_command_line_stopped_while_building_its_model_says_so_in_one
 
     assert command_line(stopped, []) == PREEMPTED == BuildStopped.exit_code
     assert capsys.readouterr().err == "stopped: stopped pretraining the tiny t5 model at step 7/600; ...\n"
+
+
+def test_a_build_into_a_folder_that_does_not_exist_yet_saves_its_state_there(tmp_path, tiny_paths, monkeypatch):
+    """`--out new/folder/model`: the state beside it was written before the folder existed."""
+    from torchrl_glam.offline import pretraining
+
+    monkeypatch.setattr(pretraining, "CHECKPOINT_SECONDS", 0.0)
+    out = tmp_path / "new" / "folder" / "model"
+    written = pretrain(
+        out, start_from=tiny_paths["t5"], steps=3, batch_size=4, checkpoint=pretraining.partial_build_path(out)
+    )
+    assert (written / "config.json").exists() and not pretraining.partial_build_path(out).exists()

@@ -81,7 +81,7 @@ from torchrl_glam.offline.models import (
 from torchrl_glam.offline.shipped import SHIPPED_ENV, SHIPPED_MODELS, recipe_version, ship, shipped_enabled
 from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
-from torchrl_glam.storage import CACHE_FIX, cache_root, write_atomic_file
+from torchrl_glam.storage import cache_root, make_folder, write_atomic_file
 
 #: Seconds per step of 128 transcripts on one CPU core (tiny T5) on the default environment's
 #: transcripts, for the "how long" of the first message; another environment's prompts differ in
@@ -322,7 +322,9 @@ def _load_build_state(path: Path, settings: str) -> dict | None:
 def _save_build_state(path: Path, state: dict) -> None:
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    write_atomic_file(path, buffer.getvalue(), fix=CACHE_FIX)
+    fix = f"choose a writable folder for {path.parent}"
+    make_folder(path.parent, fix=fix)  # the output's folder is made when the model is written, later
+    write_atomic_file(path, buffer.getvalue(), fix=fix)
 
 
 def _pretrain(
