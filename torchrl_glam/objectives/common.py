@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey
 from torch import nn
 
 from torchrl_glam.envs import TextEnvironment, get_environment
@@ -92,6 +93,10 @@ class TrainableState:
     the adapters, plus the heads, targets and the loss's own state (alpha, KL coefficient); the
     frozen base model comes back from its hub name or path."""
 
+    def _device(self) -> torch.device:
+        """The LLM's device, where the losses compute (replay and rollouts live on the CPU)."""
+        return next(self.scorer.parameters()).device
+
     def _frozen_names(self) -> set[str]:
         return {name for name, p in self.named_parameters() if not p.requires_grad}
 
@@ -118,3 +123,18 @@ class TrainableState:
                 f"checkpoint does not fit this agent: missing {sorted(set(missing) - self._frozen_names())[:5]}, "
                 f"unexpected {unexpected[:5]} (was it written with another model or critic design?)"
             )
+
+
+class ForwardedKeys:
+    """A GLAM objective around a TorchRL PPO loss (``self.ppo``): the keys it names in
+    ``_FORWARDED_KEYS`` are the TorchRL loss's too, so ``set_keys`` on the objective sets them there."""
+
+    _FORWARDED_KEYS: tuple[str, ...] = ()
+
+    def _forwarded(self, names) -> dict[str, NestedKey]:
+        """The objective's keys among ``names`` that the TorchRL loss reads, by name."""
+        return {k: getattr(self.tensor_keys, k) for k in names if k in self._FORWARDED_KEYS}
+
+    def _forward_value_estimator_keys(self, **kwargs) -> None:
+        if hasattr(self, "ppo"):  # LossModule.__init__ sets the keys before the TorchRL loss exists
+            self.ppo.set_keys(**self._forwarded(kwargs))

@@ -36,7 +36,7 @@ from torchrl.objectives import ClipPPOLoss, LossModule
 
 from torchrl_glam.envs import TextEnvironment, get_environment
 from torchrl_glam.modules import MASKED_LOGIT, SCORES_KEY, GLAMAgent, LLMScorer, make_actor
-from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
+from torchrl_glam.objectives.common import ForwardedKeys, TrainableState, agent_parts, attach_agent, score_states
 
 #: the initial policy's candidate scores of a rollout's states (:meth:`GRPOGLAMLoss.reference_scores`)
 REFERENCE_SCORES_KEY = "reference_scores"
@@ -82,7 +82,7 @@ def step_advantages(
     return out
 
 
-class GRPOGLAMLoss(TrainableState, LossModule):
+class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
     """GRPO on GLAM's candidate-scoring policy, TorchRL's ``ClipPPOLoss`` without a critic; see the
     module docstring.
 
@@ -163,7 +163,7 @@ class GRPOGLAMLoss(TrainableState, LossModule):
         self.ppo = ClipPPOLoss(
             self.actor, None, clip_epsilon=clip_epsilon, entropy_coeff=entropy_coeff, critic_coeff=None
         )
-        self.ppo.set_keys(**{k: getattr(self.tensor_keys, k) for k in self._FORWARDED_KEYS})
+        self.ppo.set_keys(**self._forwarded(self._FORWARDED_KEYS))
         # the initial policy's trainable weights (all, or the LoRA adapters), swapped in to score it
         self.reference_llm = (
             TensorDictParams(self.llm_weights().data.clone(), no_convert=True) if kl_coeff > 0 else None
@@ -188,10 +188,6 @@ class GRPOGLAMLoss(TrainableState, LossModule):
             "kl_to_initial",
         ]
 
-    def _forward_value_estimator_keys(self, **kwargs) -> None:
-        if hasattr(self, "ppo"):
-            self.ppo.set_keys(**{k: getattr(self.tensor_keys, k) for k in kwargs if k in self._FORWARDED_KEYS})
-
     def parameters_to_train(self) -> list[nn.Parameter]:
         """The LLM's trainable weights (all, or the LoRA adapters): the optimiser's, in this order."""
         return [p for p in self.scorer.parameters() if p.requires_grad]
@@ -199,9 +195,6 @@ class GRPOGLAMLoss(TrainableState, LossModule):
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """The trainable parameters by name: "llm" (there is no head)."""
         return {"llm": self.parameters_to_train()}
-
-    def _device(self) -> torch.device:
-        return next(self.scorer.parameters()).device
 
     @torch.no_grad()
     def advantages(self, rollout: TensorDictBase) -> TensorDictBase:

@@ -50,7 +50,7 @@ from torchrl_glam.modules import (
     make_value_head,
 )
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY
-from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
+from torchrl_glam.objectives.common import ForwardedKeys, TrainableState, agent_parts, attach_agent, score_states
 
 #: log pi_theta_old(a | s, g) under the transition's (possibly relabeled) goal, at the start of the
 #: update: the first epoch's numerator, the centre of the centred clip.
@@ -61,7 +61,7 @@ _LOGITS_KEY = "action_logits"
 PPO_LOSSES = ("clip", "kl")
 
 
-class PPOGLAMLoss(TrainableState, LossModule):
+class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
     """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
     Args:
@@ -169,7 +169,7 @@ class PPOGLAMLoss(TrainableState, LossModule):
                 self.actor, self.value, beta=kl_coeff, dtarg=kl_target or 0.01, **adaptive, **common
             )
         self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=gae_lambda)
-        self.ppo.set_keys(value=VALUE_KEY, **{k: getattr(self.tensor_keys, k) for k in self._FORWARDED_KEYS})
+        self.ppo.set_keys(value=VALUE_KEY, **self._forwarded(self._FORWARDED_KEYS))
 
     @property
     def catalogue(self):
@@ -207,11 +207,6 @@ class PPOGLAMLoss(TrainableState, LossModule):
             *kind,
         ]
 
-    def _forward_value_estimator_keys(self, **kwargs) -> None:
-        # the TorchRL PPO loss, which forwards them to its GAE, reads the rollout under our names
-        if hasattr(self, "ppo"):
-            self.ppo.set_keys(**{k: getattr(self.tensor_keys, k) for k in kwargs if k in self._FORWARDED_KEYS})
-
     def parameters_to_train(self) -> list[nn.Parameter]:
         """The LLM's trainable weights (all, or the LoRA adapters) and the value head's, in this
         order (the optimiser's; its checkpoints index parameters by position)."""
@@ -224,9 +219,6 @@ class PPOGLAMLoss(TrainableState, LossModule):
         llm = [p for p in self.scorer.parameters() if p.requires_grad]
         in_llm = {id(p) for p in llm}
         return {"llm": llm, "heads": [p for p in self.parameters_to_train() if id(p) not in in_llm]}
-
-    def _device(self) -> torch.device:
-        return next(self.scorer.parameters()).device
 
     @torch.no_grad()
     def advantages(self, rollout: TensorDictBase) -> TensorDictBase:

@@ -273,7 +273,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         """
         keys = self.tensor_keys
         warmup = self.warmup if warmup is None else warmup
-        batch = batch.to(next(self.scorer.parameters()).device)  # replay lives on the CPU
+        batch = batch.to(self._device())  # replay lives on the CPU
         obs = self.score(batch)
         candidates = obs["action_mask"].shape[-1]  # the environment's mask rule: one column per candidate
         if candidates != self.num_actions:  # the heads would silently read the wrong candidates
