@@ -70,11 +70,16 @@ class EpisodeAssembler:
         max_steps: the episode length limit (the padding length T).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the
             steps, for its state keys.
+        extra_keys: keys of a step kept beside the state and the action (e.g. "sample_log_prob"
+            for an on-policy update).
     """
 
-    def __init__(self, num_envs: int, max_steps: int, *, environment: TextEnvironment | str) -> None:
+    def __init__(
+        self, num_envs: int, max_steps: int, *, environment: TextEnvironment | str, extra_keys: tuple[str, ...] = ()
+    ) -> None:
         self.num_envs, self.max_steps = num_envs, max_steps
-        self.step_keys, self.next_keys = step_keys(environment=environment), next_keys(environment=environment)
+        self.step_keys = step_keys(environment=environment) + tuple(extra_keys)
+        self.next_keys = next_keys(environment=environment)
         self._steps: list[list[TensorDictBase]] = [[] for _ in range(num_envs)]
         self.env_steps = 0  # global counter of sub-environment steps
 
