@@ -12,7 +12,7 @@ of the policy that played them (the clipped ratio accounts for it, as for any PP
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import EpisodeAssembler
@@ -119,9 +119,7 @@ class Groups:
 
     def __init__(self, num_envs: int, group_size: int, max_steps: int, *, environment: TextEnvironment | str) -> None:
         self.group_size = group_size
-        self.assembler = EpisodeAssembler(
-            num_envs, max_steps, environment=environment, extra_keys=("sample_log_prob",)
-        )
+        self.assembler = EpisodeAssembler(num_envs, max_steps, environment=environment, extra_keys=("sample_log_prob",))
         self.in_progress: list[list[TensorDictBase]] = [[] for _ in range(num_envs)]
         self.complete: list[TensorDictBase] = []
 
