@@ -44,6 +44,8 @@ EXAMPLES = [
     "torchrl_glam.algorithms.sac_glam.build.num_actions",
     "torchrl_glam.algorithms.sac_glam.build.load_trained_loss",
     "torchrl_glam.algorithms.ppo_glam.build.make_loss",
+    "torchrl_glam.algorithms.grpo_glam.build.make_loss",
+    "torchrl_glam.algorithms.grpo_glam.groups.RepeatedStarts",
 ]
 
 

@@ -258,6 +258,9 @@ LIGHT = (
     "torchrl_glam.algorithms.ppo_glam",
     "torchrl_glam.algorithms.ppo_glam.config",
     "torchrl_glam.algorithms.ppo_glam.train",
+    "torchrl_glam.algorithms.grpo_glam",
+    "torchrl_glam.algorithms.grpo_glam.config",
+    "torchrl_glam.algorithms.grpo_glam.train",
 )
 #: The libraries they may import: PyYAML, for the preset files (OmegaConf, which types values,
 #: loads where a value is typed: --help and an unknown field's refusal answer without it).

@@ -11,6 +11,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.envs.playground import STATE_KEYS, PlaygroundTextEnv, RenderText
 from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
+from torchrl_glam.objectives.grpo_glam import GRPOGLAMLoss
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 
 
@@ -68,3 +69,37 @@ def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(aut
     with set_exploration_type(ExplorationType.DETERMINISTIC):
         first = policy(td.clone())["action"]
         assert torch.equal(first, policy(td.clone())["action"])
+
+
+def test_grpo_glam_loss_in_a_stock_torchrl_rollout():
+    """docs/site/composing.md's GRPO-GLAM snippet: groups from one start by the environment's
+    ``reset_in_groups``, TorchRL's ``env.rollout`` with the library's policy, each row's first
+    episode, the loss's group-relative advantages and one optimiser step."""
+    torch.manual_seed(0)
+    env = PlaygroundTextEnv(num_envs=8, goals="simplified", text=False, seed=0)
+    agent = GLAMAgent(make_scorer("offline:tiny-t5-pretrained"), environment="playground")  # succeeds now and then
+    loss = GRPOGLAMLoss(agent, group_size=4)  # a LossModule without a critic: TorchRL's ClipPPOLoss inside
+    start = agent.environment.reset_in_groups(env, 4)  # 2 groups of 4 episodes, each from one start
+    with torch.no_grad():  # acting records the log-probabilities without a graph (a Collector does the same)
+        data = env.rollout(
+            10, agent.policy(return_log_prob=True), tensordict=start, auto_reset=False, break_when_any_done=False
+        )
+    done = data["next", "done"].squeeze(-1)
+    data["mask"] = done.cumsum(1) - done.long() == 0  # each row's first episode
+    data = loss.advantages(data)  # "advantage": (return - group mean) / group std, on every step
+    losses = loss(data[data["mask"]])  # "loss_objective", "loss_entropy", "loss_kl", ...
+    assert torch.isfinite(losses["loss_objective"]) and losses["ratio"].item() == pytest.approx(1.0, abs=1e-5)
+    returns = (data["next", "reward"].squeeze(-1) * data["mask"]).sum(-1).reshape(2, 4)
+    advantage = data["advantage"][:, 0, 0].reshape(2, 4)
+    for group, values in zip(returns, advantage, strict=True):
+        expected = (group - group.mean()) / (group.std() + 1e-6)
+        assert torch.allclose(values, torch.nan_to_num(expected, nan=0.0), atol=1e-5)
+    optimizer = torch.optim.Adam(loss.parameters_to_train(), lr=1e-3)
+    before = [p.detach().clone() for p in loss.parameters_to_train()]
+    optimizer.zero_grad()
+    (losses["loss_objective"] + losses["loss_entropy"]).backward()
+    optimizer.step()
+    if (advantage != 0).any():  # a group's episodes differ in return: the LLM learns
+        assert any(not torch.equal(a, b) for a, b in zip(before, loss.parameters_to_train(), strict=True))
+    else:  # all equal: GRPO has nothing to learn from them
+        assert losses["loss_objective"].item() == 0.0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from torchrl_glam.algorithms.grpo_glam.config import GRPOGLAMConfig
 from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
 from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
 from torchrl_glam.training.config import field_help, setting
@@ -32,7 +33,7 @@ print(json.dumps({"help": field_help(SACGLAMConfig), "out": out.getvalue(), "fil
 """
 
 
-@pytest.mark.parametrize("config_class", [SACGLAMConfig, PPOGLAMConfig])
+@pytest.mark.parametrize("config_class", [SACGLAMConfig, PPOGLAMConfig, GRPOGLAMConfig])
 def test_every_field_has_help_in_its_metadata(config_class):
     assert [path for path, text in field_help(config_class).items() if not text] == []
 

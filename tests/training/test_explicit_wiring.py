@@ -7,12 +7,14 @@ import inspect
 import pytest
 import torch
 
+from torchrl_glam.algorithms.grpo_glam.build import make_loss as make_grpo_loss
+from torchrl_glam.algorithms.grpo_glam.config import make_grpo_config
 from torchrl_glam.algorithms.ppo_glam.build import make_loss as make_ppo_loss
 from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
 from torchrl_glam.algorithms.sac_glam.build import make_loss
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.modules import DuelingCriticHead
-from torchrl_glam.objectives import PPOGLAMLoss, SACGLAMLoss
+from torchrl_glam.objectives import GRPOGLAMLoss, PPOGLAMLoss, SACGLAMLoss
 
 #: the arguments a loss takes from elsewhere than a config field of its own
 NOT_FIELDS = {"scorer", "num_actions", "qvalue_network", "success_network", "value_network", "environment"}
@@ -89,3 +91,30 @@ def test_every_ppo_loss_argument_comes_from_the_config():
     assert make_ppo_loss(make_ppo_config("smoke", {"her_centred": True})).centred
     arguments = set(inspect.signature(PPOGLAMLoss).parameters) - NOT_FIELDS
     assert arguments <= set(values) | {"centred", "score_chunk"}, arguments - set(values)
+
+
+def test_every_grpo_loss_argument_comes_from_the_config():
+    values = {
+        "group_size": 3,
+        "clip_epsilon": 0.3,
+        "entropy_coeff": 0.02,
+        "kl_coeff": 0.05,
+        "step_level": True,
+        "step_weight": 0.5,
+        "gamma": 0.8,
+        "eps": 1e-4,
+    }
+    loss = make_grpo_loss(make_grpo_config("smoke", values))
+    reached = {
+        "group_size": loss.group_size,
+        "clip_epsilon": float(loss.ppo.clip_epsilon),
+        "entropy_coeff": float(loss.ppo.entropy_coeff),
+        "kl_coeff": loss.kl_coeff,
+        "step_level": loss.step_level,
+        "step_weight": loss.step_weight,
+        "gamma": loss.gamma,
+        "eps": loss.eps,
+    }
+    assert reached == pytest.approx(values)
+    arguments = set(inspect.signature(GRPOGLAMLoss).parameters) - NOT_FIELDS
+    assert arguments <= set(values) | {"score_chunk"}, arguments - set(values)

@@ -38,6 +38,7 @@ def probe(code: str) -> tuple[subprocess.CompletedProcess, list]:
     [
         ("sac_glam", ["--help"], 0, "batch_size="),
         ("ppo_glam", ["--help"], 0, "minibatch_size="),
+        ("grpo_glam", ["--help"], 0, "group_size="),
         ("sac_glam", ["nosuchfield=1"], 2, "unknown config field 'nosuchfield'"),
         ("sac_glam", ["batch_size=abc"], 2, "bad config value algorithm.batch_size='abc'"),
         ("sac_glam", ["--preset", "nosuch"], 2, "unknown preset 'nosuch'; choose one of"),
@@ -57,7 +58,7 @@ def test_the_configs_and_the_script_registry_import_nothing_heavy():
         "import json, sys\n"
         "import torchrl_glam.training.cli, torchrl_glam.training.config, torchrl_glam.training.eval_sets\n"
         "from torchrl_glam.algorithms import get_script\n"
-        "for name in ('sac_glam', 'ppo_glam'):\n"
+        "for name in ('sac_glam', 'ppo_glam', 'grpo_glam'):\n"
         "    script = get_script(name)\n"
         "    script.config_class().replace(**script.presets['cpu'])\n"
         f"print('PROBE ' + json.dumps([0, sorted(m for m in {HEAVY!r} if m in sys.modules)]))\n"

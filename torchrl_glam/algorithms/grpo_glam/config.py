@@ -75,7 +75,7 @@ class GRPOGLAMConfig(GLAMConfig):
             lambda c, e: (
                 "at least 2 (a group compares its episodes)"
                 if e.has("reset_in_groups")
-                else f"possible only on an environment with 'reset_in_groups' (env={c.env.name!r} has none)"
+                else f"an environment with 'reset_in_groups' (episodes from one start); env={c.env.name!r} has none"
             ),
         ),
         minimum("algorithm.groups_per_update", 1),
