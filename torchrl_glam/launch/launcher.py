@@ -25,7 +25,7 @@ from typing import Any
 import submitit
 import yaml
 
-from torchrl_glam.algorithms import SCRIPTS, get_script
+from torchrl_glam.algorithms import algorithm_names, get_script
 from torchrl_glam.launch.job import TrainingJob
 from torchrl_glam.launch.sweeps import MAX_RUNS, RunSpec, load_sweep, parse_seeds
 from torchrl_glam.training.cli import USAGE_ERROR, check_resumed_preset, check_run_dir, saved_config, unreadable_json
@@ -45,8 +45,8 @@ def validate_runs(runs: list[RunSpec], runs_root: str | Path) -> None:
     _refuse_shared_run_dirs(runs)
     for run in runs:
         where = f"run {run.run_dir}"
-        if run.algorithm not in SCRIPTS:
-            raise ValueError(f"{where}: unknown algorithm {run.algorithm!r}; known: {sorted(SCRIPTS)}")
+        if run.algorithm not in algorithm_names():
+            raise ValueError(f"{where}: unknown algorithm {run.algorithm!r}; known: {algorithm_names()}")
         if not Path(run.run_dir).resolve().is_relative_to(root):
             raise ValueError(
                 f"{where}: its directory leaves the runs root {root} (a sweep name or variant "
@@ -221,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--algorithm",
         default="sac_glam",
-        choices=sorted(SCRIPTS),
-        help="the training script (torchrl_glam/algorithms/<algorithm>/train.py)",
+        choices=algorithm_names(),
+        help="the training script (torchrl_glam/algorithms/<algorithm>/train.py, or a package's entry point)",
     )
     parser.add_argument("--preset", default="cpu", help="a preset of the algorithm or a YAML file like theirs")
     parser.add_argument("--seeds", default=None, help="e.g. 0-3 or 0,2,5 (default: the sweep's, or 0)")

@@ -3,9 +3,10 @@ import name, its config class and presets.
 
 ``examples/<algorithm>.py``, the ``sac-glam`` / ``ppo-glam`` commands, the Slurm launcher
 (``--algorithm``) and the training benchmark all run these modules by import name (a wheel install
-has no ``examples/`` folder). The library's table is :data:`torchrl_glam.algorithms.SCRIPTS`, a
-static dict; the harness itself needs no table: what it needs of an algorithm, its config class
-declares (:class:`~torchrl_glam.training.config.GLAMConfig`'s ``ALGORITHM``,
+has no ``examples/`` folder). The library's table is :data:`torchrl_glam.algorithms.SCRIPTS`;
+another package declares its own under the entry-point group ``torchrl_glam.algorithms``
+(:func:`torchrl_glam.algorithms.get_script`). The harness itself needs no table: what it needs of
+an algorithm, its config class declares (:class:`~torchrl_glam.training.config.GLAMConfig`'s ``ALGORITHM``,
 ``LEARNING_RATE_FIELDS``...).
 """
 
