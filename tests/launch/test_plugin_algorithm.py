@@ -91,7 +91,7 @@ SOURCES = {
     ''',
     "toy_algorithm/script.py": """
         from toy_algorithm.config import TOY_PRESETS, ToyConfig
-        from torchrl_glam.training.scripts import TrainingScript
+        from torchrl_glam.algorithms import TrainingScript
 
         SCRIPT = TrainingScript("toy_algorithm.train", ToyConfig, TOY_PRESETS)
         NOT_A_SCRIPT = 42
