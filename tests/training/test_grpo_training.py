@@ -115,3 +115,15 @@ def test_resume_gives_the_same_next_losses_as_an_uninterrupted_run(tmp_path):
     final = [read_checkpoint(run / "checkpoint.pt") for run in (straight, resumed)]
     for key, value in final[0]["loss"].items():
         assert torch.allclose(value, final[1]["loss"][key], atol=1e-6), key
+
+
+def test_an_environment_without_restart_as_is_refused_by_name():
+    playground = get_environment("playground")
+    base = playground.make_env(2, seed=0, max_steps=2)
+    base.restart_as = None  # as an environment that declares reset_in_groups but lacks restart_as
+    env = TransformedEnv(base, RepeatedStarts(2, 2, environment=playground))
+    td = env.reset()
+    td["action"] = td["action_mask"].long().argmax(-1)
+    with pytest.raises(TypeError, match="has no restart_as"):
+        for _ in range(2):
+            _, td = env.step_and_maybe_reset(td)

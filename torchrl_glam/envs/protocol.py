@@ -234,7 +234,9 @@ class TextEnvironment(abc.ABC):
     def reset_in_groups(self, env: EnvBase, group_size: int) -> TensorDictBase:
         """Resets every sub-environment of ``env`` (made by :meth:`make_env`), each group of
         ``group_size`` consecutive ones from one start (the same scene and goal, level and mission,
-        game and quest), and returns the first observation: GRPO's groups of episodes."""
+        game and quest), and returns the first observation: GRPO's groups of episodes. GRPO-GLAM's
+        training loop also calls the batched environment's ``restart_as(b, source)`` (sub-environment
+        ``b`` restarted at the start of ``source``'s episode), which the built-in ones implement."""
         raise self._missing("reset_in_groups", "groups of episodes from one start (GRPO-GLAM)")
 
     def _missing(self, capability: str, feature: str) -> MissingCapability:

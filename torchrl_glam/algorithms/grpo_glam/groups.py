@@ -79,6 +79,11 @@ class RepeatedStarts(Transform):
         if not len(self._restarting):
             return tensordict_reset
         env = self.parent.base_env
+        if not callable(getattr(env, "restart_as", None)):
+            raise TypeError(
+                f"{type(env).__name__} has no restart_as(b, source), which groups of episodes in a row need: "
+                "implement it (restart sub-environment b at the start of source's episode) beside reset_in_groups"
+            )
         for b in self._restarting.tolist():
             env.restart_as(b, b)
         observation = env.observation()
