@@ -72,6 +72,18 @@ def experiments_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
     ]
 
 
+def private_imports(path: Path, root: Path = PACKAGE.parent) -> list[str]:
+    """The private names of the package (``_name``) a file imports: its public API is what the
+    research record and the tests build on."""
+    return [
+        f"{path.relative_to(root)}:{line} imports {name}"
+        for line, module, names in imports(path)
+        if module.startswith("torchrl_glam")
+        for name in names[1:]
+        if name.rsplit(".", 1)[-1].startswith("_") and not name.rsplit(".", 1)[-1].startswith("__")
+    ]
+
+
 def layer_files(root: Path) -> list[Path]:
     return sorted(p for layer in LAYERS for p in (root / layer).rglob("*.py"))
 
@@ -86,6 +98,12 @@ def test_the_package_imports_no_experiment():
     assert not violations, "the package must run without the research record (experiments/):\n" + "\n".join(violations)
 
 
+def test_the_research_record_imports_no_private_name():
+    files = sorted((PACKAGE.parent / "experiments").rglob("*.py"))
+    violations = [v for path in files for v in private_imports(path)]
+    assert not violations, "experiments/ builds on the package's public names:\n" + "\n".join(violations)
+
+
 @pytest.mark.parametrize(
     "check, source",
     [
@@ -97,6 +115,7 @@ def test_the_package_imports_no_experiment():
         (experiments_imports, "from experiments.tools.results import aggregate\n"),
         (experiments_imports, "def f():\n    import experiments.tools.discovery\n"),
         (experiments_imports, "import experiments\n"),
+        (private_imports, "from torchrl_glam.modules.attention import _attend\n"),
     ],
 )
 def test_the_checks_catch_their_imports(tmp_path, check, source):

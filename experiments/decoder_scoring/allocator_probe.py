@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.benchmarks.scorer_update import _memory_mb, _observations
+from torchrl_glam.benchmarks.scorer_update import memory_mb, observations_pair
 from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
 from torchrl_glam.training.runtime import reuse_freed_memory
 
@@ -59,7 +59,7 @@ def main(policy: str) -> None:
     torch.manual_seed(0)
     llm = load_llm(LLMConfig("smollm2-135m", lora_rank=16))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
-    observation, following = _observations(32)
+    observation, following = observations_pair(32)
     parameters = {p.untyped_storage().data_ptr() for p in llm.model.parameters()}
     saved: dict[int, int] = {}
 
@@ -85,7 +85,7 @@ def main(policy: str) -> None:
             scorer(*following)
         (scores.sum() + action_hidden.square().mean() + prompt_hidden.square().mean()).backward()
 
-    loaded, loaded_in_use = _memory_mb("VmRSS"), libc.mallinfo2().uordblks
+    loaded, loaded_in_use = memory_mb("VmRSS"), libc.mallinfo2().uordblks
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here
     update(count_saved=True)
     cpu = []
@@ -96,7 +96,7 @@ def main(policy: str) -> None:
         cpu.append(time.process_time() - start)
     faults = int(Path("/proc/self/stat").read_text().split()[9]) - faults_before
     print(
-        f"{policy}: peak {_memory_mb('VmHWM') - loaded:.0f} MB above load; update CPU s "
+        f"{policy}: peak {memory_mb('VmHWM') - loaded:.0f} MB above load; update CPU s "
         f"{', '.join(f'{c:.1f}' for c in cpu)}; {faults:,} minor page faults in those two"
     )
 

@@ -11,7 +11,7 @@ from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import resolve_model_path
 from torchrl_glam.offline import build_offline_model
 from torchrl_glam.offline.models import offline_model_path, pretraining_recipe, tiny_model_recipe
-from torchrl_glam.offline.pretraining import _lm_batch, pretrain, transcripts_nll
+from torchrl_glam.offline.pretraining import lm_batch, pretrain, transcripts_nll
 from torchrl_glam.offline.shipped import recipe_version
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 
@@ -55,7 +55,7 @@ def test_a_few_steps_lower_the_loss_and_the_result_loads(tmp_path, tiny_paths):
     def loss(path):
         llm = load_llm(LLMConfig(str(path)))
         with torch.no_grad():
-            return llm.model(**_lm_batch(llm.tokenizer, *fixed, True)).loss.item()
+            return llm.model(**lm_batch(llm.tokenizer, *fixed, True)).loss.item()
 
     assert loss(out) < loss(tiny_paths["t5"]) - 0.5
     assert (out / "pretraining.txt").read_text().startswith("random-play transcripts")
@@ -201,7 +201,7 @@ def test_a_batch_in_length_groups_has_the_whole_batchs_loss_and_gradients(monkey
     model, tokenizer = loader.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     encoder_decoder = model_kind == "t5"
     with torch.random.fork_rng(devices=[]):
-        batch = _lm_batch(tokenizer, *RandomPlayTranscripts(seed=3).batch(12), encoder_decoder)
+        batch = lm_batch(tokenizer, *RandomPlayTranscripts(seed=3).batch(12), encoder_decoder)
 
     def loss_and_gradients():
         model.zero_grad(set_to_none=True)

@@ -62,7 +62,7 @@ class LoopProfile:
             (LossModule, "__call__", LossModule.__call__),
             (LLMScorer, "forward", LLMScorer.forward),
             (torch.Tensor, "backward", torch.Tensor.backward),
-            (attention_module, "_attend", attention_module._attend),
+            (attention_module, "attend", attention_module.attend),
         ]
         in_loss = [0]
         profile = self
@@ -96,7 +96,7 @@ class LoopProfile:
         LossModule.__call__ = loss_call
         LLMScorer.forward = scorer_forward
         torch.Tensor.backward = timed("backward", saved[3][2])
-        attention_module._attend = timed("attention", saved[4][2])
+        attention_module.attend = timed("attention", saved[4][2])
         try:
             yield self
         finally:

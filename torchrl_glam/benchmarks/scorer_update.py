@@ -69,7 +69,8 @@ CSV_FIELDS = (
 # ---- the worker: one model, one tree, in its own process
 
 
-def _memory_mb(field: str) -> float:
+def memory_mb(field: str) -> float:
+    """This process's memory figure ``field`` of ``/proc/self/status`` (``"VmRSS"``, ``"VmHWM"``), in MB."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
@@ -106,7 +107,9 @@ def scorer_update(scorer, observation: tuple, following: tuple):
     return update
 
 
-def _observations(batch: int):
+def observations_pair(batch: int):
+    """The scorer's inputs (prompts, candidates, action mask) of ``batch`` Playground-Text states and
+    of the states one random step later: what an update scores with and without gradient."""
     import torch
 
     from torchrl_glam.envs.playground import PlaygroundTextEnv
@@ -152,20 +155,20 @@ def worker(
         path = build_tiny_model(Path(tempfile.mkdtemp()) / "llama", "llama", seed=0)
         llm = load_llm(LLMConfig(str(path), gradient_checkpointing=checkpointing, dtype=dtype))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
-    observation, following = _observations(batch)
+    observation, following = observations_pair(batch)
 
     update = scorer_update(scorer, observation, following)
-    loaded = _memory_mb("VmRSS")
+    loaded = memory_mb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident size
     if live_memory:
         update()
-        return {"live_peak_mb_above_load": _memory_mb("VmHWM") - loaded, "torchrl_glam": torchrl_glam.__file__}
+        return {"live_peak_mb_above_load": memory_mb("VmHWM") - loaded, "torchrl_glam": torchrl_glam.__file__}
     times, cpu = timed(update, repeats)
     result = {
         "update_seconds": statistics.median(times),
         "update_cpu_seconds": cpu,
         "update_seconds_each": times,
-        "peak_mb_above_load": _memory_mb("VmHWM") - loaded,
+        "peak_mb_above_load": memory_mb("VmHWM") - loaded,
         "loaded_mb": loaded,
         "torchrl_glam": torchrl_glam.__file__,
     }

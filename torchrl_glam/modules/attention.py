@@ -15,7 +15,7 @@ registers an attention function, through transformers' public ``AttentionInterfa
   attention functions), uses that bias, [1, h, S, S] from the decoder's own bias table, instead of
   the one computed from the sequence's places;
 * everywhere else is T5's eager attention, in the same order of operations (so the same numbers)
-  with the position bias and the mask added in place to the score product (``_attend``); on the
+  with the position bias and the mask added in place to the score product (``attend``); on the
   CPU this beat transformers' eager and SDPA implementations at these sizes.
 
 The mask function registered with it is transformers' eager (additive float) mask.
@@ -32,7 +32,7 @@ TREE_POSITION_BIAS = "glam_tree_position_bias"
 #: model types with T5's attention: a relative position bias shared by the layers and added to the
 #: scores, which the tree's bias can replace (tests check tree == naive scoring)
 TREE_ATTENTION_MODEL_TYPES = ("t5", "mt5")
-#: rows of attention scores shorter than this are padded before the softmax (see ``_attend``)
+#: rows of attention scores shorter than this are padded before the softmax (see ``attend``)
 SOFTMAX_MIN_VECTOR_ROW = 16
 
 
@@ -55,10 +55,10 @@ def tree_attention(
     bias = position_bias
     if glam_tree_position_bias is not None and getattr(module, "is_causal", False):
         bias = glam_tree_position_bias
-    return _attend(module, query, key, value, bias, attention_mask, scaling, dropout).transpose(1, 2).contiguous(), None
+    return attend(module, query, key, value, bias, attention_mask, scaling, dropout).transpose(1, 2).contiguous(), None
 
 
-def _attend(
+def attend(
     module: nn.Module,
     query: Tensor,
     key: Tensor,

@@ -126,7 +126,7 @@ def transcript_stream(
     return TRANSCRIPT_STREAMS[data](seed, environment)
 
 
-def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_decoder: bool) -> dict:
+def lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_decoder: bool) -> dict:
     """Model inputs whose loss is the log-likelihood of the targets given the prompts."""
     if is_encoder_decoder:
         enc = tokenizer(prompts, padding=True, return_tensors="pt")
@@ -149,7 +149,7 @@ def _lm_batch(tokenizer, prompts: list[str], targets: list[str], is_encoder_deco
 
 
 def transcripts_nll(model, batch: dict, is_encoder_decoder: bool, backward: bool = False) -> float:
-    """The mean negative log-likelihood of a :func:`_lm_batch`'s target tokens (what
+    """The mean negative log-likelihood of a :func:`lm_batch`'s target tokens (what
     ``model(**batch).loss`` is), computed in groups of similar length (:data:`GROUP_LOGITS`), each
     group's gradient accumulated with ``backward``: the same value and gradients, up to the order
     of floating-point sums, without computing on the batch's padding."""
@@ -427,7 +427,7 @@ def _pretrain(
                     if stop.is_set():
                         _stopped(what, step - 1, steps, checkpoint, save if main else None)
                     optimizer.zero_grad(set_to_none=True)
-                    batch = _lm_batch(tokenizer, *stream.batch(batch_size), is_encoder_decoder)
+                    batch = lm_batch(tokenizer, *stream.batch(batch_size), is_encoder_decoder)
                     loss = transcripts_nll(model, batch, is_encoder_decoder, backward=True)
                     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                     optimizer.step()
@@ -493,9 +493,7 @@ def transcript_loss(
         data = RandomPlayTranscripts(seed=seed, environment=environment)
         is_encoder_decoder = bool(model.config.is_encoder_decoder)
         losses = [
-            transcripts_nll(
-                model, _lm_batch(tokenizer, *data.batch(batch_size), is_encoder_decoder), is_encoder_decoder
-            )
+            transcripts_nll(model, lm_batch(tokenizer, *data.batch(batch_size), is_encoder_decoder), is_encoder_decoder)
             for _ in range(batches)
         ]
     return sum(losses) / len(losses)

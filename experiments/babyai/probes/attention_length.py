@@ -13,14 +13,14 @@ import time
 import torch
 from torch import nn
 
-from torchrl_glam.modules.attention import _attend
+from torchrl_glam.modules.attention import attend
 
 BATCH, HEADS, HEAD_DIM = 64, 4, 16
 
 
 def eager(query, key, value, bias, mask):
-    module = nn.Module()  # _attend reads only .training (dropout 0 here)
-    return _attend(module, query, key, value, bias, mask, 1.0, 0.0)
+    module = nn.Module()  # attend reads only .training (dropout 0 here)
+    return attend(module, query, key, value, bias, mask, 1.0, 0.0)
 
 
 def sdpa(query, key, value, bias, mask):

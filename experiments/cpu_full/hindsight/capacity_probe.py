@@ -19,7 +19,7 @@ import torch
 from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv, render_batch
 from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
-from torchrl_glam.offline.pretraining import _lm_batch
+from torchrl_glam.offline.pretraining import lm_batch
 from torchrl_glam.offline.tiny import save_model_and_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -59,7 +59,7 @@ model, tokenizer = llm.model, llm.tokenizer
 model.train()
 optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 for step in range(1, args.steps + 1):
-    loss = model(**_lm_batch(tokenizer, *batch(args.batch_size), True)).loss
+    loss = model(**lm_batch(tokenizer, *batch(args.batch_size), True)).loss
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()

@@ -1,5 +1,5 @@
 """The tiny T5's encoder self-attention at a TextWorld update's shape, the package's eager product
-(``torchrl_glam.modules.attention._attend``) against torch's ``scaled_dot_product_attention``.
+(``torchrl_glam.modules.attention.attend``) against torch's ``scaled_dot_product_attention``.
 
     OMP_NUM_THREADS=1 python experiments/loop_speed/profile/attention_sdpa.py
 
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from torchrl_glam.modules.attention import _attend
+from torchrl_glam.modules.attention import attend
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -28,17 +28,17 @@ module = nn.Module().eval()
 
 
 def eager():
-    return _attend(module, q, k, v, bias, mask, 1.0, 0.0)
+    return attend(module, q, k, v, bias, mask, 1.0, 0.0)
 
 
 def sdpa():
     return functional.scaled_dot_product_attention(q, k, v, attn_mask=bias + mask, scale=1.0)
 
 
-for name, attend in (("eager (_attend)", eager), ("sdpa", sdpa)):
+for name, attention in (("eager (attend)", eager), ("sdpa", sdpa)):
     for _ in range(2):
         start = time.perf_counter()
-        out = attend()
+        out = attention()
         forward = time.perf_counter() - start
         start = time.perf_counter()
         out.sum().backward()
