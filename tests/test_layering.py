@@ -269,7 +269,7 @@ LIGHT = (
     *(f"torchrl_glam.training.config.{m}" for m in ("base", "helptext", "overrides", "presets", "rules", "sections")),
     "torchrl_glam.training.eval_sets",
     "torchrl_glam.training.rundir",
-    "torchrl_glam.training.scripts",
+    "torchrl_glam.algorithms.scripts",
     "torchrl_glam.algorithms",
     "torchrl_glam.algorithms.sac_glam",
     "torchrl_glam.algorithms.sac_glam.config",

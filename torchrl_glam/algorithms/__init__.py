@@ -12,7 +12,7 @@ loss, passed each argument by name; replay...), its update (``update.py``) and i
 :data:`SCRIPTS` is the table of their training scripts, by algorithm name (the launcher's
 ``--algorithm``); it imports the configs only, so the command line stays light. A package adds an
 algorithm through the entry-point group ``torchrl_glam.algorithms``, its value the
-``module:attribute`` of a :class:`~torchrl_glam.training.scripts.TrainingScript` (imported when
+``module:attribute`` of a :class:`~torchrl_glam.algorithms.scripts.TrainingScript` (imported when
 the algorithm is first named)::
 
     # pyproject.toml of the package that holds my_package/train.py
@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 from torchrl_glam.algorithms.grpo_glam.config import GRPO_PRESETS, GRPOGLAMConfig
 from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, PPOGLAMConfig
 from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig
-from torchrl_glam.training.scripts import TrainingScript
+from torchrl_glam.algorithms.scripts import TrainingScript
 
 #: The entry-point group of the algorithms of other packages
 ENTRY_POINT_GROUP = "torchrl_glam.algorithms"
@@ -46,7 +46,7 @@ def algorithm_names() -> list[str]:
 
 def get_script(name: str) -> TrainingScript:
     """The training script of the algorithm ``name``: the library's (:data:`SCRIPTS`), or the
-    :class:`~torchrl_glam.training.scripts.TrainingScript` a package declares under that name in
+    :class:`~torchrl_glam.algorithms.scripts.TrainingScript` a package declares under that name in
     the entry-point group ``torchrl_glam.algorithms``."""
     declared = [entry_point for entry_point in entry_points(group=ENTRY_POINT_GROUP) if entry_point.name == name]
     if name in SCRIPTS:

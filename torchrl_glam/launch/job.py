@@ -1,7 +1,7 @@
 """A training run as a submitit job that survives preemption and time limits.
 
 ``TrainingJob(algorithm, argv)()`` runs ``main(argv)`` of the algorithm's training script
-(``torchrl_glam.training.scripts``, found by import name, so a wheel install works) in a worker
+(``torchrl_glam.algorithms.scripts``, found by import name, so a wheel install works) in a worker
 thread. The main thread stays free for submitit's signal handler: on preemption or
 timeout (Slurm's USR2, or USR1: both are handled) it calls :meth:`TrainingJob.checkpoint`, which asks the
 loop to stop at its next iteration
