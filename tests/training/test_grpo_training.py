@@ -19,6 +19,8 @@ from torchrl_glam.envs import get_environment
 from torchrl_glam.training.checkpoint import read_checkpoint
 from torchrl_glam.training.config import ConfigError
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grpo_glam.py"  # run as a user runs it
+
 
 def run_example(args):
     return get_script("grpo_glam").load().main(["--preset", "smoke", "--no-progress", *args])
@@ -127,3 +129,19 @@ def test_an_environment_without_restart_as_is_refused_by_name():
     with pytest.raises(TypeError, match="has no restart_as"):
         for _ in range(2):
             _, td = env.step_and_maybe_reset(td)
+
+
+@pytest.mark.slow
+def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
+    """Two processes over gloo: each rank's groups complete at their own pace, and both update
+    together (once every rank holds its share of the groups) with the same gradient steps."""
+    from data_parallel import run_ranks
+
+    run = tmp_path / "ddp"
+    args = ["--preset", "smoke", "--no-progress", "--run-dir", str(run), "total_steps=384", "checkpoint_every=384"]
+    run_ranks(EXAMPLE, [*args, "eval_every=384"], timeout=600)
+    states = [read_checkpoint(run / sub / "checkpoint.pt") for sub in ("", "rank1")]
+    assert states[0]["updater"]["updates"] == states[1]["updater"]["updates"] > 0
+    for key, value in states[0]["loss"].items():
+        assert torch.equal(value, states[1]["loss"][key]), key
+    assert (states[0]["env"]["rules"]["objects"] != states[1]["env"]["rules"]["objects"]).any()
