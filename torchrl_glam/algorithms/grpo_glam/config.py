@@ -101,7 +101,15 @@ GRPO_PRESETS = Presets(Path(__file__).with_name("presets"))
 
 
 def make_grpo_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) -> GRPOGLAMConfig:
-    """The GRPO-GLAM config of a preset with overrides applied, validated."""
+    """The GRPO-GLAM config of a preset with overrides applied, validated.
+
+    Args:
+        preset: a preset's name (``GRPO_PRESETS``) or the path of a YAML file like theirs.
+        overrides: values by field path (``{"algorithm.step_level": True}``) or unique name.
+
+    Returns:
+        The validated :class:`GRPOGLAMConfig`; a bad value raises a ``ConfigError`` naming the field.
+    """
     return config_from_preset(GRPOGLAMConfig, GRPO_PRESETS, preset, overrides)
 
 

@@ -133,6 +133,11 @@ class Groups:
         return len(self.complete)
 
     def add(self, step: TensorDictBase) -> None:
+        """Adds one batched step.
+
+        Args:
+            step: ``env.step_and_maybe_reset``'s first output, [num_envs] with "next" and "sample_log_prob".
+        """
         episodes = self.assembler.add(step)
         if episodes is None:
             return
@@ -144,7 +149,11 @@ class Groups:
                 self.in_progress[b] = []
 
     def take(self) -> TensorDictBase:
-        """The complete groups [groups x G, max_steps], emptied here."""
+        """Hands over the complete groups.
+
+        Returns:
+            The complete groups' episodes [groups x G, max_steps] (each group's consecutive), emptied here.
+        """
         groups, self.complete = self.complete, []
         return torch.cat(groups)
 

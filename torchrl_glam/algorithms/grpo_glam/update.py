@@ -52,8 +52,16 @@ class GRPOGLAMUpdater:
         return data[data[keys.mask]].select(*kept)
 
     def update(self, groups: TensorDictBase) -> list[dict[str, float]]:
-        """Runs the update on complete groups [groups x G, T] (:meth:`Groups.take`); returns each
-        gradient step's metrics."""
+        """Runs the update on complete groups.
+
+        Args:
+            groups: their episodes [groups x G, T] (:meth:`~torchrl_glam.algorithms.grpo_glam.groups.Groups.take`).
+
+        Returns:
+            Each gradient step's metrics (the losses, "entropy", "clip_fraction", "ratio",
+            "kl_to_initial", "grad_norm"; the first also "update/groups", "update/transitions" and
+            "update/equal_return_groups").
+        """
         data = self.update_data(groups)
         num_minibatches = all_max(math.ceil(len(data) / self.minibatch_size))  # the same steps on every rank
         keys = [*LOSSES, "entropy", "kl_approx", "clip_fraction", "ratio", "kl_to_initial"]
