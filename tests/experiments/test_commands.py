@@ -15,7 +15,17 @@ from experiments.tools.results import config_by_path
 from torchrl_glam.algorithms import SCRIPTS
 
 HEADLINE = [
-    ROOT / "experiments" / name for name in ("cpu_full", "cpu_figure2", "first_run", "babyai", "smollm2", "textworld")
+    ROOT / "experiments" / name
+    for name in (
+        "cpu_full",
+        "cpu_figure2",
+        "first_run",
+        "babyai",
+        "smollm2",
+        "textworld",
+        "hindsight_coin_collector",
+        "grpo_glam",
+    )
 ]
 # environment assignments first, then a training script or the launcher
 TRAINING = re.compile(r"^(?:\w+=\S*\s+)*python\s+(?:examples/\w+\.py|-m\s+torchrl_glam\.launch)(?:\s|$)")
