@@ -1,12 +1,17 @@
 """What every GLAM training script builds the same way: the environments (and the check of one,
 :func:`check_env`), the scorer from a config, the policy module of an agent and acting with it
-(:func:`act`), the non-finite-loss error.
+(:func:`act`), the non-finite-loss check (:func:`check_finite`) and a clipped data-parallel
+optimiser step (:func:`gradient_step`).
 
 Each algorithm builds its own loss, replay and updater from these in its folder
 (``torchrl_glam/algorithms/<algorithm>/``)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
+import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torchrl.envs import EnvBase
@@ -18,11 +23,32 @@ from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
 from torchrl_glam.offline import build_offline_model
 from torchrl_glam.offline.models import OFFLINE_PREFIX
 from torchrl_glam.training.config import GLAMConfig
+from torchrl_glam.training.distributed import all_true, average_gradients
 from torchrl_glam.training.eval_sets import EVAL_SETS
 
 
 class NonFiniteLossError(RuntimeError):
     """A loss became NaN or infinite: the run stops, the last good checkpoint stays."""
+
+
+def check_finite(loss: torch.Tensor, out: TensorDictBase, terms: Sequence[str], at: str) -> None:
+    """Raises :class:`NonFiniteLossError` on every rank together when ``loss`` is NaN or infinite on
+    any rank, naming ``out``'s loss ``terms`` and where it happened (``at``: "update 12")."""
+    if not all_true(torch.isfinite(loss).item()):
+        raise NonFiniteLossError(f"non-finite loss at {at}: " + ", ".join(f"{k}={out[k].item():.4g}" for k in terms))
+
+
+def gradient_step(
+    optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor], loss: torch.Tensor, max_grad_norm: float | None
+) -> torch.Tensor:
+    """One optimiser step on ``loss``: backward, gradients averaged over the data-parallel ranks,
+    their norm clipped at ``max_grad_norm`` (``None``: not clipped); returns the norm before clipping."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    average_gradients(parameters)  # data parallel: the same step on every rank
+    grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm or math.inf)
+    optimizer.step()
+    return grad_norm
 
 
 def make_env(

@@ -10,8 +10,8 @@ from tensordict import TensorDictBase
 
 from torchrl_glam.algorithms.grpo_glam.config import GRPOGLAMConfig
 from torchrl_glam.objectives.grpo_glam import REFERENCE_SCORES_KEY, GRPOGLAMLoss
-from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share
-from torchrl_glam.training.factories import NonFiniteLossError
+from torchrl_glam.training.distributed import all_max, all_true, rank_share
+from torchrl_glam.training.factories import check_finite, gradient_step
 
 #: the losses summed into the gradient step
 LOSSES = ("loss_objective", "loss_entropy", "loss_kl")
@@ -70,18 +70,8 @@ class GRPOGLAMUpdater:
             for indices in torch.randperm(len(data)).tensor_split(num_minibatches):
                 out = self.loss(data[indices])
                 loss = sum(out[k] for k in LOSSES)
-                if not all_true(torch.isfinite(loss).item()):  # every rank stops together
-                    raise NonFiniteLossError(
-                        f"non-finite loss at gradient step {self.updates}: "
-                        + ", ".join(f"{k}={out[k].item():.4g}" for k in LOSSES)
-                    )
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                average_gradients(self.parameters)  # data parallel: the same step on every rank
-                grad_norm = torch.nn.utils.clip_grad_norm_(
-                    self.parameters, self.cfg.algorithm.max_grad_norm or math.inf
-                )
-                self.optimizer.step()
+                check_finite(loss, out, LOSSES, f"gradient step {self.updates}")
+                grad_norm = gradient_step(self.optimizer, self.parameters, loss, self.cfg.algorithm.max_grad_norm)
                 self.updates += 1
                 metrics.append({**{k: out[k].item() for k in keys}, "grad_norm": grad_norm.item()})
         self.iterations += 1

@@ -17,8 +17,8 @@ from torchrl_glam.algorithms.ppo_glam.config import PPOGLAMConfig
 from torchrl_glam.data.her import relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, VALUE_KEY, PPOGLAMLoss
-from torchrl_glam.training.distributed import all_max, all_true, average_gradients, rank_share
-from torchrl_glam.training.factories import NonFiniteLossError
+from torchrl_glam.training.distributed import all_max, rank_share
+from torchrl_glam.training.factories import check_finite, gradient_step
 
 #: What a minibatch of the update holds besides the compact state (collected and relabeled
 #: transitions alike).
@@ -95,19 +95,9 @@ class PPOGLAMUpdater:
                 batch = data[indices]
                 out = self.loss(batch)
                 loss = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
-                if not all_true(torch.isfinite(loss).item()):  # every rank stops together
-                    losses = ("loss_objective", "loss_critic", "loss_entropy")
-                    raise NonFiniteLossError(
-                        f"non-finite loss at gradient step {self.updates}: "
-                        + ", ".join(f"{k}={out[k].item():.4g}" for k in losses)
-                    )
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                average_gradients(self.parameters)  # data parallel: the same step on every rank
-                grad_norm = torch.nn.utils.clip_grad_norm_(
-                    self.parameters, self.cfg.algorithm.max_grad_norm or math.inf
-                )
-                self.optimizer.step()
+                losses = ("loss_objective", "loss_critic", "loss_entropy")
+                check_finite(loss, out, losses, f"gradient step {self.updates}")
+                grad_norm = gradient_step(self.optimizer, self.parameters, loss, self.cfg.algorithm.max_grad_norm)
                 self.updates += 1
                 step = {k: out[k].item() for k in keys}
                 step["grad_norm"] = grad_norm.item()

@@ -7,8 +7,8 @@ import torch
 from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
 from torchrl_glam.data.replay import GoalReplay
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
-from torchrl_glam.training.distributed import all_true, average_gradients, rank_share
-from torchrl_glam.training.factories import NonFiniteLossError
+from torchrl_glam.training.distributed import average_gradients, rank_share
+from torchrl_glam.training.factories import check_finite
 
 
 def per_beta_at(cfg: SACGLAMConfig, env_steps: int) -> float:
@@ -76,13 +76,8 @@ class SACGLAMUpdater:
             out = self.loss(batch)
         critic_loss = out["loss_qvalue"] + out["loss_success"]
         loss = critic_loss if warmup else critic_loss + out["loss_actor"] + out["loss_alpha"]
-        if not all_true(torch.isfinite(loss).item()):  # every rank stops together
-            raise NonFiniteLossError(
-                f"non-finite loss at update {self.updates}: "
-                + ", ".join(
-                    f"{k}={out[k].item():.4g}" for k in ("loss_qvalue", "loss_actor", "loss_alpha", "loss_success")
-                )
-            )
+        losses = ("loss_qvalue", "loss_actor", "loss_alpha", "loss_success")
+        check_finite(loss, out, losses, f"update {self.updates}")  # every rank stops together
         optimizers = (
             [self.critic_optimizer] if warmup else [self.critic_optimizer, self.llm_optimizer, self.alpha_optimizer]
         )
