@@ -10,6 +10,7 @@ import pytest
 import torch
 from torchrl.envs import TransformedEnv
 
+from tests.envs.test_groups_from_one_start import environment  # noqa: F401  a fixture: every built-in environment
 from tests.training.test_custom_environment import line_environment  # noqa: F401  a fixture
 from torchrl_glam.algorithms import get_script
 from torchrl_glam.algorithms.grpo_glam.config import make_grpo_config
@@ -24,20 +25,6 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grpo_glam.py"  # r
 
 def run_example(args):
     return get_script("grpo_glam").load().main(["--preset", "smoke", "--no-progress", *args])
-
-
-@pytest.fixture(scope="module", params=["playground", "babyai", "textworld"])
-def environment(request, tmp_path_factory):
-    if request.param == "babyai":
-        pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
-    if request.param == "textworld":
-        pytest.importorskip("textworld", reason="TextWorld needs the textworld extra")
-        from torchrl_glam.envs.textworld import TextWorldText
-
-        return TextWorldText(
-            "coin_collector", train_games=4, held_out_games=2, cache=str(tmp_path_factory.mktemp("tw"))
-        )
-    return get_environment(request.param)
 
 
 def test_a_group_s_episodes_in_the_loop_start_from_one_state(environment):
