@@ -199,7 +199,7 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
     @torch.no_grad()
     def advantages(self, rollout: TensorDictBase) -> TensorDictBase:
         """Adds "advantage" [B, T, 1] to a rollout [B, T] of groups of ``group_size`` episodes (one
-        episode per row, its steps under "mask"), and "reference_scores" [B, T, A] with a KL."""
+        episode per row, its steps under "mask"), and "reference_scores" [B, T, A] with a KL (0 on padded steps)."""
         keys = self.tensor_keys
         mask = rollout[keys.mask]
         reward = rollout["next", keys.reward].reshape(mask.shape).double()
@@ -211,8 +211,9 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
             )
         data = rollout.clone(False)
         data[keys.advantage] = torch.where(mask, advantage, 0.0).float().unsqueeze(-1)
-        if self.kl_coeff > 0:
-            data[keys.reference_scores] = self.reference_scores(rollout)
+        if self.kl_coeff > 0:  # the episodes' steps only: padding is never trained on (its scores stay 0)
+            valid = self.reference_scores(rollout[mask])
+            data[keys.reference_scores] = valid.new_zeros(*mask.shape, valid.shape[-1]).index_put_((mask,), valid)
         return data
 
     def state_ids(self, rollout: TensorDictBase) -> torch.Tensor:
