@@ -9,7 +9,8 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 def by_name(cfg) -> dict:
     short = {path: name for name, path in type(cfg).short_names().items()}
-    return {short[path]: value for path, value in cfg.flat_dict().items()}
+    # an environment's option by its own name, as 0.2 wrote it
+    return {short.get(path, path.rsplit(".", 1)[-1]): value for path, value in cfg.flat_dict().items()}
 
 
 def study_preset(study: str, name: str, algorithm: str = "sac_glam") -> str:

@@ -266,7 +266,10 @@ LIGHT = (
     "torchrl_glam.training",
     "torchrl_glam.training.cli",
     "torchrl_glam.training.config",
-    *(f"torchrl_glam.training.config.{m}" for m in ("base", "helptext", "overrides", "presets", "rules", "sections")),
+    *(
+        f"torchrl_glam.training.config.{m}"
+        for m in ("base", "helptext", "options", "overrides", "presets", "rules", "sections", "values")
+    ),
     "torchrl_glam.training.eval_sets",
     "torchrl_glam.training.rundir",
     "torchrl_glam.algorithms.scripts",
@@ -357,3 +360,32 @@ def test_the_check_catches_a_heavy_module_level_import(tmp_path, source, heavy):
     (tmp_path / "torchrl_glam" / "training" / "config.py").write_text("")
     (tmp_path / "torchrl_glam" / "envs" / "protocol.py").write_text("")
     assert bool(heavy_imports(package_file(tmp_path, "training", source), tmp_path)) is heavy
+
+
+def import_circles(root: Path = PACKAGE) -> list[str]:
+    """The pairs of the package's modules that import each other, anywhere in their code (in a
+    function, under ``TYPE_CHECKING``, by name): each pair is a circle a reader must hold at once."""
+    paths = {
+        ".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in root.rglob("*.py")
+    }
+    graph = {
+        name: {
+            imported for _, _, names in imports(path) for imported in names if imported in paths and imported != name
+        }
+        for name, path in paths.items()
+    }
+    return sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if a < b and a in graph[b])
+
+
+def test_no_two_modules_import_each_other():
+    assert import_circles() == []
+
+
+def test_the_check_catches_two_modules_importing_each_other(tmp_path):
+    package = tmp_path / "torchrl_glam"
+    package.mkdir()
+    (package / "a.py").write_text("import torchrl_glam.b\n")
+    (package / "b.py").write_text("def f():\n    from torchrl_glam.a import x\n")
+    (package / "c.py").write_text("import torchrl_glam.a\n")
+    assert import_circles(package) == ["torchrl_glam.a <-> torchrl_glam.b"]

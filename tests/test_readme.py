@@ -23,10 +23,17 @@ PAGES = [
 
 @pytest.mark.parametrize("where, code", [pytest.param(w, c, id=w) for w, c in code_blocks(PAGES, "python")])
 def test_python_block_runs(where, code, tmp_path, monkeypatch):
+    from torchrl_glam.envs import environment_names, unregister_environment
+
     monkeypatch.chdir(tmp_path)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        exec(compile(code, where, "exec"), {"__name__": "__readme__"})
+    registered = set(environment_names())
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exec(compile(code, where, "exec"), {"__name__": "__readme__"})
+    finally:  # an environment a block registers is the block's, not the next tests'
+        for name in set(environment_names()) - registered:
+            unregister_environment(name)
     # a block that builds a loss with target networks also builds TorchRL's updater of them, as a
     # user's script must (TorchRL warns otherwise)
     assert not [str(w.message) for w in caught if "No target network updater" in str(w.message)]

@@ -43,7 +43,8 @@ from experiments.tools.discovery import read_records, write_discovery
 from experiments.tools.relative import relative_rows, write_relative
 from torchrl_glam.algorithms import SCRIPTS
 from torchrl_glam.envs.playground import GOAL_TYPES
-from torchrl_glam.training.config import flatten_sections
+from torchrl_glam.training.config import DEFAULT_ENVIRONMENT, flatten_sections
+from torchrl_glam.training.config.options import OPTIONS_0_3_DEFAULTS, saved_options
 from torchrl_glam.training.eval_sets import EVAL_SETS, eval_set_title
 from torchrl_glam.training.provenance import environment_summary, read_environment
 
@@ -144,16 +145,40 @@ def config_by_path(config: dict) -> dict:
     torchrl_glam 0.1 and 0.2 wrote it (the committed runs; the library no longer reads it), 0.1.0's
     names renamed. Runs of either kind then group together."""
     if any(isinstance(value, dict) for value in config.values()):
-        return flatten_sections(config)
+        return _declared_options_only(flatten_sections(config))
 
     def knows(script, name):
-        return script.config_class.has_field(name) or name in script.config_class.FORMER_NAMES
+        return (
+            script.config_class.has_field(name)
+            or name in script.config_class.FORMER_NAMES
+            or name in OPTIONS_0_3_DEFAULTS
+        )
 
     config_class = next(
         (s for s in SCRIPTS.values() if all(knows(s, k) for k in config)), SCRIPTS["sac_glam"]
     ).config_class
     config = {config_class.FORMER_NAMES.get(k, k): v for k, v in config.items()}
-    return {config_class.path_of(k) if config_class.has_field(k) else k: v for k, v in config.items()}
+    return _declared_options_only(
+        {
+            config_class.path_of(k)
+            if config_class.has_field(k)
+            else f"env.options.{k}"
+            if k in OPTIONS_0_3_DEFAULTS
+            else k: v
+            for k, v in config.items()
+        }
+    )
+
+
+def _declared_options_only(flat: dict) -> dict:
+    """``flat`` without the options its environment does not declare that hold 0.3.0's defaults
+    (0.1-0.3 wrote every environment's options): runs of every version then group together."""
+    prefix = "env.options."
+    options = {path.removeprefix(prefix): value for path, value in flat.items() if path.startswith(prefix)}
+    kept = saved_options(flat.get("env.name", flat.get("env", DEFAULT_ENVIRONMENT)), options)
+    return {
+        path: value for path, value in flat.items() if not path.startswith(prefix) or path.removeprefix(prefix) in kept
+    }
 
 
 def _load_runs(paths: list[Path]) -> list[dict]:

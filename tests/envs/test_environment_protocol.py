@@ -16,7 +16,8 @@ from torchrl_glam.envs import (
     get_environment,
     register_environment,
 )
-from torchrl_glam.envs.playground import PlaygroundTextEnv, RenderText
+from torchrl_glam.envs.playground import PlaygroundTextEnv
+from torchrl_glam.envs.transforms import RenderState
 
 
 def _random_steps(environment, env, steps=6):
@@ -52,7 +53,8 @@ def test_the_playground_adapter_is_the_environment_of_the_paper():
     playground = get_environment("playground")
     assert playground.name == "playground" and set(environment_names()) >= {"playground", "babyai"}
     assert playground.state_keys == ("goal_id", "objects", "agent_on", "held", "grown")
-    assert isinstance(playground.render_transform(), RenderText)
+    transform = playground.render_transform()  # the protocol's default
+    assert isinstance(transform, RenderState) and transform.environment is playground
     env = playground.make_env(2, seed=0, goals="simplified")
     assert isinstance(env, PlaygroundTextEnv) and not env.text and playground.num_actions(env) == 5
     for capability in ("goals_in_scene", "noop_actions", "goal_attributes", "subgoal_matrix", "neutral_scene_objects"):

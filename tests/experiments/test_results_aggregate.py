@@ -54,7 +54,16 @@ RENAMED_BACK = {new: old for old, new in PPOGLAMConfig.FORMER_NAMES.items()}
 def test_results_group_old_and_new_runs_together(tmp_path):
     cfg = make_ppo_config("smoke")
     for name, config in (
-        ("old", {RENAMED_BACK.get(cfg.path_of(name), name): value for name, value in by_name(cfg).items()}),
+        (
+            "old",  # 0.2's config.json: field names, every environment's options at their defaults
+            {
+                **{"history": 0, "wording": None, "goal_types": None, "level_time_limits": False},
+                **{
+                    RENAMED_BACK.get(cfg.path_of(name), name) if cfg.has_field(name) else name: value
+                    for name, value in by_name(cfg).items()
+                },
+            },
+        ),
         ("new", cfg.to_dict()),
     ):
         (tmp_path / name).mkdir()

@@ -57,7 +57,7 @@ def test_goal_types_restrict_training_and_evaluation_to_those_task_kinds(tmp_pat
         assert kinds == {"goto", "pickup"}, kinds
     with pytest.raises(ConfigError, match="goal_types=.*'goto', 'pickup', 'open'"):
         SACGLAMConfig().replace(env="babyai", goal_types=["goto", "fly"]).validate()
-    with pytest.raises(ConfigError, match="env='playground' has no goal_types option"):
+    with pytest.raises(ConfigError, match="nor an option of env='playground'"):
         SACGLAMConfig().replace(goal_types=["goto"]).validate()
 
     run_dir = tmp_path / "run"
@@ -105,11 +105,12 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
     readable = SACGLAMConfig().replace(env="babyai", history=2, wording="readable").validate().environment
     prompts, _ = readable.render({k: td[k] for k in readable.state_keys})
     assert "Action: go forward\nObservation: " in prompts[0] and "Action: turn left\nObservation: " in prompts[1]
-    with pytest.raises(ConfigError, match="history=2: expected 0: env='playground' has no history option"):
+    with pytest.raises(ConfigError, match="unknown config field 'history'.*nor an option of env='playground'"):
         SACGLAMConfig().replace(history=2).validate()
     too_long = MAX_HISTORY + 1  # the environment's bound is the config's
     with pytest.raises(
-        ConfigError, match=f"bad config value env.options.history={too_long}: expected from 0 to {MAX_HISTORY} "
+        ConfigError,
+        match=f"bad config value env.options.history={too_long}: expected an integer from 0 to {MAX_HISTORY} ",
     ):
         SACGLAMConfig().replace(env="babyai", history=too_long).validate()
 

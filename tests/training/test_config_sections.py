@@ -22,7 +22,11 @@ def test_the_config_is_in_sections():
     cfg = make_config(study_preset("babyai", "cpu_babyai_goto_pickup"))
     assert set(cfg.to_dict()) == {"env", "model", "algorithm", "replay", "run"}
     assert set(make_ppo_config().to_dict()) == {"env", "model", "algorithm", "run"}
-    assert (cfg.env.name, cfg.env.options.goal_types, cfg.env.options.history) == ("babyai", ["goto", "pickup"], 2)
+    assert (cfg.env.name, cfg.env.options["goal_types"], cfg.env.options["history"]) == (
+        "babyai",
+        ["goto", "pickup"],
+        2,
+    )
     assert (cfg.model.name, cfg.replay.her, cfg.algorithm.gamma, cfg.run.total_steps) == (
         "offline:tiny-t5-pretrained",
         True,
@@ -33,7 +37,8 @@ def test_the_config_is_in_sections():
 
 def test_a_field_is_named_by_its_path_or_by_its_name_where_that_is_unique():
     assert parse_overrides(["replay.her=false"]) == parse_overrides(["her=false"]) == {"replay.her": False}
-    assert parse_overrides(["history=2"]) == {"env.options.history": 2}
+    # an environment's option by its name alone, where the overrides name the environment
+    assert parse_overrides(["env=babyai", "history=2"]) == {"env.name": "babyai", "env.options.history": 2}
     assert parse_overrides(["env=babyai", "model=none"]) == {"env.name": "babyai", "model.name": None}
     with pytest.raises(ConfigError, match="'name' is ambiguous: say env.name or model.name"):
         parse_overrides(["name=babyai"])
@@ -46,24 +51,42 @@ def test_a_field_is_named_by_its_path_or_by_its_name_where_that_is_unique():
 
 
 def test_the_environment_s_own_options_are_in_env_options_and_refused_where_it_lacks_them():
-    assert set(SACGLAMConfig().to_dict()["env"]["options"]) == {
-        "num_objects",
-        "goal_types",
-        "history",
-        "wording",
-        "level_time_limits",
-    }
-    with pytest.raises(ConfigError, match="bad config value env.options.history=2: expected 0: env='playground' has"):
+    assert SACGLAMConfig().to_dict()["env"]["options"] == {}  # none until an environment is chosen
+    assert make_config("smoke").to_dict()["env"]["options"] == {"num_objects": None}  # its declared ones
+    assert set(make_config("smoke_babyai").env.options) == {"goal_types", "level_time_limits", "history", "wording"}
+    with pytest.raises(ConfigError, match="unknown config field 'history'.*nor an option of env='playground'"):
         make_config("smoke", {"history": 2})
-    with pytest.raises(ConfigError, match="env.options.num_objects=4: expected none: env='babyai' has no num_objects"):
+    with pytest.raises(ConfigError, match=r"unknown option env.options.history: env='playground' has no option"):
+        make_config("smoke", {"env.options.history": 2})
+    with pytest.raises(ConfigError, match=r"unknown option env.options.num_objects: env='babyai' has no option"):
         make_config("smoke_babyai", {"env.options.num_objects": 4})
+    with pytest.raises(
+        ConfigError, match=r"env.options.history=9: expected an integer from 0 to 8 \(an option of env='babyai'\)"
+    ):
+        make_config("smoke_babyai", {"history": 9})
     # BabyAI-Text's text: GLAM's by default, the former wording by name, anything else refused in one line
     assert make_config("smoke_babyai").environment.wording == "glam"
     assert make_config("smoke_babyai", {"wording": "readable"}).environment.wording == "readable"
-    with pytest.raises(ConfigError, match=r"^bad config value in env.options: wording='plain': choose 'glam'"):
+    with pytest.raises(ConfigError, match=r"^bad config value env.options.wording='plain': expected none, or one of"):
         make_config("smoke_babyai", {"wording": "plain"})
-    with pytest.raises(ConfigError, match="env.options.wording='glam': expected none: env='playground' has one text"):
-        make_config("smoke", {"wording": "glam"})
+    # the options belong to the environment: a copy naming another keeps only those it is given
+    babyai = make_config("smoke_babyai", {"history": 2})
+    assert babyai.replace(env="playground", goals="simplified").validate().env.options == {"num_objects": None}
+
+
+def test_a_config_json_of_0_3_0_holding_every_environment_s_options_is_read():
+    saved = make_config("smoke").to_dict()
+    saved["env"]["options"] = {
+        "num_objects": None,
+        "goal_types": None,
+        "history": 0,
+        "wording": None,
+        "level_time_limits": False,
+    }
+    assert SACGLAMConfig.from_dict(saved).env.options == {"num_objects": None}
+    saved["env"]["options"]["history"] = 2  # a value 0.3.0 refused for Playground-Text
+    with pytest.raises(ConfigError, match="env='playground' has no option 'history'"):
+        SACGLAMConfig.from_dict(saved)
 
 
 def test_text_values_are_typed_like_the_command_line_and_typed_values_must_have_the_type():
@@ -151,7 +174,7 @@ def test_a_preset_file_extends_another_file_by_its_path_from_its_own_folder(tmp_
 
 
 def test_a_run_s_config_json_is_by_section_and_loads_back(tmp_path):
-    cfg = make_config("smoke", {"seed": 4, "history": 0})
+    cfg = make_config("smoke", {"seed": 4, "num_objects": 3})
     (tmp_path / "config.json").write_text(cfg.to_json())
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["replay"]["her"] is True and saved["run"]["seed"] == 4

@@ -75,13 +75,26 @@ def test_help_lists_the_fields_and_the_default_run_dir(capsys):
     assert "total_steps=50000" in out and "batch_size=" in out and "run_dir" in out
     # one help line per field, from its comment in the config's source, under its section
     assert re.search(r"\n  \[algorithm\]\n(    .*\n)*    batch_size=128 +transitions per gradient step\n", out), out
-    assert re.search(r"\n  \[env.options\]\n    num_objects=None +Playground-Text: objects per scene", out), out
+    # the options the chosen environment declares, after the fields
+    assert re.search(r"\noptions of env='playground':[^\n]*\n(.*\n)*    num_objects=None +objects per scene", out), out
     # the shipped presets, each with its purpose, then where a study's are
     assert re.search(r"\n  cpu_babyai +BabyAI-Text's MixedTrainLocal as GLAM defines its tasks", out), out
     assert re.search(
         r"\n  FILE.yaml +a preset file of your own, or a study's:\s+experiments/<study>/presets/sac_glam/", out
     )
     assert "cpu_full" not in out.split("fields (")[0], out  # a study's preset is its study's file
+
+
+def test_help_lists_the_options_of_the_environment_a_preset_or_the_command_line_chooses(capsys):
+    for argv, expected in (
+        (["--preset", "smoke_babyai", "--help"], r"\n    history=0 +past observations shown in the prompt"),
+        (["env=textworld_coin_collector", "--help"], r"options of env='textworld_coin_collector'"),
+    ):
+        with pytest.raises(SystemExit):
+            main(argv)
+        out = capsys.readouterr().out
+        assert re.search(expected, out), out
+        assert "num_objects=" not in out, out  # Playground-Text's, not this environment's
 
 
 @pytest.mark.parametrize("config_class", ["SACGLAMConfig", "PPOGLAMConfig"])

@@ -2,21 +2,21 @@
 ``examples/sac_glam.py`` unchanged: registered from Python, then chosen by name (``env=...``)."""
 
 import json
+import os
+import re
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
-from tensordict import TensorDict, TensorDictBase
-from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
-from torchrl.envs import EnvBase
 from torchrl.envs.utils import check_env_specs
 
+# the toy environment, as its own package would hold it (imported by other tests from here)
+from tests.packages.line_environments import ACTIONS, CELLS, LineCatalogue, LineEnv, LineText  # noqa: F401
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.envs import (
     MissingCapability,
-    TextEnvironment,
     get_environment,
     register_environment,
     unregister_environment,
@@ -24,140 +24,6 @@ from torchrl_glam.envs import (
 from torchrl_glam.training.config import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sac_glam.py"
-CELLS = 5
-ACTIONS = ("go left", "go right", "wait")
-
-
-class LineCatalogue:
-    """Goals "reach cell k" on a line of ``CELLS`` cells: one type, no sequences."""
-
-    def __init__(self) -> None:
-        self.goals = [f"reach cell {k}" for k in range(CELLS)]
-        self.goal_type = np.zeros(CELLS, dtype=np.int64)
-        self.parts = np.full((CELLS, 2), -1, dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.goals)
-
-    def id_of(self, goal: str) -> int:
-        return self.goals.index(goal)
-
-    def goal_set(self, name: str) -> np.ndarray:
-        if name != "train":
-            raise ValueError(f"goal set {name!r}: choose 'train'")
-        return np.arange(CELLS)
-
-
-class LineEnv(EnvBase):
-    """A batched line walk: the agent starts at a random cell and must reach the goal's; the
-    partner reports the cell it stands on after each step."""
-
-    def __init__(self, num_envs: int, seed: int | None, max_steps: int | None) -> None:
-        super().__init__(batch_size=torch.Size([num_envs]))
-        self.num_envs, self.max_steps = num_envs, max_steps or 8
-        self.catalogue = LineCatalogue()
-        B = num_envs
-        self.observation_spec = Composite(
-            goal_id=Categorical(CELLS, shape=(B,), dtype=torch.int64),
-            position=Categorical(CELLS, shape=(B,), dtype=torch.int64),
-            action_mask=Binary(n=len(ACTIONS), shape=(B, len(ACTIONS)), dtype=torch.bool),
-            achieved_goal_ids=Bounded(low=-1, high=CELLS - 1, shape=(B, 1), dtype=torch.int64),
-            achieved_goal_count=Bounded(low=0, high=1, shape=(B,), dtype=torch.int64),
-            shape=(B,),
-        )
-        self.action_spec = Categorical(len(ACTIONS), shape=(B,), dtype=torch.int64)
-        self.reward_spec = Unbounded(shape=(B, 1))
-        done = Categorical(2, shape=(B, 1), dtype=torch.bool)
-        self.done_spec = Composite(done=done, terminated=done.clone(), truncated=done.clone(), shape=(B,))
-        self.set_seed(seed)
-
-    def _set_seed(self, seed):
-        self.seed_value = seed
-        self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
-
-    def _observation(self, reported: torch.Tensor) -> TensorDict:
-        B = self.num_envs
-        return TensorDict(
-            {
-                "goal_id": self.goal.clone(),
-                "position": self.position.clone(),
-                "action_mask": torch.ones(B, len(ACTIONS), dtype=torch.bool),
-                "achieved_goal_ids": torch.where(reported, self.position, -1).unsqueeze(-1),
-                "achieved_goal_count": reported.long(),
-            },
-            batch_size=[B],
-        )
-
-    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
-        B = self.num_envs
-        reset = torch.ones(B, dtype=torch.bool)
-        if tensordict is not None and "_reset" in tensordict.keys():
-            reset = tensordict["_reset"].reshape(B)
-        if not hasattr(self, "goal"):
-            self.goal, self.position, self.steps = (torch.zeros(B, dtype=torch.int64) for _ in range(3))
-        self.goal[reset] = torch.randint(CELLS, (int(reset.sum()),), generator=self.generator)
-        self.position[reset] = torch.randint(CELLS, (int(reset.sum()),), generator=self.generator)
-        self.steps[reset] = 0
-        out = self._observation(torch.zeros(B, dtype=torch.bool))
-        zeros = torch.zeros(B, 1, dtype=torch.bool)
-        out.update({"done": zeros, "terminated": zeros.clone(), "truncated": zeros.clone()})
-        return out
-
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        self.position = (self.position + torch.tensor([-1, 1, 0])[tensordict["action"]]).clamp(0, CELLS - 1)
-        self.steps = self.steps + 1
-        out = self._observation(torch.ones(self.num_envs, dtype=torch.bool))  # its cell, at every step
-        success = (self.position == self.goal).unsqueeze(-1)  # reward 1 exactly when reported
-        truncated = (self.steps >= self.max_steps).unsqueeze(-1) & ~success
-        out.update(
-            {"reward": success.float(), "terminated": success, "truncated": truncated, "done": success | truncated}
-        )
-        return out
-
-
-class LineText(TextEnvironment):
-    name = "line"
-    episode_keys = ("goal_id",)
-    step_keys = ("position",)
-    goal_types = ("reach",)
-    goal_sets = ("train",)
-
-    def __init__(self) -> None:
-        self._catalogue = LineCatalogue()
-
-    @property
-    def catalogue(self):
-        return self._catalogue
-
-    def make_env(self, num_envs, seed=None, goals=None, max_steps=None, goal_sampling="uniform", **options):
-        return LineEnv(num_envs, seed, max_steps)
-
-    def render(self, state):
-        prompts = [
-            f"Goal: {self._catalogue.goals[int(g)]}\nYou are on cell {int(p)}\nAction: "
-            for g, p in zip(state["goal_id"], state["position"])
-        ]
-        return prompts, [list(ACTIONS) for _ in prompts]
-
-    def action_mask(self, state):
-        return torch.ones(*state["position"].shape, len(ACTIONS), dtype=torch.bool)
-
-    def vocabulary_words(self):
-        return [
-            "Goal",
-            "reach",
-            "cell",
-            "You",
-            "are",
-            "on",
-            "Action",
-            "go",
-            "left",
-            "right",
-            "wait",
-            ":",
-            *map(str, range(CELLS)),
-        ]
 
 
 @pytest.fixture
@@ -258,3 +124,61 @@ def test_configs_written_before_the_env_field_load_as_playground():
 def test_features_an_environment_lacks_are_config_errors(line_environment, field, value, capability):
     with pytest.raises(ConfigError, match=f"{field}=.*env='line' has no '{capability}'"):
         make_config("smoke", {"env": "line", "goals": "train", "eval_sets": ["train"], field: value})
+
+
+PACKAGES = Path(__file__).resolve().parents[1] / "packages"
+
+
+def install_line_environments(site: Path) -> dict:
+    """The toy environment's package as pip installs one: its module on the path and a
+    ``*.dist-info`` whose entry point declares it; the environment variables of a process that
+    has it installed."""
+    info = site / "line_environments-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: line-environments\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[torchrl_glam.environments]\nline = line_environments:LineText\n")
+    path = os.pathsep.join([str(site), str(PACKAGES), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+
+
+def test_a_plug_in_environment_with_its_own_option_trains_through_the_example_script(tmp_path):
+    """Issue 86: an environment of another package declares its option; the config types and
+    checks it, ``--help`` lists it, and ``examples/sac_glam.py`` trains with it, nothing of
+    torchrl_glam edited."""
+    env = install_line_environments(tmp_path / "site")
+    command = [sys.executable, str(EXAMPLE), "--preset", "smoke", "env=line", "goals=train", "eval_sets=train"]
+
+    def run(*argv):
+        return subprocess.run([*command, *argv], capture_output=True, text=True, env=env, timeout=600)
+
+    helped = run("--help")
+    assert helped.returncode == 0 and re.search(r"\n    start=random +where an episode starts", helped.stdout)
+    refused = run("start=middle")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip() == (
+        "error: bad config value env.options.start='middle': expected one of ('random', 'left') "
+        "(an option of env='line')"
+    )
+    run_dir = tmp_path / "run"
+    small = ["max_steps=6", "total_steps=48", "learning_starts=16", "update_frequency=8", "eval_every=48"]
+    trained = run(
+        *small, "checkpoint_every=48", "loggers=csv", "start=left", "--run-dir", str(run_dir), "--no-progress"
+    )
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert json.loads((run_dir / "config.json").read_text())["env"] == {
+        "name": "line",
+        "goals": "train",
+        "goal_sampling": "uniform",
+        "max_steps": 6,
+        "num_envs": 8,
+        "options": {"start": "left"},
+    }
+    assert json.loads((run_dir / "evaluations.jsonl").read_text().splitlines()[-1])["env_steps"] == 48
+
+
+def test_the_option_reaches_the_environment_the_config_builds(line_environment):
+    from torchrl_glam.training.factories import make_env
+
+    for start, left in (("random", False), ("left", True)):
+        env = make_env(make_config("smoke", {"env": "line", "goals": "train", "eval_sets": ["train"], "start": start}))
+        assert bool((env.reset()["position"] == 0).all()) is left

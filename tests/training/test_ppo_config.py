@@ -74,7 +74,7 @@ def test_cpu_preset_is_table_1_on_the_simplified_set():
 def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
     ppo, sac = make_ppo_config("cpu_babyai"), make_config("cpu_babyai")
     # GLAM's BabyAI-Text tasks: each mission's own time limit (64 or 128 steps), 2 past observations shown
-    assert (sac.env.max_steps, sac.env.options.level_time_limits, sac.env.options.history) == (128, True, 2)
+    assert (sac.env.max_steps, sac.env.options["level_time_limits"], sac.env.options["history"]) == (128, True, 2)
     # GLAM's PPO on BabyAI-Text (Carta et al. 2023): 40 steps x 32 environments, 4 epochs of minibatches of 64
     assert (
         ppo.env.num_envs,

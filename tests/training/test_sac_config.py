@@ -67,10 +67,13 @@ def test_overrides_are_typed():
         "run.loggers": ["csv", "tensorboard"],
     }
     assert make_config("cpu", overrides).algorithm.batch_size == 64
-    assert parse_overrides(["replay.her=false", "env.options.history=0"]) == {
+    assert parse_overrides(["env=babyai", "replay.her=false", "env.options.history=0"]) == {
+        "env.name": "babyai",
         "replay.her": False,
         "env.options.history": 0,
     }
+    # without an environment named, an option is kept as given: validation types it
+    assert parse_overrides(["env.options.history=0"]) == {"env.options.history": "0"}
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "env_state": ["PlainEnvState"],
         "keys": _keys.__all__,
+        "options": ["EnvOption"],
         "protocol": _protocol.__all__,
         "registry": _registry.__all__,
         "transforms": ["PartialResetActionMask", "RenderState"],

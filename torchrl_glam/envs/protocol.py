@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GOAL_ID_KEY
+from torchrl_glam.envs.options import EnvOption
 
 if TYPE_CHECKING:  # torch and TorchRL load when an environment is built, not when a config is checked
     import torch
@@ -102,13 +103,10 @@ class TextEnvironment(abc.ABC):
     goal_type_sampling: bool = False
     #: the goal set of held-out evaluation (``None``: the environment has none)
     held_out_goal_set: str | None = None
-    #: training-config fields passed on to :meth:`make_env` as options (Playground: "num_objects")
-    config_options: tuple[str, ...] = ()
-    #: training-config fields that change the compact state and the prompts, given to
-    #: :meth:`with_options` (BabyAI-Text: "history", "wording")
-    state_options: tuple[str, ...] = ()
-    #: the texts the ``wording`` state option names, the default first (BabyAI-Text: "glam", "readable")
-    wordings: tuple[str, ...] = ()
+    #: the environment's own settings, a config's ``env.options`` (typed, bounded and refused by
+    #: their declarations): those with ``state=True`` are given to :meth:`with_options`, the others
+    #: to :meth:`make_env` (BabyAI-Text: "history" and "wording", "goal_types" and "level_time_limits")
+    options: tuple[EnvOption, ...] = ()
     #: the name of the text the prompts are rendered in, part of the offline tiny models' pretraining
     #: recipe so that a model pretrained on another text is never reused; "": the environment's only text
     text_version: str = ""
@@ -197,14 +195,25 @@ class TextEnvironment(abc.ABC):
         return {}
 
     def with_options(self, **options) -> TextEnvironment:
-        """This environment with the :attr:`state_options` set (an environment that has some
-        overrides this); without options, itself."""
+        """This environment with its :attr:`options` of ``state=True`` set (an environment that has
+        some overrides this); without options, itself."""
         if options:
             raise TypeError(
-                f"the {self.name or type(self).__name__!r} environment takes no options "
-                f"({', '.join(options)}); an environment that does lists them in state_options"
+                f"the {self.name or type(self).__name__!r} environment takes no state options "
+                f"({', '.join(options)}); an environment that does declares them in options with state=True"
             )
         return self
+
+    def option(self, name: str) -> EnvOption:
+        """The declaration of the option ``name``; a ``KeyError`` naming the environment's options
+        for one it does not declare."""
+        for option in self.options:
+            if option.name == name:
+                return option
+        names = ", ".join(option.name for option in self.options) or "none"
+        raise KeyError(
+            f"the {self.name or type(self).__name__!r} environment has no option {name!r} (its options: {names})"
+        )
 
     # optional capabilities: each raises MissingCapability unless the environment has it
 

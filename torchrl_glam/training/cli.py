@@ -2,10 +2,12 @@
 (``--preset``, ``--run-dir``, ``--resume``, ``--no-progress`` and typed ``field=value``
 overrides), :func:`command_line` (refusals printed without a traceback) and :class:`RunOptions`.
 
-This module imports neither torch, TorchRL, transformers nor the environments, and neither do
-the configs it reads: ``--help`` and the refusals of the parser itself (an unknown field, a value
-of the wrong type, an unknown preset) answer before any of them loads. Validating the parsed
-config imports the environment it names (a goal set, a range, a device are checked there), and
+This module imports neither torch, TorchRL nor transformers, and neither do the configs it reads:
+``--help`` and the refusals of the parser itself (an unknown field, a value of the wrong type, an
+unknown preset) answer before any of them loads. ``--help`` and the refusal of a name that is no
+field load the chosen environment's declaration (its options), not the code that builds it.
+Validating the parsed config imports the environment it names (a goal set, a range, a device are
+checked there), and
 a training script imports its agent and the run harness (``run.py``) once its command line is
 parsed (tests/training/test_light_command_line.py checks this).
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchrl_glam.training.config import (
+    DEFAULT_ENVIRONMENT,
     ConfigError,
     GLAMConfig,
     Presets,
@@ -32,6 +35,7 @@ from torchrl_glam.training.config import (
     preset_name,
     preset_overrides,
 )
+from torchrl_glam.training.config.options import OPTIONS_PATH, registered_environment
 from torchrl_glam.training.eval_sets import EVAL_SETS, eval_set_title
 from torchrl_glam.training.rundir import RunDirError, existing_run_content, started_preset
 
@@ -97,10 +101,11 @@ def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None
         return USAGE_ERROR
 
 
-def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str) -> str:
+def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str, argv: list[str] | None = None) -> str:
     """The presets with their purposes, and the config fields a command line may set by section,
     with the default preset's values (as its file writes them: neither typed nor validated, which
-    would import OmegaConf and the environment for a listing)."""
+    would import OmegaConf for a listing), then the options of the environment the preset or the
+    command line chooses (its declaration loads, not torch)."""
     shown = {**config_class().flat_dict(), **preset_overrides(presets, preset)}
     help_lines = field_help(config_class)
     installed = installed_environments()
@@ -119,11 +124,15 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
     lines.append(f"\nfields (section.field=value, or field=value where unique; the values of --preset {preset}):")
     section = None
     for path, value in shown.items():
+        if path == OPTIONS_PATH or path.startswith(OPTIONS_PATH + "."):
+            continue  # the environment's own, listed after the fields
         if path.rsplit(".", 1)[0] != section:
             section = path.rsplit(".", 1)[0]
             lines.append(f"  [{section}]")
         setting = f"{short.get(path, path)}={value}"
         lines.append(_hanging(f"    {setting:<34} ", help_lines.get(path, "")))
+    environment = _chosen_environment(presets, preset, _overrides_of(argv))
+    lines += _options_listing(environment, shown, short, help_lines.get(OPTIONS_PATH, ""))
     folder = _run_folder(shown["run.run_dir"], preset, shown["run.seed"])
     lines.append(
         "\n"
@@ -134,6 +143,41 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
         )
     )
     return "\n".join(lines)
+
+
+def _options_listing(name: str, shown: dict, short: dict, words: str) -> list[str]:
+    """``--help``'s lines of the options of the environment ``name``, with the preset's values;
+    ``words``: the help line of ``env.options``."""
+    try:
+        environment = registered_environment(name)
+    except ConfigError as error:
+        return [f"\nthe options of env={name!r} cannot be listed: {error}"]
+    lines = ["\n" + _hanging("", f"options of env={name!r}: {words}")]
+    for option in environment.options:
+        value = shown.get(f"{OPTIONS_PATH}.{option.name}", option.default)
+        named = option.name if option.name not in short else f"{OPTIONS_PATH}.{option.name}"
+        lines.append(_hanging(f"    {named + '=' + str(value):<34} ", f"{option.help} ({option.expected()})"))
+    if not environment.options:
+        lines.append("    (none)")
+    return lines
+
+
+def _overrides_of(argv: list[str] | None) -> list[str]:
+    """The ``key=value`` words of a command line."""
+    return [word for word in (sys.argv[1:] if argv is None else argv) if "=" in word and not word.startswith("-")]
+
+
+def _chosen_environment(presets: Presets, preset: str, pairs: list[str]) -> str:
+    """The environment a command line chooses (``env=`` or ``env.name=``), else its preset's, else
+    the default: the one whose options may be named alone."""
+    for pair in reversed(pairs):
+        name, _, value = pair.partition("=")
+        if name in ("env", "env.name"):
+            return value
+    try:
+        return preset_overrides(presets, preset).get("env.name", DEFAULT_ENVIRONMENT)
+    except ConfigError:  # an unknown preset: refused when the config is built
+        return DEFAULT_ENVIRONMENT
 
 
 class _HelpParser(argparse.ArgumentParser):
@@ -198,7 +242,7 @@ def parse_command_line(
     environment's metadata (no torch either).
     """
     parser = _HelpParser(
-        lambda: _fields_epilog(config_class, presets, _asked_preset(presets, argv, default_preset)),
+        lambda: _fields_epilog(config_class, presets, _asked_preset(presets, argv, default_preset), argv),
         description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -223,10 +267,10 @@ def parse_command_line(
     args = parser.parse_intermixed_args(argv)
     if args.resume and args.overwrite:
         raise RunDirError("--resume and --overwrite contradict each other: choose one")
-    overrides = parse_overrides(args.overrides, config_class)
+    preset = args.preset or default_preset
+    overrides = parse_overrides(args.overrides, config_class, _chosen_environment(presets, preset, args.overrides))
     if args.run_dir is not None:
         overrides["run.run_dir"] = args.run_dir
-    preset = args.preset or default_preset
     cfg = config_from_preset(config_class, presets, preset, overrides)
     if "run.run_dir" not in overrides:  # one folder per preset and seed, never shared by two presets
         cfg = cfg.replace(run_dir=default_run_dir(cfg, preset))
@@ -270,14 +314,17 @@ def check_resumed_preset(
         theirs = config_from_preset(config_class, presets, started, overrides).flat_dict()
     except ConfigError:  # its preset file is gone: the names alone differ
         theirs = None
+    paths = list(dict.fromkeys([*ours, *(theirs or {})]))  # two environments have different options
     differ = (
-        [path for path, value in ours.items() if path not in resumable and theirs.get(path) != value]
+        [path for path in paths if path not in resumable and theirs.get(path) != ours.get(path)]
         if theirs is not None
         else ["the preset itself"]
     )
     if differ:
         shown = (
-            "; ".join(f"{path}: {started} {theirs[path]!r}, {preset} {ours[path]!r}" for path in differ[:5] if theirs)
+            "; ".join(
+                f"{path}: {started} {theirs.get(path)!r}, {preset} {ours.get(path)!r}" for path in differ[:5] if theirs
+            )
             or f"{started!r} cannot be read any more"
         )
         more = f" and {len(differ) - 5} more" if len(differ) > 5 else ""

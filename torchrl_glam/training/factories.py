@@ -60,7 +60,8 @@ def make_env(
     **kwargs,
 ) -> EnvBase:
     """The training environment of ``cfg.env.name`` (tensors only: prompts are rendered for the LLM
-    from the state); the environment's ``config_options`` come from ``env.options``.
+    from the state); the environment's options other than its state's (``state=False``) are
+    ``env.options``' values.
 
     Examples:
         >>> from torchrl_glam.algorithms.sac_glam.config import make_config
@@ -75,7 +76,10 @@ def make_env(
         torch.Size([2])
     """
     environment = cfg.environment
-    options = {name: getattr(cfg.env.options, name) for name in environment.config_options}
+    given = cfg.env.options
+    options = {
+        option.name: given.get(option.name, option.default) for option in environment.options if not option.state
+    }
     return environment.make_env(
         num_envs or cfg.env.num_envs,
         seed=cfg.run.seed if seed is None else seed,

@@ -59,9 +59,9 @@ def resume_changes(
     # a field missing from an older checkpoint's config had its default then
     default = type(cfg)().flat_dict()
     changes = {
-        path: (saved.get(path, default[path]), value)
+        path: (saved.get(path, default.get(path)), value)
         for path, value in new.items()
-        if saved.get(path, default[path]) != value
+        if saved.get(path, default.get(path)) != value
     }
     allowed = resumable_fields(cfg)
     # a rate from or to None adds or removes an optimiser, whose state the checkpoint has or lacks

@@ -131,7 +131,7 @@ def make_zero_shot_env(
     environment = get_environment(environment)
     options = {}
     if goal_types is not None:
-        if "goal_types" not in environment.config_options:
+        if not any(option.name == "goal_types" and not option.state for option in environment.options):
             raise ValueError(f"environment {environment.name!r} has no goal_types option; leave --goal-types out")
         options["goal_types"] = tuple(goal_types)
     return environment.make_env(
@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     model = None if args.model.lower() == "none" else args.model
     environment = get_environment(args.env)
     if args.history:
-        if "history" not in environment.state_options:
+        if not any(option.name == "history" and option.state for option in environment.options):
             parser.error(f"environment {environment.name!r} has no history option; leave --history out")
         environment = environment.with_options(history=args.history)
     run_zero_shot(

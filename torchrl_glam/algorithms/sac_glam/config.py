@@ -167,7 +167,7 @@ class SACGLAMConfig(GLAMConfig):
 
     Examples:
         >>> from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
-        >>> cfg = SACGLAMConfig()  # the defaults; make_config gives a preset's
+        >>> cfg = SACGLAMConfig().validate()  # the defaults, checked; make_config gives a preset's
         >>> list(cfg.to_dict())
         ['env', 'model', 'run', 'algorithm', 'replay']
         >>> cfg.env.name, cfg.get("algorithm.gamma") == cfg.get("gamma")  # a field by its path or its name

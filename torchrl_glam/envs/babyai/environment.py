@@ -34,6 +34,7 @@ from torchrl_glam.envs.babyai.text import (
     render_batch,
     vocabulary_words,
 )
+from torchrl_glam.envs.options import EnvOption
 from torchrl_glam.envs.protocol import TextEnvironment
 
 if TYPE_CHECKING:
@@ -74,10 +75,42 @@ class BabyAIText(TextEnvironment):
     goal_types = GOAL_TYPES
     goal_sets = tuple(LEVEL_OF_GOAL_SET)
     held_out_goal_set = "test"
-    config_options = ("goal_types", "level_time_limits")
-    state_options = ("history", "wording")
-    wordings = WORDINGS
-    max_history = MAX_HISTORY  # the config's bound on history
+    options = (
+        EnvOption(
+            "goal_types",
+            list[str] | None,
+            None,
+            "the goal types (task kinds) its Mixed levels draw, for training and evaluation alike, "
+            "e.g. [goto, pickup]; None: all five",
+            choices=GOAL_TYPES,
+        ),
+        EnvOption(
+            "level_time_limits",
+            bool,
+            False,
+            "each episode's time limit is minigrid's for its mission (GLAM: 64 steps for go to / pick up, "
+            "128 for open, put next to and the sequences), at most max_steps",
+        ),
+        EnvOption(
+            "history",
+            int,
+            0,
+            "past observations shown in the prompt before the current one, each with the action taken "
+            "after it (GLAM shows 2); 0: the current observation only",
+            minimum=0,
+            maximum=MAX_HISTORY,
+            state=True,
+        ),
+        EnvOption(
+            "wording",
+            str | None,
+            None,
+            'the prompts\' text, "glam" (GLAM\'s exactly, the default; none means it) or "readable" '
+            "(this project's former wording)",
+            choices=WORDINGS,
+            state=True,
+        ),
+    )
     pretraining_max_steps = 20
 
     def __init__(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from torchrl_glam.envs.options import EnvOption
 from torchrl_glam.envs.playground.catalogue import GOAL_SETS, GOAL_TYPES, GoalCatalogue
 from torchrl_glam.envs.playground.render import render_batch
 from torchrl_glam.envs.playground.rules import STATE_KEYS, STEP_STATE_KEYS, action_mask_from_held, feeds
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     import torch
     from tensordict import TensorDictBase
     from torchrl.envs import EnvBase
-    from torchrl.envs.transforms import Transform
 
     from torchrl_glam.envs.playground.env import PlaygroundTextEnv
 
@@ -40,7 +40,16 @@ class PlaygroundText(TextEnvironment):
     goal_type_sampling = True
     goal_sets = GOAL_SETS
     held_out_goal_set = "held_out"
-    config_options = ("num_objects",)
+    options = (
+        EnvOption(
+            "num_objects",
+            int | None,
+            None,
+            'objects per scene; None: 6, or 3 for "simplified"',
+            minimum=2,
+            maximum=len(OBJECT_NAMES),
+        ),
+    )
     pretraining_goal_sets = ("simplified", "train")  # both scene sizes, half each
     legacy_offline_names = True  # the shipped weights' names and recipes predate other environments
     hindsight_tiny_models = True
@@ -90,11 +99,6 @@ class PlaygroundText(TextEnvironment):
 
     def vocabulary_words(self) -> list[str]:
         return vocabulary_words()
-
-    def render_transform(self, next_state: bool = False) -> Transform:
-        from torchrl_glam.envs.playground.transforms import RenderText
-
-        return RenderText(self.catalogue, next_state=next_state)
 
     def transcript_targets(self, steps: Mapping[str, torch.Tensor], candidates: list[list[str]]) -> list[str]:
         """The chosen candidate, then where the agent is, what it holds and what has grown, then

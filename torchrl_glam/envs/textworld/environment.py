@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, GAME_OVER_KEY
+from torchrl_glam.envs.options import EnvOption
 from torchrl_glam.envs.protocol import TextEnvironment
 from torchrl_glam.envs.textworld.games import GamePool
 from torchrl_glam.envs.textworld.text import GOAL_TYPES, HISTORY_KEYS, MAX_HISTORY, ROOMS_GOAL_SET
@@ -63,8 +64,18 @@ class TextWorldText(TextEnvironment):
     goal_types = GOAL_TYPES
     goal_sets = ("train", "held_out", ROOMS_GOAL_SET)
     held_out_goal_set = "held_out"
-    state_options = ("history",)
-    max_history = MAX_HISTORY
+    options = (
+        EnvOption(
+            "history",
+            int,
+            0,
+            "past observations shown in the prompt before the current one, each with the command taken "
+            "after it; 0: the current observation only",
+            minimum=0,
+            maximum=MAX_HISTORY,
+            state=True,
+        ),
+    )
     pretraining_max_steps = 20
 
     def __init__(

@@ -13,16 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from torchrl_glam.training.config.options import OPTIONS_PATH, registered_environment, typed_options
 from torchrl_glam.training.config.overrides import (
     _leaf_types,
     _merged,
     _paths_and_values,
     _short_names,
-    _shown,
     config_paths,
+    flatten_sections,
 )
 from torchrl_glam.training.config.rules import ENVIRONMENT_RULE, RULES, Rule
 from torchrl_glam.training.config.sections import ConfigError, EnvConfig, ModelConfig, RunConfig
+from torchrl_glam.training.config.values import abbreviated
 
 if TYPE_CHECKING:
     from torchrl_glam.envs import TextEnvironment
@@ -127,15 +129,25 @@ class GLAMConfig:
         return name in cls.field_types() or name in cls.short_names()
 
     def get(self, name: str) -> Any:
-        """The value of a field named by its path or short name."""
+        """The value of a field named by its path or short name, or of an option set in
+        ``env.options`` named by its path (``env.options.history``)."""
+        if name.startswith(OPTIONS_PATH + "."):
+            return self.env.options[name.removeprefix(OPTIONS_PATH + ".")]
         value: Any = self
         for part in type(self).path_of(name).split("."):
             value = getattr(value, part)
         return value
 
     def flat_dict(self) -> dict[str, Any]:
-        """``{path: value}`` for every field."""
-        return {path: self.get(path) for path in type(self).field_types()}
+        """``{path: value}`` for every field, and for every option in ``env.options`` (all of the
+        environment's once validated) by its path ``env.options.NAME``."""
+        out: dict[str, Any] = {}
+        for path in type(self).field_types():
+            if path == OPTIONS_PATH:
+                out.update({f"{path}.{name}": value for name, value in self.env.options.items()})
+            else:
+                out[path] = self.get(path)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """The nested sections as plain dicts (a run's config.json)."""
@@ -147,9 +159,17 @@ class GLAMConfig:
     def replace(self: C, changes: Mapping[str, Any] | None = None, /, **more: Any) -> C:
         """A copy with ``changes`` (paths or short names -> values; text is converted to the field's
         type as on the command line). Unknown names and values of the wrong type raise a
-        :class:`ConfigError` naming them."""
-        updates = _paths_and_values(type(self), {**(changes or {}), **more})
-        return _merged(type(self), self, updates)
+        :class:`ConfigError` naming them. The options of ``env.options`` belong to the environment:
+        a copy with another ``env.name`` keeps only the options ``changes`` give."""
+        changes = {**(changes or {}), **more}
+        named = flatten_sections(changes)
+        environment = named.get("env.name", named.get("env", self.env.name))
+        environment = environment if isinstance(environment, str) else self.env.name
+        updates = _paths_and_values(type(self), changes, environment)
+        base = self
+        if updates.get("env.name", self.env.name) != self.env.name and self.env.options:
+            base = dataclasses.replace(self, env=dataclasses.replace(self.env, options={}))
+        return _merged(type(self), base, updates)
 
     @classmethod
     def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:
@@ -162,21 +182,14 @@ class GLAMConfig:
     @property
     def environment(self) -> TextEnvironment:
         """The :class:`~torchrl_glam.envs.protocol.TextEnvironment` named by ``env.name``, with the
-        config's values of its ``state_options`` (BabyAI-Text: ``history``, ``wording``)."""
-        from torchrl_glam.envs import get_environment
-
-        try:
-            environment = get_environment(self.env.name)
-        except ImportError as error:  # an optional dependency: the environment's error names its extra
-            needed = "" if "pip install" in str(error) else " (a package the environment needs is not installed)"
-            raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}{needed}") from None
-        except ValueError as error:
-            raise ConfigError(f"bad config value env.name={self.env.name!r}: {error}") from None
+        config's values of its options of ``state=True`` (BabyAI-Text: ``history``, ``wording``)."""
+        environment = registered_environment(self.env.name)
+        options = typed_options(environment, self.env.options)
         try:
             return environment.with_options(
-                **{name: getattr(self.env.options, name) for name in environment.state_options}
+                **{option.name: options[option.name] for option in environment.options if option.state}
             )
-        except ValueError as error:  # an option's value the environment refuses (BabyAI-Text: wording)
+        except ValueError as error:  # a value the environment refuses beyond its declared bounds
             raise ConfigError(f"bad config value in env.options: {error}") from None
 
     def validate(self: C) -> C:
@@ -186,8 +199,10 @@ class GLAMConfig:
         _merged(type(self), self, {})
         for path, value in self.flat_dict().items():  # inf and nan pass every comparison the wrong way
             if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"bad config value {path}={_shown(value)}: expected a finite number")
+                raise ConfigError(f"bad config value {path}={abbreviated(value)}: expected a finite number")
         self._check(ENVIRONMENT_RULE, None)
+        # every option of the environment, typed, at its default where the config sets none
+        self.env.options = typed_options(registered_environment(self.env.name), self.env.options)
         environment = self.environment
         for rule in type(self).RULES:
             self._check(rule, environment)
@@ -195,7 +210,7 @@ class GLAMConfig:
 
     def _check(self, rule: Rule, environment: TextEnvironment | None) -> None:
         if not rule.check(self, environment):
-            shown = rule.shown(self) if rule.shown else f"{rule.path}={_shown(self.get(rule.path))}"
+            shown = rule.shown(self) if rule.shown else f"{rule.path}={abbreviated(self.get(rule.path))}"
             raise ConfigError(f"bad config value {shown}: expected {rule.words(self, environment)}")
 
     def check_model(self) -> None:

@@ -8,16 +8,14 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import fields, is_dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
-
-import yaml
+from typing import Any, TypeVar, get_type_hints
 
 from torchrl_glam.training.config.sections import NAMED_SECTIONS, ConfigError
+from torchrl_glam.training.config.values import abbreviated, from_text, has_type, integral, type_name
 
-if TYPE_CHECKING:
-    from torchrl_glam.training.config.base import GLAMConfig
-
-C = TypeVar("C", bound="GLAMConfig")
+#: a config class (a :class:`~torchrl_glam.training.config.GLAMConfig`; not imported here, which
+#: imports this module)
+C = TypeVar("C")
 
 
 @functools.cache
@@ -72,29 +70,46 @@ def _config_error(config_class: type, error: Exception, given: Mapping[str, Any]
     path = str(getattr(error, "full_key", "") or "")
     message = str(getattr(error, "msg", error)).splitlines()[0]
     if path in _leaf_types(config_class):
-        expected = _type_name(_leaf_types(config_class)[path])
+        expected = type_name(_leaf_types(config_class)[path])
         if path in given:
-            return ConfigError(f"bad config value {path}={_shown(given[path])}: expected {expected}")
+            return ConfigError(f"bad config value {path}={abbreviated(given[path])}: expected {expected}")
         value = re.match(r"(?:Value|Incompatible value) '(.*?)'", message)
         if value:
-            return ConfigError(f"bad config value {path}={_shown(value.group(1))}: expected {expected}")
+            return ConfigError(f"bad config value {path}={abbreviated(value.group(1))}: expected {expected}")
         return ConfigError(f"bad config value {path}: {message}; expected {expected}")
     if path:
         return ConfigError(f"bad config field {path}: {message}")
     return ConfigError(f"bad config: {message}")
 
 
-def typed_overrides(config_class: type[GLAMConfig], values: Mapping[str, Any]) -> dict[str, Any]:
+def typed_overrides(config_class: type, values: Mapping[str, Any], environment: str | None = None) -> dict[str, Any]:
     """Overrides (paths or short names -> values) -> ``{path: typed value}``.
 
     Text is read as on the command line: ``none``/``null`` for an optional field, comma-separated
     items for a list (``eval_sets=train,held_out``) or YAML's ``[a, b]``, the rest converted by
     OmegaConf to the field's type. Other values must have the field's type already (``true`` or
     ``8.5`` from a YAML file is no integer). A wrong type or an unknown name raises a
-    :class:`ConfigError` naming it."""
-    flat = _paths_and_values(config_class, values)
-    typed = _merged(config_class, config_class, flat)
-    return {path: _value_at(typed, path) for path in flat}
+    :class:`ConfigError` naming it. The environment's options (``env.options.NAME``, or ``NAME``
+    alone when ``environment``, the chosen environment's name, declares it and no field has that
+    name) are kept as given: validation types them with the environment's declaration."""
+    flat = _paths_and_values(config_class, values, environment)
+    merged = _merged(config_class, config_class, flat)
+    typed = {path: _value_at(merged, path) for path in flat}
+    given = {
+        path.removeprefix(OPTIONS_PREFIX): value for path, value in typed.items() if path.startswith(OPTIONS_PREFIX)
+    }
+    environment = typed.get("env.name", environment)
+    if given and environment is not None:  # typed now where the environment is known
+        from torchrl_glam.training.config.options import registered_environment, typed_options
+
+        try:
+            declaration = registered_environment(environment)
+        except ConfigError:  # an unknown environment: validation refuses its name
+            return typed
+        typed.update(
+            {OPTIONS_PREFIX + name: value for name, value in typed_options(declaration, given, defaults=False).items()}
+        )
+    return typed
 
 
 #: The most entries a list field takes (goal types, evaluation sets, loggers hold a few): a longer
@@ -102,114 +117,85 @@ def typed_overrides(config_class: type[GLAMConfig], values: Mapping[str, Any]) -
 MAX_LIST_ENTRIES = 1000
 
 
-def _shown(value: Any, limit: int = 200) -> str:
-    """``repr(value)``, abbreviated past ``limit`` characters (an error echoes a value, not megabytes)."""
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    entries = f", {len(value)} entries" if isinstance(value, (list, tuple, dict, set)) else ""
-    return f"{text[: limit - 50]}... ({len(text)} characters{entries})"
-
-
-def _paths_and_values(config_class: type[GLAMConfig], values: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` by path, text read as on the command line, other values checked for their type."""
+def _paths_and_values(config_class: type, values: Mapping[str, Any], environment: str | None = None) -> dict[str, Any]:
+    """``values`` by path, text read as on the command line, other values checked for their type;
+    the options of the environment named ``environment`` as given (see :func:`typed_overrides`)."""
     types = config_class.field_types()
     flat: dict[str, Any] = {}
     for name, value in flatten_sections(values).items():  # {"replay": {"her": true}} as replay.her
-        path = config_class.path_of(name)
-        value = _integral(value, types[path])
+        if name.startswith(OPTIONS_PREFIX):  # typed by validation, which knows the environment
+            flat[name] = value
+            continue
+        path = _option_or_path(config_class, name, environment)
+        if path.startswith(OPTIONS_PREFIX):
+            flat[path] = value
+            continue
+        value = integral(value, types[path])
         if isinstance(value, str):
-            value = _from_text(value, types[path])
+            value = from_text(value, types[path])
         if isinstance(value, (list, tuple)) and len(value) > MAX_LIST_ENTRIES:
             raise ConfigError(
-                f"bad config value {path}: a list of {len(value)} entries; expected {_type_name(types[path])} "
+                f"bad config value {path}: a list of {len(value)} entries; expected {type_name(types[path])} "
                 f"of at most {MAX_LIST_ENTRIES} entries"
             )
-        if not isinstance(value, str) and not _has_type(value, types[path]):
+        if not isinstance(value, str) and not has_type(value, types[path]):
             raise ConfigError(
-                f"bad config value {path}={_shown(value)}: expected {_type_name(types[path])}, "
+                f"bad config value {path}={abbreviated(value)}: expected {type_name(types[path])}, "
                 f"got {type(value).__name__}"
             )
         flat[path] = value
     return flat
 
 
-def _integral(value: Any, hint: Any) -> Any:
-    """An integer field's exactly integral number (``1e4``, ``64.0``, from the command line or YAML)
-    as an int; anything else unchanged (``1.5`` is then refused with the field's type)."""
-    if int not in (hint, *get_args(hint)) or isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            int(text)
-            return value  # already an integer's text ("10_000" too): OmegaConf reads it
-        except ValueError:
-            pass
-        try:
-            number = float(text)
-        except ValueError:
-            return value
-        return int(number) if number.is_integer() else value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+#: where a config's environment options are (``env.options.history``)
+OPTIONS_PREFIX = "env.options."
 
 
-def _has_type(value: Any, hint: Any) -> bool:
-    """Whether ``value`` is of the field type ``hint`` (bool is no int here; an int is a float)."""
-    if type(None) in get_args(hint) or get_origin(hint) is Union:
-        return any(_has_type(value, option) for option in get_args(hint))
-    if get_origin(hint) is list:
-        (item,) = get_args(hint) or (Any,)
-        return isinstance(value, list) and all(_has_type(v, item) for v in value)
-    if hint is Any:
-        return True
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
+def _option_or_path(config_class: type, name: str, environment: str | None) -> str:
+    """The path of a field's name, or of an option of ``environment`` named alone (``history``);
+    an unknown name is refused by the config class, naming the environment's options too."""
+    try:
+        return config_class.path_of(name)
+    except ConfigError as error:
+        if environment is None or "." in name:
+            raise
+        # imported here: the environment's declaration loads only for a name no field has
+        from torchrl_glam.training.config.options import is_option, option_names, registered_environment
+
+        if is_option(environment, name):
+            return OPTIONS_PREFIX + name
+        if not str(error).startswith("unknown config field"):
+            raise
+        try:
+            names = option_names(registered_environment(environment))
+        except ConfigError:
+            raise error from None
+        close = str(error).partition("; did you mean ")[2]
+        raise ConfigError(
+            f"unknown config field {name!r}: not a field of {config_class.__name__}, nor an option of "
+            f"env={environment!r} (its options: {names}; --help lists both)"
+            + (f"; did you mean {close}" if close else "")
+        ) from None
 
 
 def _value_at(config: Any, path: str) -> Any:
     for part in path.split("."):
-        config = getattr(config, part)
+        config = config[part] if isinstance(config, Mapping) else getattr(config, part)
     return config
 
 
-def _from_text(text: str, hint: Any) -> Any:
-    optional = type(None) in get_args(hint)
-    if optional and text.strip().lower() in ("none", "null", "~"):
-        return None
-    kind = next((arg for arg in get_args(hint) if arg is not type(None)), hint) if optional else hint
-    if get_origin(kind) is list:
-        if text.strip().startswith("["):
-            return yaml.safe_load(text)
-        return [item.strip() for item in text.split(",") if item.strip()]
-    return text
-
-
-def parse_overrides(pairs: Iterable[str], config_class: type[GLAMConfig]) -> dict[str, Any]:
-    """``["batch_size=64", "replay.her=false", "model=none"]`` -> ``{path: typed value}``."""
+def parse_overrides(pairs: Iterable[str], config_class: type, environment: str | None = None) -> dict[str, Any]:
+    """``["batch_size=64", "replay.her=false", "model=none"]`` -> ``{path: typed value}``;
+    ``environment``: the chosen environment's name, whose options may be named alone (``history=2``)."""
     values: dict[str, str] = {}
     for pair in pairs:
         if "=" not in pair:
             raise ConfigError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
         name, text = pair.split("=", 1)
         values[name] = text
-    return typed_overrides(config_class, values)
-
-
-def _type_name(hint: Any) -> str:
-    names = {int: "an integer", float: "a number", bool: "true or false", str: "text", type(None): "none"}
-    if get_origin(hint) is Union or type(None) in get_args(hint):
-        return " or ".join(_type_name(option) for option in get_args(hint))
-    if get_origin(hint) is list:
-        return f"a list of {_type_name(get_args(hint)[0])}"
-    return names.get(hint, str(hint))
+    if environment is None:  # the environment the pairs choose, if any
+        environment = next((values[name] for name in ("env.name", "env") if name in values), None)
+    return typed_overrides(config_class, values, environment)
 
 
 def flatten_sections(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -223,7 +209,7 @@ def flatten_sections(values: Mapping[str, Any], prefix: str = "") -> dict[str, A
     return out
 
 
-def config_paths(saved: Mapping[str, Any], config_class: type[GLAMConfig]) -> dict[str, Any]:
+def config_paths(saved: Mapping[str, Any], config_class: type) -> dict[str, Any]:
     """A saved config (a run's config.json, ``to_dict()``) as ``{path: value}``. A name from before
     0.2.0 is refused with its new path; a config without sections (field names at the top, as
     torchrl_glam 0.2 wrote config.json) is refused naming the version."""
@@ -237,4 +223,17 @@ def config_paths(saved: Mapping[str, Any], config_class: type[GLAMConfig]) -> di
             f"({', '.join(list(saved)[:3])}...): a config without sections was written by torchrl_glam 0.2, "
             "which this version does not read; start a new run with a fresh --run-dir, or read it with torchrl_glam 0.2"
         )
-    return flatten_sections(saved)
+    flat = flatten_sections(saved)
+    # imported here: reading a saved config's options needs its environment's declaration
+    from torchrl_glam.training.config.options import saved_options
+    from torchrl_glam.training.config.sections import DEFAULT_ENVIRONMENT
+
+    options = {
+        path.removeprefix(OPTIONS_PREFIX): value for path, value in flat.items() if path.startswith(OPTIONS_PREFIX)
+    }
+    kept = saved_options(flat.get("env.name", DEFAULT_ENVIRONMENT), options)
+    return {
+        path: value
+        for path, value in flat.items()
+        if not path.startswith(OPTIONS_PREFIX) or path.removeprefix(OPTIONS_PREFIX) in kept
+    }

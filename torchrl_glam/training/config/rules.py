@@ -82,16 +82,6 @@ def is_device(name: str) -> bool:
     return True
 
 
-def _goal_types_ok(options, environment) -> bool:
-    goal_types = options.goal_types
-    return goal_types is None or (
-        "goal_types" in environment.config_options
-        and len(goal_types) >= 1
-        and len(set(goal_types)) == len(goal_types)
-        and set(goal_types) <= set(environment.goal_types)
-    )
-
-
 def _eval_sets_ok(run, environment) -> bool:
     names = run.eval_sets
     return (
@@ -129,54 +119,6 @@ RULES: tuple[Rule, ...] = (
         "env.max_steps",
         lambda c, e: 1 <= c.env.max_steps <= MAX_EPISODE_STEPS,
         f"an episode length from 1 to {MAX_EPISODE_STEPS}",
-    ),
-    Rule(
-        "env.options.num_objects",
-        lambda c, e: (
-            c.env.options.num_objects is None
-            or ("num_objects" in e.config_options and 2 <= c.env.options.num_objects <= len(e.object_names))
-        ),
-        lambda c, e: (
-            f"none, or from 2 to {len(e.object_names)} objects per scene"
-            if "num_objects" in e.config_options
-            else f"none: env={c.env.name!r} has no num_objects option"
-        ),
-    ),
-    Rule(
-        "env.options.goal_types",
-        lambda c, e: _goal_types_ok(c.env.options, e),
-        lambda c, e: (
-            f"none, or a non-empty list of distinct goal types among {e.goal_types}"
-            if "goal_types" in e.config_options
-            else f"none: env={c.env.name!r} has no goal_types option"
-        ),
-    ),
-    Rule(
-        "env.options.wording",
-        lambda c, e: (
-            c.env.options.wording is None or ("wording" in e.state_options and c.env.options.wording in e.wordings)
-        ),
-        lambda c, e: (
-            f"none, or one of {e.wordings} (the first is GLAM's text, the default)"
-            if "wording" in e.state_options
-            else f"none: env={c.env.name!r} has one text"
-        ),
-    ),
-    Rule(
-        "env.options.history",
-        lambda c, e: (
-            c.env.options.history == 0 or ("history" in e.state_options and 1 <= c.env.options.history <= e.max_history)
-        ),
-        lambda c, e: (
-            f"from 0 to {e.max_history} past observations in the prompt (GLAM: 2)"
-            if "history" in e.state_options
-            else f"0: env={c.env.name!r} has no history option"
-        ),
-    ),
-    Rule(
-        "env.options.level_time_limits",
-        lambda c, e: not c.env.options.level_time_limits or "level_time_limits" in e.config_options,
-        lambda c, e: f"false: env={c.env.name!r} has no level time limits (BabyAI-Text has)",
     ),
     Rule("model.normalization", lambda c, e: c.model.normalization in ("sum", "mean"), "'sum' or 'mean'"),
     Rule("model.tokenization", lambda c, e: c.model.tokenization in ("exact", "separate"), "'exact' or 'separate'"),

@@ -34,34 +34,6 @@ def setting(default: Any = MISSING, help: str = "", *, factory: Any = MISSING) -
 
 
 @dataclass
-class EnvOptions:
-    """Options that only some environments have (``TextEnvironment.config_options`` and
-    ``state_options``); one an environment lacks must keep its default."""
-
-    num_objects: int | None = setting(None, 'Playground-Text: objects per scene; None: 6, or 3 for "simplified"')
-    goal_types: list[str] | None = setting(
-        None,
-        "BabyAI-Text: the goal types (task kinds) its Mixed levels draw, for training and evaluation alike, "
-        "e.g. [goto, pickup]; None: all five",
-    )
-    history: int = setting(
-        0,
-        "BabyAI-Text: past observations shown in the prompt before the current one, each with the action "
-        "taken after it (GLAM shows 2); 0: the current observation only",
-    )
-    wording: str | None = setting(
-        None,
-        'BabyAI-Text: the prompts\' text, "glam" (GLAM\'s exactly, the default; none means it) or "readable" '
-        "(this project's former wording)",
-    )
-    level_time_limits: bool = setting(
-        False,
-        "BabyAI-Text: each episode's time limit is minigrid's for its mission (GLAM: 64 steps for go to / "
-        "pick up, 128 for open, put next to and the sequences), at most max_steps",
-    )
-
-
-@dataclass
 class EnvConfig:
     """The environment (App. A)."""
 
@@ -78,7 +50,11 @@ class EnvConfig:
     )
     max_steps: int = setting(10, "the time limit (the longest episode)")
     num_envs: int = setting(32, "environments stepped together (a batch of episodes)")
-    options: EnvOptions = field(default_factory=EnvOptions)
+    options: dict[str, Any] = setting(
+        help="the options the environment declares (another environment's: --help env=NAME), set as "
+        "env.options.NAME=value, or NAME=value where no field has that name",
+        factory=dict,
+    )
 
 
 @dataclass
