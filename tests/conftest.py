@@ -13,6 +13,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from torchrl_glam.envs import get_environment
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
+
 torch.set_num_threads(1)
 
 
@@ -44,8 +48,8 @@ def filled_replay():
     from torchrl_glam.training.factories import make_env
 
     env = make_env(make_config("smoke"), num_envs=16)
-    assembler = EpisodeAssembler(16, env.max_steps, environment="playground")
-    replay = GoalReplay(capacity=5_000, strategy="ratio", environment="playground")
+    assembler = EpisodeAssembler(16, env.max_steps, environment=PLAYGROUND)
+    replay = GoalReplay(capacity=5_000, strategy="ratio", environment=PLAYGROUND)
     td = env.reset()
     gen = torch.Generator().manual_seed(0)
     for _ in range(30):
@@ -54,7 +58,7 @@ def filled_replay():
         episodes = assembler.add(step)
         if episodes is not None:
             replay.extend(
-                nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99, environment="playground")
+                nstep_transitions(torch.cat([episodes, relabel_episodes(episodes)]), 3, 0.99, environment=PLAYGROUND)
             )
     return replay
 

@@ -9,10 +9,13 @@ from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import STATE_KEYS, PlaygroundTextEnv, RenderText
 from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
 from torchrl_glam.objectives.grpo_glam import GRPOGLAMLoss
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 # The policy keeps no state between steps, so it needs no "is_init"; TorchRL 0.14 warns that from
@@ -23,7 +26,7 @@ from torchrl_glam.objectives.sac_glam import SACGLAMLoss
 def test_collector_replay_buffer_and_sac_glam_loss_in_a_stock_torchrl_script(auto_register_policy_transforms):
     torch.manual_seed(0)
     env = PlaygroundTextEnv(num_envs=4, goals="simplified", text=False, seed=0)
-    agent = GLAMAgent(make_scorer(None), environment="playground")
+    agent = GLAMAgent(make_scorer(None), environment=PLAYGROUND)
     policy = agent.policy()
     collector = Collector(
         env,
@@ -77,7 +80,7 @@ def test_grpo_glam_loss_in_a_stock_torchrl_rollout():
     episode, the loss's group-relative advantages and one optimiser step."""
     torch.manual_seed(0)
     env = PlaygroundTextEnv(num_envs=8, goals="simplified", text=False, seed=0)
-    agent = GLAMAgent(make_scorer("offline:tiny-t5-pretrained"), environment="playground")  # succeeds now and then
+    agent = GLAMAgent(make_scorer("offline:tiny-t5-pretrained"), environment=PLAYGROUND)  # succeeds now and then
     loss = GRPOGLAMLoss(agent, group_size=4)  # a LossModule without a critic: TorchRL's ClipPPOLoss inside
     start = agent.environment.reset_in_groups(env, 4)  # 2 groups of 4 episodes, each from one start
     with torch.no_grad():  # acting records the log-probabilities without a graph (a Collector does the same)

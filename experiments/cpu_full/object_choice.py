@@ -36,12 +36,15 @@ import torch
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GOAL_TYPES, OBJECT_NAMES, STATE_KEYS
 from torchrl_glam.envs.playground.rules import feeds
 from torchrl_glam.envs.playground.transforms import STEP_STATE_KEYS
 from torchrl_glam.envs.playground.vocabulary import SUPPLIES
 from torchrl_glam.modules import SCORES_KEY
 from torchrl_glam.training.factories import act, agent_policy, make_env, make_eval_envs
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 EPISODES = 1024  # the run's own evaluation episodes are 128 (32 per goal type): more, for a tighter share
 CPU_FULL = str(Path(__file__).resolve().parent / "presets" / "sac_glam" / "cpu_full.yaml")  # this study's preset
@@ -220,7 +223,7 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     llm = load_llm(LLMConfig(model))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization)
     policy = ZeroShotPolicy(scorer, chat_template=chat_template)
-    prompts, actions, mask = render_observations(td, environment="playground")
+    prompts, actions, mask = render_observations(td, environment=PLAYGROUND)
     chunks = range(0, len(prompts), 32)  # scoring all at once takes ~13 GB with SmolLM2
     scores = torch.cat(
         [scorer(policy.prompts(prompts[i : i + 32]), actions[i : i + 32], mask[i : i + 32])[0].float() for i in chunks]

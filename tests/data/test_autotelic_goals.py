@@ -9,8 +9,11 @@ from torchrl.envs import TransformedEnv
 from torchrl_glam.data.autotelic import NEUTRAL_GOAL, AutotelicGoals
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups, parse_groups
 from torchrl_glam.data.goal_memory import GoalMemory
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv
 from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 CATALOGUE = GoalCatalogue.default()
 NEUTRAL_ID = CATALOGUE.id_of(NEUTRAL_GOAL)
@@ -22,9 +25,7 @@ def random_actions(td, generator):
 
 def autotelic_env(num_envs=8, goals="simplified", strategy="lp", seed=0, **kwargs):
     base = PlaygroundTextEnv(num_envs=num_envs, goals=goals, seed=seed, text=False)
-    choice = AutotelicGoals(
-        num_envs, base.num_objects, strategy=strategy, seed=seed, environment="playground", **kwargs
-    )
+    choice = AutotelicGoals(num_envs, base.num_objects, strategy=strategy, seed=seed, environment=PLAYGROUND, **kwargs)
     return TransformedEnv(base, choice), choice
 
 
@@ -116,15 +117,15 @@ def test_learning_progress_state_round_trip_and_mismatch():
 
 
 def test_goal_groups_follow_the_grammar():
-    group_of, names = goal_groups(CATALOGUE, "type,category", environment="playground")
+    group_of, names = goal_groups(CATALOGUE, "type,category", environment=PLAYGROUND)
     name = lambda goal: names[group_of[CATALOGUE.id_of(goal)]]  # noqa: E731
     assert name("Grasp red cat") == name("Grasp any animal") == "grasp/animal"
     assert name("Grow blue rose") == "grow/plant" and name("Grasp any red thing") == "grasp/any"
     assert name("Grow red cat then grasp blue door") == "grow-then-grasp/furniture"
-    group_of, names = goal_groups(CATALOGUE, "colour", environment="playground")
+    group_of, names = goal_groups(CATALOGUE, "colour", environment=PLAYGROUND)
     assert names[group_of[CATALOGUE.id_of("Grasp any blue thing")]] == "blue"
     assert names[group_of[CATALOGUE.id_of("Grasp any cat")]] == "any"
-    group_of, names = goal_groups(CATALOGUE, "goal", environment="playground")
+    group_of, names = goal_groups(CATALOGUE, "goal", environment=PLAYGROUND)
     assert len(names) == len(CATALOGUE) and group_of[17] == 17
     for bad in ("type,size", "", "goal,type", "type,type"):
         with pytest.raises(ValueError, match="goal grouping"):
@@ -138,7 +139,7 @@ def test_choice_never_leaves_the_candidates():
     gen = torch.Generator().manual_seed(0)
     goals, uniform = choose_goals(candidates, 500, gen)
     assert set(goals.tolist()) == {4, 40, 400} and uniform.all()
-    group_of, names = goal_groups(CATALOGUE, "type,category", environment="playground")
+    group_of, names = goal_groups(CATALOGUE, "type,category", environment=PLAYGROUND)
     lp = torch.rand(len(names), generator=gen)
     goals, _ = choose_goals(candidates, 500, gen, lp, group_of, epsilon=0.3)
     assert set(goals.tolist()) <= {4, 40, 400}
@@ -249,8 +250,8 @@ def test_metrics_report_memory_growth_and_choices():
 
 def test_bad_settings_name_the_problem():
     with pytest.raises(ValueError, match="strategy"):
-        AutotelicGoals(2, 3, strategy="random", environment="playground")
+        AutotelicGoals(2, 3, strategy="random", environment=PLAYGROUND)
     with pytest.raises(ValueError, match="epsilon"):
-        AutotelicGoals(2, 3, epsilon=1.5, environment="playground")
+        AutotelicGoals(2, 3, epsilon=1.5, environment=PLAYGROUND)
     with pytest.raises(ValueError, match="window"):
-        AutotelicGoals(2, 3, window=0, environment="playground")
+        AutotelicGoals(2, 3, window=0, environment=PLAYGROUND)

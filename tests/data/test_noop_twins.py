@@ -9,8 +9,11 @@ from tests.data.test_nstep_her import random_play_episodes
 from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.noop_twins import NoOpTwins, noop_twins, successes
 from torchrl_glam.data.nstep import nstep_transitions
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import OBJECT_NAMES, PlaygroundTextEnv
 from torchrl_glam.envs.playground.environment import noop_actions
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 def test_noop_actions_are_read_from_where_the_agent_stands_and_what_it_holds():
@@ -33,7 +36,7 @@ def relabeled_play():
     """Random play on the full task set with its hindsight sections: the environment, and the
     batch whose successes get twins."""
     env, episodes = random_play_episodes("train", steps=40)
-    return env, HindsightRelabel(seed=0, environment="playground")(episodes)
+    return env, HindsightRelabel(seed=0, environment=PLAYGROUND)(episodes)
 
 
 def test_noop_twins_replay_exactly_in_the_environment(relabeled_play):
@@ -44,7 +47,7 @@ def test_noop_twins_replay_exactly_in_the_environment(relabeled_play):
     e, t = successes(episodes)
     keep = t + 1 < episodes.shape[1]  # successes on the last step have no twin (tested below)
     e, t = e[keep], t[keep]
-    twins = noop_twins(episodes, torch.Generator().manual_seed(0), environment="playground")
+    twins = noop_twins(episodes, torch.Generator().manual_seed(0), environment=PLAYGROUND)
     assert len(twins) == len(e) > 16
     assert twins["mask"].sum(-1).eq(2).all() and twins["relabeled"].all()
     assert (twins["action"][:, 1] == episodes["action"][e, t]).all()
@@ -78,8 +81,8 @@ def test_noop_twins_replay_exactly_in_the_environment(relabeled_play):
 
 def test_noop_twins_target_gamma_for_the_noop_and_one_for_the_winner(relabeled_play):
     _, episodes = relabeled_play
-    twins = noop_twins(episodes, torch.Generator().manual_seed(0), environment="playground")
-    out = nstep_transitions(twins, n=3, gamma=0.9, environment="playground")
+    twins = noop_twins(episodes, torch.Generator().manual_seed(0), environment=PLAYGROUND)
+    out = nstep_transitions(twins, n=3, gamma=0.9, environment=PLAYGROUND)
     noop, winner = out[0::2], out[1::2]
     assert torch.allclose(noop["next", "reward"], torch.full_like(noop["next", "reward"], 0.9))
     assert (winner["next", "reward"] == 1).all() and out["next", "done"].all()
@@ -94,23 +97,23 @@ def test_a_success_at_the_time_limit_has_no_twin_and_failures_have_none(relabele
     failures = episodes[~torch.isin(torch.arange(len(episodes)), e)]
     assert len(at_limit) and len(failures)
     assert (
-        len(noop_twins(at_limit, environment="playground")) == 0
-        and len(noop_twins(failures, environment="playground")) == 0
+        len(noop_twins(at_limit, environment=PLAYGROUND)) == 0
+        and len(noop_twins(failures, environment=PLAYGROUND)) == 0
     )
 
 
 def test_the_transform_appends_twins_and_draws_the_same_noops_from_its_seed(relabeled_play):
     _, episodes = relabeled_play
     first, second = (
-        NoOpTwins(seed=3, environment="playground")(episodes),
-        NoOpTwins(seed=3, environment="playground")(episodes),
+        NoOpTwins(seed=3, environment=PLAYGROUND)(episodes),
+        NoOpTwins(seed=3, environment=PLAYGROUND)(episodes),
     )
     twins = first[len(episodes) :]
     assert (
-        len(twins) == len(noop_twins(episodes, environment="playground")) and (first[: len(episodes)] == episodes).all()
+        len(twins) == len(noop_twins(episodes, environment=PLAYGROUND)) and (first[: len(episodes)] == episodes).all()
     )
     assert torch.equal(twins["action"], second[len(episodes) :]["action"])
     assert torch.equal(
-        NoOpTwins(seed=3, environment="playground").inv(episodes)["action"], first["action"]
+        NoOpTwins(seed=3, environment=PLAYGROUND).inv(episodes)["action"], first["action"]
     )  # a replay buffer's write side
-    assert NoOpTwins(environment="playground")(episodes[:0]).shape == episodes[:0].shape
+    assert NoOpTwins(environment=PLAYGROUND)(episodes[:0]).shape == episodes[:0].shape

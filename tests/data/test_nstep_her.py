@@ -19,6 +19,8 @@ from torchrl_glam.data.nstep import NStepReturns, nstep_transitions
 from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GOAL_TYPES, OBJECT_NAMES, PlaygroundTextEnv
 
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
+
 K = 4  # report slots in the hand-made episodes
 
 
@@ -72,7 +74,7 @@ def bootstrap_factor(out, gamma):
 
 
 def test_nstep_with_a_terminal_inside_the_window():
-    out = nstep_transitions(make_episode(5, 10, terminated=True), n=3, gamma=0.5, environment="playground")
+    out = nstep_transitions(make_episode(5, 10, terminated=True), n=3, gamma=0.5, environment=PLAYGROUND)
     assert out.shape == (5,)
     assert out["next", "reward"].squeeze(-1).tolist() == [0.0, 0.0, 0.25, 0.5, 1.0]
     assert out["next", "done"].squeeze(-1).tolist() == [False, False, True, True, True]
@@ -83,7 +85,7 @@ def test_nstep_with_a_terminal_inside_the_window():
 
 
 def test_nstep_at_a_truncation_bootstraps_with_gamma_to_the_steps_available():
-    out = nstep_transitions(make_episode(4, 4, terminated=False), n=3, gamma=0.5, environment="playground")
+    out = nstep_transitions(make_episode(4, 4, terminated=False), n=3, gamma=0.5, environment=PLAYGROUND)
     assert out["next", "reward"].squeeze(-1).tolist() == [0.0] * 4
     assert out["next", "done"].squeeze(-1).tolist() == [False] * 4
     assert out["steps_to_next_obs"].tolist() == [3, 3, 2, 1]
@@ -95,25 +97,25 @@ def test_nstep_can_end_the_return_at_a_time_limit_like_at_a_terminal():
     # bootstrap_time_limit=False: the last steps of a truncated episode have nothing to bootstrap
     # from (a failed episode's value is anchored at 0), as with one pre-Gymnasium "done"
     out = nstep_transitions(
-        make_episode(4, 4, terminated=False), n=3, gamma=0.5, bootstrap_time_limit=False, environment="playground"
+        make_episode(4, 4, terminated=False), n=3, gamma=0.5, bootstrap_time_limit=False, environment=PLAYGROUND
     )
     assert out["next", "reward"].squeeze(-1).tolist() == [0.0] * 4
     assert out["next", "terminated"].squeeze(-1).tolist() == [False, True, True, True]
     assert bootstrap_factor(out, 0.5) == [0.125, 0.0, 0.0, 0.0]
     # a terminal is unchanged
-    ended = NStepReturns(n=3, gamma=0.5, bootstrap_time_limit=False, environment="playground")(
+    ended = NStepReturns(n=3, gamma=0.5, bootstrap_time_limit=False, environment=PLAYGROUND)(
         make_episode(5, 10, terminated=True)
     )
     assert bootstrap_factor(ended, 0.5) == [0.125, 0.125, 0.0, 0.0, 0.0]
 
 
 def test_one_step_returns_are_plain_transitions():
-    out = NStepReturns(n=1, gamma=0.99, environment="playground")(make_episode(3, 5, terminated=True))
+    out = NStepReturns(n=1, gamma=0.99, environment=PLAYGROUND)(make_episode(3, 5, terminated=True))
     assert out["next", "reward"].squeeze(-1).tolist() == [0.0, 0.0, 1.0]
     assert out["next", "agent_on"].tolist() == [0, 1, 2]
     assert bootstrap_factor(out, 0.99) == pytest.approx([0.99, 0.99, 0.0])
     with pytest.raises(ValueError, match="n=0"):
-        nstep_transitions(make_episode(3, 5, True), n=0, gamma=0.9, environment="playground")
+        nstep_transitions(make_episode(3, 5, True), n=0, gamma=0.9, environment=PLAYGROUND)
 
 
 def test_her_sections_end_at_the_reporting_step_with_the_reported_goal():
@@ -125,7 +127,7 @@ def test_her_sections_end_at_the_reporting_step_with_the_reported_goal():
     assert relabeled["next", "reward"][0].tolist() == [0, 1, 0, 0, 0, 0, 0, 0]
     assert relabeled["next", "terminated"][2].tolist() == [False] * 4 + [True] + [False] * 3
     assert relabeled["relabeled"].all() and not relabeled["next", "truncated"].any()
-    out = nstep_transitions(relabeled, n=3, gamma=0.5, environment="playground")
+    out = nstep_transitions(relabeled, n=3, gamma=0.5, environment=PLAYGROUND)
     # the first section: 2 transitions, both see the reward of step 1 within their window
     first = out[:2]
     assert first["next", "reward"].squeeze(-1).tolist() == [0.5, 1.0]
@@ -140,15 +142,15 @@ def test_her_skips_the_episodes_own_goal_and_caps_goals_per_episode():
     two = torch.cat([episode, make_episode(5, 5, False, reports=[(1, 30), (2, 31), (3, 32)])])
     capped = relabel_episodes(two, max_per_episode=1, generator=torch.Generator().manual_seed(0))
     assert capped.shape[0] == 2 and capped["goal_id"][0, 0] in (21, 22) and capped["goal_id"][1, 0] in (30, 31, 32)
-    transform = HindsightRelabel(environment="playground")
+    transform = HindsightRelabel(environment=PLAYGROUND)
     both = transform(episode)
     assert both.shape == (3, 5) and both["relabeled"][:, 0].tolist() == [False, True, True]
     assert torch.equal(transform.inv(episode)["goal_id"], both["goal_id"])
     with pytest.raises(ValueError, match="max_per_episode=0"):
-        HindsightRelabel(max_per_episode=0, environment="playground")
+        HindsightRelabel(max_per_episode=0, environment=PLAYGROUND)
 
 
-def random_play_episodes(goals: str, steps: int, env=None, environment="playground"):
+def random_play_episodes(goals: str, steps: int, env=None, environment=PLAYGROUND):
     """The environment (default: Playground-Text's, 16 sub-environments) and the episodes a
     uniformly random legal policy finished in ``steps`` steps, assembled [E, max_steps]."""
     env = env or PlaygroundTextEnv(num_envs=16, goals=goals, seed=0, text=False)
@@ -216,7 +218,7 @@ def test_real_episodes_relabeled_replay_exactly_in_the_environment():
     assert (ended.sum(-1) == 1).all() and ended[torch.arange(len(episodes)), lengths - 1].all()
     relabeled = relabel_episodes(episodes)
     assert len(relabeled) > len(episodes)
-    out = nstep_transitions(relabeled, n=3, gamma=0.99, environment="playground")
+    out = nstep_transitions(relabeled, n=3, gamma=0.99, environment=PLAYGROUND)
     final = out["steps_to_next_obs"] == 1
     assert (out["next", "reward"][final] == 1).all() and out["next", "done"][final].all()
     # the relabeled goals are training goals (the social partner reports the task set only)
@@ -238,11 +240,11 @@ def test_negatives_relabel_with_goals_reported_elsewhere_in_the_batch_and_never_
     assert negatives["next", "truncated"].sum(-1).tolist() == [1] * 4
     assert negatives["next", "truncated"][first][:, 2].all() and negatives["next", "truncated"][~first][:, 4].all()
     assert negatives["relabeled"].all()
-    out = nstep_transitions(negatives, n=3, gamma=0.5, environment="playground")
+    out = nstep_transitions(negatives, n=3, gamma=0.5, environment=PLAYGROUND)
     assert (out["next", "reward"] == 0).all() and not out["next", "done"].any()
     assert bootstrap_factor(out, 0.5)[:3] == [0.125, 0.25, 0.5]  # the first copy bootstraps at its end
     # the transform draws among every goal reported so far, in earlier batches too
-    transform = HindsightRelabel(negatives_per_episode=1, seed=0, environment="playground")
+    transform = HindsightRelabel(negatives_per_episode=1, seed=0, environment=PLAYGROUND)
     first_batch = transform(achieved)
     assert len(first_batch) == 1 + 2  # the episode, its 2 reported goals; nothing else reported yet
     second_batch = transform(truncated)
@@ -250,7 +252,7 @@ def test_negatives_relabel_with_goals_reported_elsewhere_in_the_batch_and_never_
     assert second_batch["next", "reward"][-1].sum() == 0
     assert sorted(transform.memory.ids().tolist()) == [7, 21, 22, 30, 31]
     with pytest.raises(ValueError, match="negatives_per_episode=-1"):
-        HindsightRelabel(negatives_per_episode=-1, environment="playground")
+        HindsightRelabel(negatives_per_episode=-1, environment=PLAYGROUND)
 
 
 @pytest.mark.parametrize("source", ["reported", "scene", "twins"])
@@ -264,7 +266,7 @@ def test_real_episodes_relabeled_with_negatives_replay_exactly_in_the_environmen
     else:  # the transform's relabeled copies that fail: its scene negatives, or its twins
         options = {"negatives_per_episode": 3, "negatives_from": "scene"} if source == "scene" else {"twins": True}
         relabeled = HindsightRelabel(
-            seed=1, goal_ids=env.catalogue.goal_set("train"), environment="playground", **options
+            seed=1, goal_ids=env.catalogue.goal_set("train"), environment=PLAYGROUND, **options
         )(episodes)[len(episodes) :]
         negatives = relabeled[relabeled["next", "reward"].sum(-1) == 0]
     assert len(negatives) > 16
@@ -291,7 +293,7 @@ def test_scene_goals_are_the_goals_naming_only_the_scenes_objects():
     env, episodes = random_play_episodes("train", steps=12)
     catalogue, train = env.catalogue, torch.from_numpy(env.catalogue.goal_set("train"))
     objects = episodes["objects"][:4, 0]
-    in_scene = scene_goals(objects, train, environment="playground")
+    in_scene = scene_goals(objects, train, environment=PLAYGROUND)
     for scene, row in zip(objects.tolist(), in_scene):
         names = {OBJECT_NAMES[o] for o in scene}
 
@@ -307,7 +309,7 @@ def test_scene_negatives_name_the_episodes_objects_and_draw_goal_types_equally_o
     env, episodes = random_play_episodes("train", steps=40)
     train = env.catalogue.goal_set("train")
     transform = HindsightRelabel(
-        negatives_per_episode=1, seed=0, negatives_from="scene", goal_ids=train, environment="playground"
+        negatives_per_episode=1, seed=0, negatives_from="scene", goal_ids=train, environment=PLAYGROUND
     )
     drawn = []
     for _ in range(20):
@@ -315,7 +317,7 @@ def test_scene_negatives_name_the_episodes_objects_and_draw_goal_types_equally_o
         negatives = out[len(episodes) :][out[len(episodes) :]["next", "reward"].sum(-1) == 0]
         assert len(negatives) == len(episodes)  # one per episode: every scene has candidates
         goals = negatives["goal_id"][:, 0]
-        assert scene_goals(negatives["objects"][:, 0], goals, environment="playground").diagonal().all()
+        assert scene_goals(negatives["objects"][:, 0], goals, environment=PLAYGROUND).diagonal().all()
         assert set(goals.tolist()) <= set(train.tolist())
         ids, reported = episodes["next", "achieved_goal_ids"], episodes["next", "achieved_goal_count"]
         for e, g in enumerate(goals.tolist()):  # never a goal the episode achieved, nor its own
@@ -327,7 +329,7 @@ def test_scene_negatives_name_the_episodes_objects_and_draw_goal_types_equally_o
     # 97.85% of the training goals are sequential: uniform draws would give singles ~2%
     assert (types / types.sum() - 0.25).abs().max() < 0.06, types
     with pytest.raises(ValueError, match="negatives_from='scenes'"):
-        HindsightRelabel(negatives_per_episode=1, negatives_from="scenes", goal_ids=train, environment="playground")
+        HindsightRelabel(negatives_per_episode=1, negatives_from="scenes", goal_ids=train, environment=PLAYGROUND)
 
 
 def test_twins_fail_at_each_hindsight_success_with_another_goal_of_its_type():
@@ -336,8 +338,8 @@ def test_twins_fail_at_each_hindsight_success_with_another_goal_of_its_type():
     never achieved in the episode. So a grasp goal gets as many failed grasps as successful ones."""
     env, episodes = random_play_episodes("train", steps=40)
     train = env.catalogue.goal_set("train")
-    plain = HindsightRelabel(seed=0, goal_ids=train, environment="playground")(episodes)[len(episodes) :]
-    out = HindsightRelabel(seed=0, twins=True, goal_ids=train, environment="playground")(episodes)[len(episodes) :]
+    plain = HindsightRelabel(seed=0, goal_ids=train, environment=PLAYGROUND)(episodes)[len(episodes) :]
+    out = HindsightRelabel(seed=0, twins=True, goal_ids=train, environment=PLAYGROUND)(episodes)[len(episodes) :]
     successes, twins = out[: len(plain)], out[len(plain) :]
     assert (successes["goal_id"] == plain["goal_id"]).all()  # the successes are HER's, unchanged
     assert (twins["next", "reward"] == 0).all() and not twins["next", "terminated"].any()
@@ -358,18 +360,18 @@ def test_twins_fail_at_each_hindsight_success_with_another_goal_of_its_type():
     # a success whose scene has no unachieved goal of its type left (grow goals can run out) has none
     pool = torch.from_numpy(train).unique()
     e, _, goals = hindsight_steps(episodes)
-    candidates = unachieved_goals(
-        episodes, pool, scene_goals(episodes["objects"][:, 0], pool, environment="playground")
-    )[e]
+    candidates = unachieved_goals(episodes, pool, scene_goals(episodes["objects"][:, 0], pool, environment=PLAYGROUND))[
+        e
+    ]
     has_twin = (candidates & (catalogue_type[pool] == catalogue_type[goals].unsqueeze(1))).any(1)
     assert 0.5 < has_twin.float().mean() < 1
     assert sorted(key(twins)) == sorted(key(successes[has_twin]))
     last = twins["mask"].sum(-1) - 1
     assert twins["next", "truncated"][torch.arange(len(twins)), last].all()
-    assert scene_goals(twins["objects"][:, 0], twins["goal_id"][:, 0], environment="playground").diagonal().all()
+    assert scene_goals(twins["objects"][:, 0], twins["goal_id"][:, 0], environment=PLAYGROUND).diagonal().all()
     grasp = GOAL_TYPES.index("grasp")
     assert (catalogue_type[twins["goal_id"][:, 0]] == grasp).sum() > 0
-    out_nstep = nstep_transitions(twins, n=3, gamma=0.5, environment="playground")
+    out_nstep = nstep_transitions(twins, n=3, gamma=0.5, environment=PLAYGROUND)
     assert (out_nstep["next", "reward"] == 0).all() and not out_nstep["next", "done"].any()
     with pytest.raises(ValueError, match="twins=True"):
-        HindsightRelabel(twins=True, environment="playground")
+        HindsightRelabel(twins=True, environment=PLAYGROUND)

@@ -8,7 +8,10 @@ from tensordict import TensorDict
 from torchrl_glam.data.episodes import EpisodeAssembler, rollout_episodes
 from torchrl_glam.data.her import relabel_episodes, relabel_rollout
 from torchrl_glam.data.subgoals import aligned_goal_filter, is_subgoal
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 CATALOGUE = GoalCatalogue.default()
 SEQUENCE = "Grow red cat then grasp blue door"
@@ -50,16 +53,14 @@ SEQUENCE = "Grow red cat then grasp blue door"
     ],
 )
 def test_subgoal_rule_on_concrete_goals(sub, goal, expected):
-    assert (
-        bool(is_subgoal(CATALOGUE, CATALOGUE.id_of(sub), CATALOGUE.id_of(goal), environment="playground")) is expected
-    )
+    assert bool(is_subgoal(CATALOGUE, CATALOGUE.id_of(sub), CATALOGUE.id_of(goal), environment=PLAYGROUND)) is expected
 
 
 def test_subgoal_rule_is_elementwise_over_arrays():
     subs = torch.tensor([CATALOGUE.id_of("Grasp any cat"), CATALOGUE.id_of("Grasp blue door")])
     goals = torch.tensor([CATALOGUE.id_of("Grasp red cat")] * 2)
-    assert is_subgoal(CATALOGUE, subs, goals, environment="playground").tolist() == [True, False]
-    assert aligned_goal_filter(environment="playground")(goals, subs).tolist() == [True, False]
+    assert is_subgoal(CATALOGUE, subs, goals, environment=PLAYGROUND).tolist() == [True, False]
+    assert aligned_goal_filter(environment=PLAYGROUND)(goals, subs).tolist() == [True, False]
 
 
 def scripted_episode():
@@ -69,7 +70,7 @@ def scripted_episode():
     td = env.reset(
         TensorDict({"goal": ["Grow red cat"], "scene": [["red door", "green water", "red cat"]]}, batch_size=[1])
     )
-    assembler = EpisodeAssembler(1, env.max_steps, environment="playground")
+    assembler = EpisodeAssembler(1, env.max_steps, environment=PLAYGROUND)
     for action in (0, 3, 4, 1, 3, 2):  # Go to red door, Grasp, Release, Go to green water, Grasp, Go to red cat
         td["action"] = torch.tensor([action])
         step, td = env.step_and_maybe_reset(td)
@@ -81,7 +82,7 @@ def scripted_episode():
 def test_aligned_filter_keeps_only_subgoals_of_the_episode_goal():
     episodes = scripted_episode()
     every = {CATALOGUE.goals[g] for g in relabel_episodes(episodes)["goal_id"][:, 0].tolist()}
-    kept = relabel_episodes(episodes, keep_goal=aligned_goal_filter(environment="playground"))
+    kept = relabel_episodes(episodes, keep_goal=aligned_goal_filter(environment=PLAYGROUND))
     aligned = {CATALOGUE.goals[g] for g in kept["goal_id"][:, 0].tolist()}
     assert {"Grasp red door", "Grasp any door", "Grasp green water", "Grasp any water"} <= every
     assert {"Grasp green water", "Grasp any water", "Grasp any supply", "Grow any cat"} <= aligned
@@ -89,7 +90,7 @@ def test_aligned_filter_keeps_only_subgoals_of_the_episode_goal():
     assert aligned == {
         g
         for g in every
-        if is_subgoal(CATALOGUE, CATALOGUE.id_of(g), CATALOGUE.id_of("Grow red cat"), environment="playground")
+        if is_subgoal(CATALOGUE, CATALOGUE.id_of(g), CATALOGUE.id_of("Grow red cat"), environment=PLAYGROUND)
     }
     # the water grasp is step 4 (index 4): its relabeled sections end there with reward 1
     water = kept[kept["goal_id"][:, 0] == CATALOGUE.id_of("Grasp green water")]
@@ -135,5 +136,5 @@ def test_relabeled_rollout_pieces_end_where_their_goal_was_reported():
         assert piece["next", "done"][end].item() and not piece["next", "done"][:end].any()
         reports = piece["next", "achieved_goal_ids"][end, : piece["next", "achieved_goal_count"][end]]
         assert goal in reports.tolist()
-    aligned = relabel_rollout(rollout, max_steps, aligned_goal_filter(environment="playground"))
+    aligned = relabel_rollout(rollout, max_steps, aligned_goal_filter(environment=PLAYGROUND))
     assert 0 < len(aligned) < len(relabeled)

@@ -6,8 +6,11 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_glam.data.replay import GoalReplay, split_counts
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GoalCatalogue
 from torchrl_glam.training.checkpoint import read_checkpoint, save_checkpoint
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 def transitions(goal_ids, relabeled):
@@ -32,7 +35,7 @@ def test_split_counts_is_exact_and_proportional():
 
 
 def test_ratio_batches_hold_exactly_her_ratio_relabeled_transitions():
-    replay = GoalReplay(capacity=1000, strategy="ratio", her_ratio=0.5, environment="playground")
+    replay = GoalReplay(capacity=1000, strategy="ratio", her_ratio=0.5, environment=PLAYGROUND)
     replay.extend(transitions([0] * 30, [False] * 30))
     only_env = replay.sample(64)
     assert not only_env["relabeled"].any()  # nothing relabeled yet: everything from the env
@@ -45,7 +48,7 @@ def test_ratio_batches_hold_exactly_her_ratio_relabeled_transitions():
 
 def test_prior_batches_follow_the_goal_type_proportions_of_the_task_set():
     cat = GoalCatalogue.default()
-    weights = GoalReplay.type_proportions(cat.train_ids, environment="playground")
+    weights = GoalReplay.type_proportions(cat.train_ids, environment=PLAYGROUND)
     assert [round(w, 4) for w in weights] == [
         round(136 / 8470, 4),
         round(46 / 8470, 4),
@@ -53,7 +56,7 @@ def test_prior_batches_follow_the_goal_type_proportions_of_the_task_set():
         round(2070 / 8470, 4),
     ]
     replay = GoalReplay(
-        capacity=1000, strategy="prior", goal_type_weights=[0.25, 0.25, 0.25, 0.25], environment="playground"
+        capacity=1000, strategy="prior", goal_type_weights=[0.25, 0.25, 0.25, 0.25], environment=PLAYGROUND
     )
     grasp, grow = cat.id_of("Grasp red cat"), cat.id_of("Grow red cat")
     then_grasp, then_grow = cat.id_of("Grow red cat then grasp blue door"), cat.id_of("Grow red cat then grow blue dog")
@@ -62,7 +65,7 @@ def test_prior_batches_follow_the_goal_type_proportions_of_the_task_set():
     types = torch.as_tensor(cat.goal_type[batch["goal_id"].numpy()])
     assert torch.bincount(types, minlength=4).tolist() == [25, 25, 25, 25]
     with pytest.raises(ValueError, match="goal_type_weights"):
-        GoalReplay(strategy="prior", environment="playground")
+        GoalReplay(strategy="prior", environment=PLAYGROUND)
 
 
 def test_priorities_change_after_an_update_and_shape_sampling():
@@ -70,7 +73,7 @@ def test_priorities_change_after_an_update_and_shape_sampling():
     # torchrl's compiled trees as with ours): TorchRL's sampler draws from numpy's global generator
     np.random.seed(0)
     torch.manual_seed(0)
-    replay = GoalReplay(capacity=100, strategy="uniform", alpha=1.0, beta=1.0, environment="playground")
+    replay = GoalReplay(capacity=100, strategy="uniform", alpha=1.0, beta=1.0, environment=PLAYGROUND)
     replay.extend(transitions(list(range(20)), [False] * 20))
     batch = replay.sample(20)
     before = replay.priorities()["all"][:20]
@@ -89,31 +92,31 @@ def test_priorities_change_after_an_update_and_shape_sampling():
 
 
 def test_replay_state_round_trips():
-    replay = GoalReplay(capacity=100, strategy="ratio", environment="playground")
+    replay = GoalReplay(capacity=100, strategy="ratio", environment=PLAYGROUND)
     replay.extend(transitions([5] * 10 + [6] * 10, [False] * 10 + [True] * 10))
     state = replay.state_dict()
-    copy = GoalReplay(capacity=100, strategy="ratio", environment="playground")
+    copy = GoalReplay(capacity=100, strategy="ratio", environment=PLAYGROUND)
     copy.load_state_dict(state)
     assert copy.sizes() == replay.sizes()
     assert torch.equal(copy.buffers[1][:]["goal_id"], replay.buffers[1][:]["goal_id"])
     with pytest.raises(ValueError, match="do not match"):
-        GoalReplay(capacity=100, strategy="uniform", environment="playground").load_state_dict(state)
+        GoalReplay(capacity=100, strategy="uniform", environment=PLAYGROUND).load_state_dict(state)
 
 
 def test_bad_replay_settings_are_named():
     with pytest.raises(ValueError, match="strategy='best'"):
-        GoalReplay(strategy="best", environment="playground")
+        GoalReplay(strategy="best", environment=PLAYGROUND)
     with pytest.raises(ValueError, match="her_ratio=1.5"):
-        GoalReplay(her_ratio=1.5, environment="playground")
+        GoalReplay(her_ratio=1.5, environment=PLAYGROUND)
 
 
 def test_priorities_survive_a_checkpoint_as_plain_tensors(tmp_path):
-    replay = GoalReplay(capacity=50, strategy="uniform", alpha=1.0, environment="playground")
+    replay = GoalReplay(capacity=50, strategy="uniform", alpha=1.0, environment=PLAYGROUND)
     replay.extend(transitions(list(range(10)), [False] * 10))
     batch = replay.sample(10)
     replay.update_priority(batch, torch.arange(10).float())
     save_checkpoint({"replay": replay.state_dict()}, tmp_path)  # read back weights-only
-    copy = GoalReplay(capacity=50, strategy="uniform", alpha=1.0, environment="playground")
+    copy = GoalReplay(capacity=50, strategy="uniform", alpha=1.0, environment=PLAYGROUND)
     copy.load_state_dict(read_checkpoint(tmp_path / "checkpoint.pt")["replay"])
     assert torch.equal(replay.priorities()["all"], copy.priorities()["all"])
     draws = []
@@ -130,7 +133,7 @@ HALVES_ERRORS = (torch.linspace(0.1, 1.0, 20), torch.linspace(0.5, 20.0, 20))
 def prioritized_halves(**kwargs):
     """A "ratio" replay, both buffers holding transitions with different priorities (TD errors
     ``HALVES_ERRORS``)."""
-    replay = GoalReplay(capacity=100, strategy="ratio", alpha=1.0, environment="playground", **kwargs)
+    replay = GoalReplay(capacity=100, strategy="ratio", alpha=1.0, environment=PLAYGROUND, **kwargs)
     replay.extend(transitions(list(range(40)), [False] * 20 + [True] * 20))
     for buffer, errors in zip(replay.buffers, HALVES_ERRORS):
         buffer.update_priority(torch.arange(20), errors)
@@ -153,7 +156,7 @@ def test_part_weights_give_each_buffer_exactly_its_share_of_the_weighted_loss():
         chosen = part["buffer_id"] == b
         torch.testing.assert_close(w[chosen], w0[chosen] / w0[chosen].mean())
     with pytest.raises(ValueError, match="weight_norm='shared'"):
-        GoalReplay(weight_norm="shared", environment="playground")
+        GoalReplay(weight_norm="shared", environment=PLAYGROUND)
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.7, 1.0])

@@ -19,6 +19,8 @@ from torchrl_glam.envs import (
 from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.envs.transforms import RenderState
 
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
+
 
 def _random_steps(environment, env, steps=6):
     td, out, generator = env.reset(), [], torch.Generator().manual_seed(0)
@@ -95,10 +97,10 @@ def test_render_observations_of_a_mapping_of_state_keys_gives_the_environments_t
     env = PlaygroundTextEnv(2, seed=0, text=True)
     td = env.reset()
     prompts, _, mask = render_observations(
-        {k: td[k] for k in get_environment("playground").state_keys}, environment="playground"
+        {k: td[k] for k in get_environment("playground").state_keys}, environment=PLAYGROUND
     )
     assert prompts == list(td["prompt"]) and torch.equal(mask, td["action_mask"])
-    assert GoalReplay(capacity=4, prioritized=False, environment="playground").environment.name == "playground"
+    assert GoalReplay(capacity=4, prioritized=False, environment=PLAYGROUND).environment.name == "playground"
     # a goal catalogue where an environment goes (the catalogue= of 0.1.0) is named, not looked up
     refusal = r"expected a TextEnvironment or a registered name \(babyai, playground[^)]*\), got GoalCatalogue"
     with pytest.raises(TypeError, match=refusal):
@@ -115,7 +117,11 @@ def test_there_is_no_default_environment():
     for build in (lambda: EpisodeAssembler(2, 10), lambda: GoalReplay(capacity=8)):
         with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'environment'"):
             build()
-    assert EpisodeAssembler(2, 10, environment="babyai").step_keys == get_environment("babyai").state_keys + ("action",)
+    babyai = get_environment("babyai")
+    assert EpisodeAssembler(2, 10, environment=babyai).step_keys == babyai.state_keys + ("action",)
+    # the library's objects take the environment object, resolved where a name is given
+    with pytest.raises(TypeError, match=r"environment: expected a TextEnvironment: pass get_environment\('babyai'\)"):
+        EpisodeAssembler(2, 10, environment="babyai")
 
 
 TOY_MODULE = '''\

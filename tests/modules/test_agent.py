@@ -4,15 +4,18 @@ once; the objectives act through theirs, which shares their LLM without entering
 import torch
 from tensordict.nn import TensorDictModule
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
 from torchrl_glam.objectives import PPOGLAMLoss, SACGLAMLoss
 from torchrl_glam.training.factories import act, agent_policy
 
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
+
 
 def test_the_agent_builds_its_scorer_and_policies_once_and_holds_the_llm_once():
     scorer = make_scorer(None).module
-    agent = GLAMAgent(scorer, environment="playground")
+    agent = GLAMAgent(scorer, environment=PLAYGROUND)
     assert isinstance(agent.scorer, TensorDictModule) and agent.llm is scorer
     assert agent.policy() is agent.policy() and agent.policy(True) is agent.policy(True)
     assert agent.policy() is not agent.policy(True)
@@ -22,7 +25,7 @@ def test_the_agent_builds_its_scorer_and_policies_once_and_holds_the_llm_once():
 
 
 def test_the_agent_acts_as_its_policy_samples_and_greedily():
-    agent = GLAMAgent(make_scorer(None).module, environment="playground")
+    agent = GLAMAgent(make_scorer(None).module, environment=PLAYGROUND)
     env = PlaygroundTextEnv(num_envs=4, seed=0, text=False)
     td = env.reset()
     torch.manual_seed(0)
@@ -40,9 +43,9 @@ def test_the_agent_acts_as_its_policy_samples_and_greedily():
 def test_objectives_take_an_agent_or_a_scorer_with_the_same_state_dict():
     scorer = make_scorer(None).module
     from_scorer = SACGLAMLoss(
-        scorer, make_critic_heads(scorer.hidden_size, width=16), num_actions=5, environment="playground"
+        scorer, make_critic_heads(scorer.hidden_size, width=16), num_actions=5, environment=PLAYGROUND
     )
-    agent = GLAMAgent(scorer, environment="playground")
+    agent = GLAMAgent(scorer, environment=PLAYGROUND)
     from_agent = SACGLAMLoss(agent, make_critic_heads(scorer.hidden_size, width=16), num_actions=5)
     assert from_agent.glam_agent is agent and from_agent.scorer is scorer
     assert set(from_agent.state_dict()) == set(from_scorer.state_dict())
@@ -50,7 +53,7 @@ def test_objectives_take_an_agent_or_a_scorer_with_the_same_state_dict():
     assert from_scorer.glam_agent.llm is from_scorer.scorer
     ppo = PPOGLAMLoss(agent, value_width=16)
     assert ppo.glam_agent is agent and ppo.environment is agent.environment
-    assert set(PPOGLAMLoss(scorer, value_width=16, environment="playground").state_dict()) == set(ppo.state_dict())
+    assert set(PPOGLAMLoss(scorer, value_width=16, environment=PLAYGROUND).state_dict()) == set(ppo.state_dict())
     # the training helpers act through the objective's agent
     assert agent_policy(from_scorer) is from_scorer.glam_agent.policy()
     td = PlaygroundTextEnv(num_envs=2, seed=0, text=False).reset()

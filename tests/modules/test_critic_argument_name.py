@@ -4,9 +4,12 @@
 import pytest
 import torch
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import make_critic_heads, make_scorer
 from torchrl_glam.modules.critic import CriticHead, DuelingCriticHead
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 def test_the_heads_detach_nothing():
@@ -22,7 +25,7 @@ def test_critic_backprop_of_the_loss_decides_whether_the_critic_trains_the_llm(f
     torch.manual_seed(0)
     scorer = make_scorer(None).module
     heads = make_critic_heads(scorer.hidden_size, width=8)
-    loss = SACGLAMLoss(scorer, heads, num_actions=5, critic_backprop=critic_backprop, environment="playground")
+    loss = SACGLAMLoss(scorer, heads, num_actions=5, critic_backprop=critic_backprop, environment=PLAYGROUND)
     llm = loss.param_groups()["llm"]
     grads = torch.autograd.grad(loss(filled_replay.sample(16))["loss_qvalue"], llm, allow_unused=True)
     assert (sum(g.abs().sum().item() for g in grads if g is not None) > 0) == critic_backprop

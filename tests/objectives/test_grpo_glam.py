@@ -10,17 +10,20 @@ from torchrl.modules import MaskedCategorical
 from torchrl.objectives import LossModule
 
 from torchrl_glam.algorithms.sac_glam.config import make_config
+from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import MASKED_LOGIT, make_scorer
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.grpo_glam import REFERENCE_SCORES_KEY, GRPOGLAMLoss
 from torchrl_glam.training.factories import make_env
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 G, GAMMA, OMEGA, EPS = 3, 0.9, 0.7, 1e-6
 
 
 def make_loss(**kwargs) -> GRPOGLAMLoss:
     torch.manual_seed(0)
-    options = dict(group_size=G, gamma=GAMMA, step_weight=OMEGA, eps=EPS, environment="playground")
+    options = dict(group_size=G, gamma=GAMMA, step_weight=OMEGA, eps=EPS, environment=PLAYGROUND)
     return GRPOGLAMLoss(make_scorer(None).module, **{**options, **kwargs})
 
 
@@ -100,7 +103,7 @@ def test_advantages_match_the_definitions(step_level):
 def objective(loss, data, clip_epsilon, entropy_coeff, kl_coeff):
     """-mean(min(r A, clip(r, 1-eps, 1+eps) A)) - c_H mean H + beta mean KL(pi || pi_ref), float64,
     from the rescored candidates (with gradient into the LLM)."""
-    scored = score_states(loss.scorer, data, environment="playground")
+    scored = score_states(loss.scorer, data, environment=PLAYGROUND)
     mask = scored["action_mask"]
     new = MaskedCategorical(logits=scored["action_scores"].double(), mask=mask, neg_inf=MASKED_LOGIT)
     log_p = new.logits.log_softmax(-1)

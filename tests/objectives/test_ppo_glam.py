@@ -9,10 +9,13 @@ from torchrl.modules import MaskedCategorical
 from torchrl.objectives import LossModule
 
 from torchrl_glam.algorithms.sac_glam.config import make_config
+from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, make_scorer
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, VALUE_KEY, PPOGLAMLoss
 from torchrl_glam.training.factories import act, make_env
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 GAMMA, LMBDA = 0.9, 0.5
 
@@ -20,9 +23,7 @@ GAMMA, LMBDA = 0.9, 0.5
 @pytest.fixture(scope="module")
 def loss():
     torch.manual_seed(0)
-    return PPOGLAMLoss(
-        make_scorer(None).module, environment="playground", gamma=GAMMA, gae_lambda=LMBDA, value_width=32
-    )
+    return PPOGLAMLoss(make_scorer(None).module, environment=PLAYGROUND, gamma=GAMMA, gae_lambda=LMBDA, value_width=32)
 
 
 def rollout(loss, num_envs=4, steps=6, seed=0):
@@ -62,7 +63,7 @@ def rollout(loss, num_envs=4, steps=6, seed=0):
 def test_gae_matches_a_hand_computation(ending, bootstrap_time_limit):
     loss = PPOGLAMLoss(
         make_scorer(None).module,
-        environment="playground",
+        environment=PLAYGROUND,
         gamma=GAMMA,
         gae_lambda=LMBDA,
         value_width=32,
@@ -98,7 +99,7 @@ def test_first_epoch_ratio_is_one_and_losses_match_their_formulas(loss):
     # ratio 1: the clipped surrogate is -mean(advantage)
     assert out["loss_objective"].item() == pytest.approx(-data["advantage"].mean().item(), abs=1e-4)
     with torch.no_grad():  # the value of the rescored prompts
-        value = loss.value.module(score_states(loss.scorer, data, environment="playground")["prompt_hidden"])
+        value = loss.value.module(score_states(loss.scorer, data, environment=PLAYGROUND)["prompt_hidden"])
     expected_critic = 0.5 * ((value - data["value_target"]) ** 2).mean()
     assert out["loss_critic"].item() == pytest.approx(expected_critic.item(), rel=1e-4)
     assert out["loss_entropy"].item() == pytest.approx(-0.01 * out["entropy"].item(), rel=1e-4)
@@ -122,7 +123,7 @@ def kl_data(loss):
     with HER), with random advantages."""
     data = loss.advantages(rollout(loss)).reshape(-1)
     data[BEHAVIOUR_SCORES_KEY] = data[BEHAVIOUR_SCORES_KEY] + torch.randn(data[BEHAVIOUR_SCORES_KEY].shape)
-    mask = score_states(loss.scorer, data, environment="playground")["action_mask"]
+    mask = score_states(loss.scorer, data, environment=PLAYGROUND)["action_mask"]
     data["sample_log_prob"] = policy(data[BEHAVIOUR_SCORES_KEY], mask).log_prob(data["action"])
     data["advantage"] = torch.randn(data["advantage"].shape)
     return data
@@ -132,7 +133,7 @@ def kl_objective(loss, data, beta, grad=False):
     """The KL-penalised objective -mean(r A - beta KL(pi_old || pi)) recomputed in float64 from the
     rescored candidates (with gradient into the scorer when ``grad``), and the mean KL and ratio."""
     with torch.set_grad_enabled(grad):
-        scored = score_states(loss.scorer, data, environment="playground")
+        scored = score_states(loss.scorer, data, environment=PLAYGROUND)
         mask = scored["action_mask"]
         old = policy(data[BEHAVIOUR_SCORES_KEY].double(), mask)
         new = policy(scored["action_scores"].double(), mask)
@@ -148,7 +149,7 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     beta = 0.7
     loss = PPOGLAMLoss(
         make_scorer(None).module,
-        environment="playground",
+        environment=PLAYGROUND,
         gamma=GAMMA,
         gae_lambda=LMBDA,
         value_width=32,
@@ -164,7 +165,7 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     assert out["ratio"].item() == pytest.approx(ratio.item(), rel=1e-5)
     assert out["kl_coeff"].item() == pytest.approx(beta)  # kl_target=None: a constant beta, as in eq. 5
     adaptive = PPOGLAMLoss(
-        loss.scorer, environment="playground", value_width=32, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4
+        loss.scorer, environment=PLAYGROUND, value_width=32, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4
     )
     adaptive(data)
     assert adaptive.ppo.beta.item() == pytest.approx(2 * beta)  # TorchRL's rule: doubles above 1.5 x the target
@@ -178,7 +179,7 @@ def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
     beta = 0.7
     loss = PPOGLAMLoss(
         make_scorer(None).module,
-        environment="playground",
+        environment=PLAYGROUND,
         value_width=32,
         ppo_loss="kl",
         kl_coeff=beta,
@@ -200,7 +201,7 @@ def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
     for got, want in compared:
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-7)
     # a checkpoint holds the adapted beta, and a resumed loss starts from it
-    resumed = PPOGLAMLoss(loss.scorer, environment="playground", value_width=32, ppo_loss="kl", kl_target=kl_target)
+    resumed = PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, value_width=32, ppo_loss="kl", kl_target=kl_target)
     resumed.load_trainable_state_dict(loss.trainable_state_dict())
     assert resumed.ppo.beta.item() == pytest.approx(adapted)
     # the next forward uses the adapted beta
@@ -212,8 +213,8 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     torch.manual_seed(0)
     scorer = make_scorer(None).module
     eps = 0.2
-    centred = PPOGLAMLoss(scorer, environment="playground", clip_epsilon=eps, value_width=32, centred=True)
-    plain = PPOGLAMLoss(scorer, environment="playground", clip_epsilon=eps, value_width=32)
+    centred = PPOGLAMLoss(scorer, environment=PLAYGROUND, clip_epsilon=eps, value_width=32, centred=True)
+    plain = PPOGLAMLoss(scorer, environment=PLAYGROUND, clip_epsilon=eps, value_width=32)
     data = centred.advantages(rollout(centred)).reshape(-1)
     n = len(data)
     log_prob = data[FIRST_EPOCH_LOG_PROB_KEY].clone()  # the current policy: nothing trained yet
@@ -237,22 +238,22 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     assert out_centred["clip_fraction"].item() == pytest.approx(outside.item(), abs=1e-6)
     assert out_centred["ratio"].item() == pytest.approx(r.mean().item(), rel=1e-4)
     with pytest.raises(ValueError, match="centred=True.*needs ppo_loss='clip'"):
-        PPOGLAMLoss(scorer, environment="playground", centred=True, ppo_loss="kl")
+        PPOGLAMLoss(scorer, environment=PLAYGROUND, centred=True, ppo_loss="kl")
 
 
 def test_loss_arguments_are_named_as_the_config_fields():
     scorer = make_scorer(None).module
-    loss = PPOGLAMLoss(scorer, environment="playground", gae_lambda=0.5, ppo_loss="kl", value_width=32)
+    loss = PPOGLAMLoss(scorer, environment=PLAYGROUND, gae_lambda=0.5, ppo_loss="kl", value_width=32)
     assert loss.ppo.value_estimator.lmbda == 0.5 and loss.loss_kind == "kl"
     with pytest.raises(ValueError, match="ppo_loss='ppo'"):
-        PPOGLAMLoss(scorer, environment="playground", ppo_loss="ppo")
+        PPOGLAMLoss(scorer, environment=PLAYGROUND, ppo_loss="ppo")
 
 
 @pytest.mark.parametrize("kind", ["clip", "kl"])
 def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     torch.manual_seed(0)
     loss = PPOGLAMLoss(
-        make_scorer(None).module, environment="playground", gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
+        make_scorer(None).module, environment=PLAYGROUND, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
     )
     assert isinstance(loss, LossModule)
     data = rollout(loss, num_envs=2, steps=4)
@@ -269,7 +270,7 @@ def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     assert {id(p) for p in groups["heads"]} == {id(p) for p in loss.value.parameters()}
     # set_keys: the same rollout under other names gives the same advantages and losses
     renamed = PPOGLAMLoss(
-        loss.scorer, environment="playground", gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
+        loss.scorer, environment=PLAYGROUND, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
     )
     renamed.value.load_state_dict(loss.value.state_dict())
     renamed.set_keys(
@@ -319,29 +320,29 @@ def shifted_policy_data(loss, seed=0):
 def test_normalize_advantage_standardises_the_advantages_of_the_minibatch():
     torch.manual_seed(0)
     eps = 0.2
-    loss = PPOGLAMLoss(make_scorer(None).module, environment="playground", value_width=32, normalize_advantage=True)
+    loss = PPOGLAMLoss(make_scorer(None).module, environment=PLAYGROUND, value_width=32, normalize_advantage=True)
     data = shifted_policy_data(loss)
     a = data["advantage"].squeeze(-1).double()
     normalised = (a - a.mean()) / a.std()
     r = (data[FIRST_EPOCH_LOG_PROB_KEY] - data["sample_log_prob"]).double().exp()
     surrogate = -torch.minimum(r * normalised, r.clamp(1 - eps, 1 + eps) * normalised).mean()
     assert loss(data)["loss_objective"].item() == pytest.approx(surrogate.item(), rel=1e-4)
-    plain = PPOGLAMLoss(loss.scorer, environment="playground", value_width=32)
+    plain = PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, value_width=32)
     assert plain(data)["loss_objective"].item() != pytest.approx(surrogate.item(), rel=1e-2)
     with pytest.raises(ValueError, match="normalize_advantage=False"):
-        PPOGLAMLoss(loss.scorer, environment="playground", centred=True, normalize_advantage=True)
+        PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, centred=True, normalize_advantage=True)
 
 
 def test_clip_value_clips_the_value_around_the_collecting_policys_and_its_gradient_follows():
     torch.manual_seed(0)
     clip = 0.05
-    loss = PPOGLAMLoss(make_scorer(None).module, environment="playground", value_width=32, clip_value=clip)
+    loss = PPOGLAMLoss(make_scorer(None).module, environment=PLAYGROUND, value_width=32, clip_value=clip)
     data = shifted_policy_data(loss)
     assert VALUE_KEY in loss.in_keys and "value_clip_fraction" in loss.out_keys
     n = len(data)
     data[VALUE_KEY] = data[VALUE_KEY] + torch.linspace(-0.15, 0.15, n).unsqueeze(-1)  # V_old: inside and outside
     params = list(loss.value.parameters())
-    hidden = score_states(loss.scorer, data, environment="playground")[PROMPT_HIDDEN_KEY].detach()
+    hidden = score_states(loss.scorer, data, environment=PLAYGROUND)[PROMPT_HIDDEN_KEY].detach()
     value = loss.value.module(hidden).squeeze(-1).double()
     old, target = data[VALUE_KEY].squeeze(-1).double(), data["value_target"].squeeze(-1).double()
     clipped = old + (value - old).clamp(-clip, clip)

@@ -8,8 +8,11 @@ import torch.nn.functional as F
 from tensordict import TensorDict
 
 from torchrl_glam.data.replay import GoalReplay
+from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import MASKED_LOGIT, SCORES_KEY, make_critic_heads, make_scorer
 from torchrl_glam.objectives.sac_glam import SACGLAMLoss
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 GAMMA = 0.9
 
@@ -17,7 +20,7 @@ GAMMA = 0.9
 def weighted_batch(filled_replay, size=48):
     """A batch with non-uniform importance weights: priorities from random TD errors first (in a
     copy of the shared replay)."""
-    replay = GoalReplay(capacity=5_000, strategy="ratio", environment="playground")
+    replay = GoalReplay(capacity=5_000, strategy="ratio", environment=PLAYGROUND)
     replay.load_state_dict(filled_replay.state_dict())
     generator = torch.Generator().manual_seed(1)
     for _ in range(3):
@@ -83,7 +86,7 @@ def test_critic_loss_and_its_gradient_match_the_equations(filled_replay, critic_
         num_actions=5,
         gamma=GAMMA,
         alpha_init=0.3,
-        environment="playground",
+        environment=PLAYGROUND,
         critic_loss=critic_loss,
     )
     with torch.no_grad():  # targets apart from the heads, and large errors, so Huber's linear part is used
@@ -103,7 +106,7 @@ def test_critic_loss_and_its_gradient_match_the_equations(filled_replay, critic_
 
 def test_an_unknown_critic_loss_is_refused():
     with pytest.raises(ValueError, match="critic_loss='huber'"):
-        SACGLAMLoss(make_scorer(None).module, num_actions=5, environment="playground", critic_loss="huber")
+        SACGLAMLoss(make_scorer(None).module, num_actions=5, environment=PLAYGROUND, critic_loss="huber")
 
 
 def test_actor_and_temperature_losses_match_the_equations(filled_replay):
@@ -119,7 +122,7 @@ def test_actor_and_temperature_losses_match_the_equations(filled_replay):
         num_actions=5,
         alpha_init=0.3,
         target_entropy=target_entropy,
-        environment="playground",
+        environment=PLAYGROUND,
     )
     with torch.no_grad():  # Q-values that differ between states, as after training
         for p in loss.sac.qvalue_network_params.values(True, True):

@@ -6,9 +6,12 @@ import torch
 from tensordict import TensorDict
 from torchrl.objectives import LossModule
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.modules import make_critic_heads, make_scorer
 from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY, SACGLAMLoss
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +31,7 @@ def make_loss(critic_dueling=False, **kwargs):
     heads = make_critic_heads(scorer.hidden_size, width=16, dueling=critic_dueling)
     if kwargs.get("success_loss_coef"):
         kwargs["success_network"] = make_critic_heads(scorer.hidden_size, width=16, out_key=SUCCESS_LOGIT_KEY)
-    return SACGLAMLoss(scorer, heads, num_actions=5, environment="playground", **kwargs)
+    return SACGLAMLoss(scorer, heads, num_actions=5, environment=PLAYGROUND, **kwargs)
 
 
 def test_declared_keys_and_set_keys(batch):
@@ -183,6 +186,6 @@ def test_a_loss_built_for_another_number_of_candidates_is_refused(batch):
     """The heads output one value per candidate: a mismatch with the environment's candidates must
     not train on the wrong ones (the README's snippet once passed 5 for an environment with 8)."""
     scorer = make_scorer(None).module
-    loss = SACGLAMLoss(scorer, make_critic_heads(scorer.hidden_size, width=16), num_actions=8, environment="playground")
+    loss = SACGLAMLoss(scorer, make_critic_heads(scorer.hidden_size, width=16), num_actions=8, environment=PLAYGROUND)
     with pytest.raises(ValueError, match=r"5 candidate actions.*num_actions=8.*num_actions=5"):
         loss(batch.clone())

@@ -13,6 +13,9 @@ from reliability_helpers import PYTHON, ROOT, subprocess_env
 
 from torchrl_glam.data import prioritized
 from torchrl_glam.data.replay import GoalReplay
+from torchrl_glam.envs import get_environment
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 @pytest.mark.parametrize(
@@ -92,7 +95,7 @@ def test_sampler_priorities_and_weights_follow_their_definition():
 
 def test_replay_state_dict_round_trip_samples_the_same():
     def filled():
-        replay = GoalReplay(capacity=50, strategy="uniform", environment="playground")
+        replay = GoalReplay(capacity=50, strategy="uniform", environment=PLAYGROUND)
         from tensordict import TensorDict
 
         replay.extend(
@@ -104,7 +107,7 @@ def test_replay_state_dict_round_trip_samples_the_same():
     batch = replay.sample(8)
     replay.update_priority(batch, torch.arange(8.0) + 1)
     state = replay.state_dict()
-    restored = GoalReplay(capacity=50, strategy="uniform", environment="playground")
+    restored = GoalReplay(capacity=50, strategy="uniform", environment=PLAYGROUND)
     restored.load_state_dict(state)
     assert torch.equal(replay.priorities()["all"], restored.priorities()["all"])
     np.random.seed(1)
@@ -124,7 +127,8 @@ def test_a_stale_torch_extension_lock_does_not_wedge_a_new_run(tmp_path):
         import torch
         from tensordict import TensorDict
         from torchrl_glam.data.replay import GoalReplay
-        replay = GoalReplay(capacity=100, strategy="uniform", environment="playground")
+        from torchrl_glam.envs import get_environment
+        replay = GoalReplay(capacity=100, strategy="uniform", environment=get_environment("playground"))
         replay.extend(TensorDict({"goal_id": torch.arange(10), "relabeled": torch.zeros(10, dtype=torch.bool)},
                                  batch_size=[10]))
         print("sampled", len(replay.sample(4)))

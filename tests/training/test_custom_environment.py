@@ -76,13 +76,13 @@ def test_the_toy_environment_pretrains_the_tiny_model_on_its_own_transcripts(lin
     from torchrl_glam.offline.pretraining import pretrain
     from torchrl_glam.offline.transcripts import RandomPlayTranscripts
 
-    prompts, targets = RandomPlayTranscripts(num_envs=4, seed=0, environment="line").batch(16)
+    prompts, targets = RandomPlayTranscripts(num_envs=4, seed=0, environment=get_environment("line")).batch(16)
     assert all(p.startswith("Goal: reach cell ") for p in prompts)
     # the protocol's default target: the chosen candidate, then the partner's reports
     for target in targets:
         action, reports = target.split(" : ")
         assert action in ACTIONS and reports.startswith("reach cell ")
-    out = pretrain(tmp_path / "model", steps=2, batch_size=8, environment="line")
+    out = pretrain(tmp_path / "model", steps=2, batch_size=8, environment=get_environment("line"))
     assert "wait" in AutoTokenizer.from_pretrained(out).get_vocab()  # the toy's own words
 
 
@@ -91,9 +91,11 @@ def test_features_the_toy_environment_lacks_are_refused_by_name(line_environment
     from torchrl_glam.data.noop_twins import NoOpTwins
 
     with pytest.raises(MissingCapability, match="'line' environment has no 'goals_in_scene'"):
-        HindsightRelabel(negatives_per_episode=1, negatives_from="scene", goal_ids=[0, 1], environment="line")
+        HindsightRelabel(
+            negatives_per_episode=1, negatives_from="scene", goal_ids=[0, 1], environment=get_environment("line")
+        )
     with pytest.raises(MissingCapability, match="no-op twins"):
-        NoOpTwins(environment="line")
+        NoOpTwins(environment=get_environment("line"))
 
 
 def test_the_config_names_unknown_environments_and_playground_only_fields():

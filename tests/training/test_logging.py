@@ -6,8 +6,11 @@ from tensordict import TensorDict
 
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.data.episodes import EpisodeAssembler
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.training.logging import RunLogger
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 def log_one_episode(tmp_path, actions):
@@ -24,7 +27,7 @@ def log_one_episode(tmp_path, actions):
             batch_size=[1],
         )
     )
-    assembler = EpisodeAssembler(num_envs=1, max_steps=len(actions), environment="playground")
+    assembler = EpisodeAssembler(num_envs=1, max_steps=len(actions), environment=PLAYGROUND)
     for action in actions:  # scene slots 0-5 "Go to", 6 "Grasp", 7 "Release"
         step, td = env.step_and_maybe_reset(td.set("action", torch.tensor([action])))
         episodes = assembler.add(step)

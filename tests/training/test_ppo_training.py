@@ -14,10 +14,13 @@ from torchrl_glam.algorithms.ppo_glam.build import make_loss
 from torchrl_glam.algorithms.ppo_glam.config import make_ppo_config
 from torchrl_glam.algorithms.ppo_glam.rollout import Rollout
 from torchrl_glam.algorithms.ppo_glam.update import PPOGLAMUpdater
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import action_mask_from_held, render_batch
 from torchrl_glam.modules import MASKED_LOGIT
 from torchrl_glam.training.checkpoint import read_checkpoint
 from torchrl_glam.training.factories import act, make_env
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ppo_glam.py"  # run as a user runs it
 
@@ -30,7 +33,7 @@ def load_example():
 def collect(agent, cfg, seed=0):
     """One rollout [num_envs, rollout_steps], collected as the example script does."""
     env = make_env(cfg, seed=seed)
-    rollout, td = Rollout(cfg.algorithm.rollout_steps, environment="playground"), env.reset()
+    rollout, td = Rollout(cfg.algorithm.rollout_steps, environment=PLAYGROUND), env.reset()
     torch.manual_seed(seed)
     while True:
         act(agent, td, with_log_prob=True)

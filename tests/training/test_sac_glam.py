@@ -12,7 +12,10 @@ from torchrl_glam.algorithms import get_script
 from torchrl_glam.algorithms.sac_glam.build import load_trained_loss, make_episode_processing, make_loss
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.algorithms.sac_glam.update import SACGLAMUpdater
+from torchrl_glam.envs import get_environment
 from torchrl_glam.training.checkpoint import load_checkpoint, read_checkpoint
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 def load_example():
@@ -127,7 +130,7 @@ def test_per_beta_end_anneals_the_samplers_beta_with_the_runs_steps(filled_repla
     from torchrl_glam.data.replay import GoalReplay
 
     cfg = make_config("smoke", {"batch_size": 16, "per_beta_end": 1.0, "total_steps": 1000})
-    replay = GoalReplay(capacity=5_000, strategy="ratio", environment="playground")
+    replay = GoalReplay(capacity=5_000, strategy="ratio", environment=PLAYGROUND)
     replay.load_state_dict(filled_replay.state_dict())  # a copy: the fixture's beta stays
     updater = SACGLAMUpdater(make_loss(cfg, num_actions=5), replay, cfg)
     for steps, beta in ((500, 0.7), (1000, 1.0)):
@@ -330,8 +333,8 @@ def test_her_and_noop_twins_checkpoint_their_state():
     from torchrl_glam.data.noop_twins import NoOpTwins
 
     her, twins = (
-        HindsightRelabel(seed=0, negatives_per_episode=2, environment="playground"),
-        NoOpTwins(seed=0, environment="playground"),
+        HindsightRelabel(seed=0, negatives_per_episode=2, environment=PLAYGROUND),
+        NoOpTwins(seed=0, environment=PLAYGROUND),
     )
     torch.rand(3, generator=her.generator)  # states that no seed of the pieces below gives
     torch.rand(5, generator=twins.generator)
@@ -340,8 +343,8 @@ def test_her_and_noop_twins_checkpoint_their_state():
     her.memory.first_seen.copy_(first_seen)
     # each piece's state_dict round-trips into a fresh piece
     fresh_her, fresh_twins = (
-        HindsightRelabel(seed=1, negatives_per_episode=2, environment="playground"),
-        NoOpTwins(seed=1, environment="playground"),
+        HindsightRelabel(seed=1, negatives_per_episode=2, environment=PLAYGROUND),
+        NoOpTwins(seed=1, environment=PLAYGROUND),
     )
     fresh_her.load_state_dict(her.state_dict())
     fresh_twins.load_state_dict(twins.state_dict())

@@ -9,7 +9,10 @@ from config_names import study_preset
 from test_sac_glam import run_straight_and_resumed  # the goal-given exact-resume check
 
 from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
+from torchrl_glam.envs import get_environment
 from torchrl_glam.training.checkpoint import read_checkpoint
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 def test_autotelic_config_fields_are_checked():
@@ -79,7 +82,7 @@ def test_the_log_lists_each_discovered_goal_once_with_its_first_report_step(tmp_
     catalogue = GoalCatalogue.default()
     a, b, c, d = (int(i) for i in catalogue.goal_set("simplified")[:4])
     cfg = make_config(study_preset("autotelic", "smoke_autotelic"), {"run_dir": str(tmp_path)})
-    goals = AutotelicGoals(num_envs=2, num_objects=3, task_set="simplified", environment="playground")
+    goals = AutotelicGoals(num_envs=2, num_objects=3, task_set="simplified", environment=PLAYGROUND)
     logger = RunLogger(cfg)
     goals.memory.add(torch.tensor([[a, b], [c, -1]]), torch.tensor([2, 1]), torch.tensor([7, 8]))
     logger.autotelic(goals, 32)

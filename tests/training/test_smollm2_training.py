@@ -11,7 +11,10 @@ from torchrl_glam.data.episodes import EpisodeAssembler
 from torchrl_glam.data.her import relabel_episodes
 from torchrl_glam.data.nstep import nstep_transitions
 from torchrl_glam.data.replay import GoalReplay
+from torchrl_glam.envs import get_environment
 from torchrl_glam.training.factories import make_env
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 
 @pytest.mark.slow
@@ -23,8 +26,8 @@ def test_smollm2_lora_updates_on_cpu(require_smollm2):
     assert cfg.model.dtype == "float32" and cfg.model.device == "cpu" and cfg.model.lora_rank == 16
     env = make_env(cfg)
     assembler, replay = (
-        EpisodeAssembler(cfg.env.num_envs, env.max_steps, environment="playground"),
-        GoalReplay(capacity=1_000, strategy="ratio", environment="playground"),
+        EpisodeAssembler(cfg.env.num_envs, env.max_steps, environment=PLAYGROUND),
+        GoalReplay(capacity=1_000, strategy="ratio", environment=PLAYGROUND),
     )
     td, generator = env.reset(), torch.Generator().manual_seed(0)
     while len(replay) < 32:  # random play: the replay only needs transitions
@@ -34,7 +37,7 @@ def test_smollm2_lora_updates_on_cpu(require_smollm2):
         if episodes is not None:
             replay.extend(
                 nstep_transitions(
-                    torch.cat([episodes, relabel_episodes(episodes)]), 3, cfg.algorithm.gamma, environment="playground"
+                    torch.cat([episodes, relabel_episodes(episodes)]), 3, cfg.algorithm.gamma, environment=PLAYGROUND
                 )
             )
     torch.manual_seed(0)

@@ -4,6 +4,7 @@ import csv
 
 import pytest
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.training.zero_shot import main, run_zero_shot
 
 
@@ -77,7 +78,7 @@ def test_zero_shot_runs_on_babyai_with_its_own_goal_sets_and_types(tmp_path):
         modes=["greedy"],
         normalizations=["mean"],
         episodes=4,
-        environment="babyai",
+        environment=get_environment("babyai"),
         max_steps=3,
         log=lambda *_: None,
     )
@@ -86,7 +87,7 @@ def test_zero_shot_runs_on_babyai_with_its_own_goal_sets_and_types(tmp_path):
     assert "success/goto" in header and "success/grasp" not in header
     assert all(r["episode_length"] <= 3 for r in rows)
     with pytest.raises(ValueError, match="unknown goals"):
-        run_zero_shot(None, str(out), goals=["held_out"], environment="babyai")
+        run_zero_shot(None, str(out), goals=["held_out"], environment=get_environment("babyai"))
 
 
 def test_zero_shot_levels_of_some_goal_types_only(tmp_path):

@@ -39,7 +39,7 @@ from torchrl.envs.transforms import Transform
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups
 from torchrl_glam.data.episodes import step_success
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, require_environment
 
 #: The goal of episodes that start before any goal is known (its object is kept out of the scene).
 NEUTRAL_GOAL = "Grasp red door"
@@ -84,14 +84,14 @@ class AutotelicGoals(Transform):
         seed: int | None = None,
         task_set: str | None = None,
         *,
-        environment: TextEnvironment | str,
+        environment: TextEnvironment,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"autotelic strategy {strategy!r}: choose one of {STRATEGIES}")
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon={epsilon} must be a probability (the share of uniform choices)")
         super().__init__(in_keys=[], out_keys=[])
-        self.environment = environment = get_environment(environment)
+        self.environment = environment = require_environment(environment)
         environment.require("neutral_scene_objects", "autotelic goal choice")
         self.catalogue = catalogue = environment.catalogue
         self.goal_types = environment.goal_types

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 import torch
 
 from torchrl_glam.data.goal_groups import parse_groups
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 
 
 def goal_groups(
-    catalogue, groups: str | Sequence[str], *, environment: TextEnvironment | str
+    catalogue, groups: str | Sequence[str], *, environment: TextEnvironment
 ) -> tuple[torch.Tensor, list[str]]:
     """The group of every catalogue goal, and the groups' names.
 
@@ -33,7 +33,7 @@ def goal_groups(
     names = parse_groups(groups)
     if names == ("goal",):
         return torch.arange(len(catalogue)), list(catalogue.goals)
-    environment = get_environment(environment)
+    environment = require_environment(environment)
     goal_types = environment.goal_types
     attributes = None
     if set(names) - {"type"}:

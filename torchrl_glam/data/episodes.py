@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, require_environment
 
 #: what a step returned besides the next state: zero on a padded step (nothing happened there)
 EVENT_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_COUNT_KEY)
@@ -38,14 +38,14 @@ EVENT_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_COUNT_KEY)
 RETURNED_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_IDS_KEY, ACHIEVED_GOAL_COUNT_KEY)
 
 
-def step_keys(*, environment: TextEnvironment | str) -> tuple[str, ...]:
+def step_keys(*, environment: TextEnvironment) -> tuple[str, ...]:
     """The keys of an episode step at its root: the compact state and "action"."""
-    return get_environment(environment).state_keys + ("action",)
+    return require_environment(environment).state_keys + ("action",)
 
 
-def next_keys(*, environment: TextEnvironment | str) -> tuple[str, ...]:
+def next_keys(*, environment: TextEnvironment) -> tuple[str, ...]:
     """The keys of an episode step under "next": the next state and what the step returned."""
-    return get_environment(environment).step_keys + RETURNED_KEYS
+    return require_environment(environment).step_keys + RETURNED_KEYS
 
 
 def step_success(next_state: TensorDictBase) -> torch.Tensor:
@@ -75,7 +75,7 @@ class EpisodeAssembler:
     """
 
     def __init__(
-        self, num_envs: int, max_steps: int, *, environment: TextEnvironment | str, extra_keys: tuple[str, ...] = ()
+        self, num_envs: int, max_steps: int, *, environment: TextEnvironment, extra_keys: tuple[str, ...] = ()
     ) -> None:
         self.num_envs, self.max_steps = num_envs, max_steps
         self.step_keys = step_keys(environment=environment) + tuple(extra_keys)

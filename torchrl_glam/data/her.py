@@ -43,7 +43,7 @@ from torchrl_glam.envs import (
     GAME_OVER_KEY,
     GOAL_ID_KEY,
     TextEnvironment,
-    get_environment,
+    require_environment,
 )
 
 
@@ -155,14 +155,14 @@ def relabel_episodes(
     return _sections(episodes, e, t, goals, success=True)
 
 
-def scene_goals(scene, goal_ids: torch.Tensor, *, environment: TextEnvironment | str) -> torch.Tensor:
+def scene_goals(scene, goal_ids: torch.Tensor, *, environment: TextEnvironment) -> torch.Tensor:
     """bool [E, G]: which of the goals ``goal_ids`` [G] name only objects of each episode, as the
     environment's ``goals_in_scene`` says (Playground-Text: a goal names an object when the social
     partner would report it for an event on that object).
 
     ``scene``: the episodes' episode keys (a mapping of [E, ...] tensors), or the tensor of the
     one episode key after "goal_id" (Playground-Text's "objects" [E, N])."""
-    environment = get_environment(environment)
+    environment = require_environment(environment)
     if isinstance(scene, torch.Tensor):
         scene = dict(zip(environment.episode_keys[1:], [scene]))
     return environment.goals_in_scene(scene, goal_ids)
@@ -241,7 +241,7 @@ def relabel_twins(
     allowed: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     *,
-    environment: TextEnvironment | str,
+    environment: TextEnvironment,
 ) -> TensorDictBase:
     """A failure beside each hindsight success: for every relabeled section (episode ``e`` up to
     step ``t``, with ``goals`` reported at ``t``; :func:`hindsight_steps`), the same section with a
@@ -256,7 +256,7 @@ def relabel_twins(
     copies: the episode the agent would have lived with that goal, up to ``t``.
     """
     candidates = unachieved_goals(episodes, pool, allowed)  # [E, P]
-    catalogue_type = torch.as_tensor(get_environment(environment).catalogue.goal_type)
+    catalogue_type = torch.as_tensor(require_environment(environment).catalogue.goal_type)
     sections_type, pool_type = catalogue_type[goals], catalogue_type[pool]
     chosen_e, chosen_t, chosen_goal = [], [], []
     for goal_type in sections_type.unique().tolist():  # one type at a time: [sections, goals of the type]
@@ -313,11 +313,11 @@ class HindsightRelabel(Transform):
         goal_ids: Sequence[int] | torch.Tensor | None = None,
         twins: bool = False,
         *,
-        environment: TextEnvironment | str,
+        environment: TextEnvironment,
         relabel_goals: Sequence[int] | torch.Tensor | None = None,
     ) -> None:
         super().__init__(in_keys=[("next", ACHIEVED_GOAL_IDS_KEY)], out_keys=[GOAL_ID_KEY, "relabeled"])
-        self.environment = environment = get_environment(environment)
+        self.environment = environment = require_environment(environment)
         if max_per_episode is not None and max_per_episode < 1:
             raise ValueError(f"max_per_episode={max_per_episode} must be at least 1 (or None for all)")
         if negatives_per_episode < 0:

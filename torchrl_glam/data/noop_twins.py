@@ -29,7 +29,7 @@ from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import EVENT_KEYS, step_success
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 
 
 def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
@@ -43,7 +43,7 @@ def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def noop_twins(
-    episodes: TensorDictBase, generator: torch.Generator | None = None, *, environment: TextEnvironment | str
+    episodes: TensorDictBase, generator: torch.Generator | None = None, *, environment: TextEnvironment
 ) -> TensorDictBase:
     """The no-op twins [M, T] of a padded episode batch [E, T] (see the module docstring): one per
     success that ends before the last step, its no-op drawn uniformly among the state's; two real
@@ -54,14 +54,14 @@ def noop_twins(
         >>> from torchrl.envs import TransformedEnv
         >>> from torchrl_glam.data.episodes import rollout_episodes
         >>> from torchrl_glam.data.noop_twins import noop_twins
-        >>> from torchrl_glam.envs import PartialResetActionMask
+        >>> from torchrl_glam.envs import PartialResetActionMask, get_environment
         >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
         >>> env = TransformedEnv(
         ...     PlaygroundTextEnv(num_envs=16, goals="simplified", seed=0, text=False), PartialResetActionMask()
         ... )
         >>> _ = torch.manual_seed(0)
         >>> episodes = rollout_episodes(env.rollout(10, break_when_any_done=False), max_steps=10)  # random play
-        >>> twins = noop_twins(episodes, torch.Generator().manual_seed(0), environment="playground")
+        >>> twins = noop_twins(episodes, torch.Generator().manual_seed(0), environment=get_environment("playground"))
         >>> twins.shape[1], twins["mask"][0].tolist()[:3]  # two real steps, then padding
         (10, [True, True, False])
         >>> twins["next", "reward"][:, :2, 0].unique(dim=0).tolist()  # the no-op: 0, then the winner: 1
@@ -78,7 +78,7 @@ def noop_twins(
     for key in EVENT_KEYS:
         padding["next", key] = torch.zeros_like(winner["next", key])
     noop = padding.clone()
-    environment = get_environment(environment)
+    environment = require_environment(environment)
     choices = environment.noop_actions({k: winner[k] for k in environment.state_keys})
     noop["action"] = torch.multinomial(choices.float(), 1, generator=generator).squeeze(-1)
     for key in environment.step_keys:  # nothing changes
@@ -102,8 +102,8 @@ class NoOpTwins(Transform):
             registered name); it must have ``noop_actions``.
     """
 
-    def __init__(self, seed: int | None = None, *, environment: TextEnvironment | str) -> None:
-        environment = get_environment(environment)
+    def __init__(self, seed: int | None = None, *, environment: TextEnvironment) -> None:
+        environment = require_environment(environment)
         environment.require("noop_actions", "no-op twins")
         super().__init__(
             in_keys=["mask", *environment.state_keys, ("next", "reward"), ("next", "terminated")],

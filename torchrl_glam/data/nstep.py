@@ -25,7 +25,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 
 from torchrl_glam.data.episodes import step_keys
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 
 
 def nstep_transitions(
@@ -34,7 +34,7 @@ def nstep_transitions(
     gamma: float,
     bootstrap_time_limit: bool = True,
     *,
-    environment: TextEnvironment | str,
+    environment: TextEnvironment,
 ) -> TensorDict:
     """n-step transitions of a padded episode batch [E, T] (see ``episodes.py``), flattened to [M]
     over the episodes' real steps.
@@ -75,7 +75,7 @@ def nstep_transitions(
         {key: episodes[key] for key in (*step_keys(environment=environment), "relabeled", "collected_at")},
         batch_size=[E, T],
     )
-    for key in get_environment(environment).step_keys:
+    for key in require_environment(environment).step_keys:
         out["next", key] = at_last(episodes["next", key])
     out["next", "reward"] = ret.unsqueeze(-1)
     out["next", "terminated"] = terminated.unsqueeze(-1)
@@ -94,10 +94,10 @@ class NStepReturns(TensorDictModuleBase):
         gamma: float = 0.99,
         bootstrap_time_limit: bool = True,
         *,
-        environment: TextEnvironment | str,
+        environment: TextEnvironment,
     ) -> None:
         super().__init__()
-        self.environment = get_environment(environment)
+        self.environment = require_environment(environment)
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma={gamma} must be in [0, 1]")
         self.n, self.gamma, self.bootstrap_time_limit = n, gamma, bootstrap_time_limit

@@ -27,7 +27,7 @@ from tensordict import TensorDictBase
 from torchrl.data import LazyTensorStorage, PrioritizedSampler, RandomSampler, TensorDictReplayBuffer
 
 from torchrl_glam.data.prioritized import ensure_prioritized_replay
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 
 STRATEGIES = ("ratio", "prior", "uniform")
 WEIGHT_NORMS = ("buffer", "part")
@@ -111,7 +111,7 @@ class GoalReplay:
         eps: float = 1e-6,
         weight_norm: str = "buffer",
         *,
-        environment: TextEnvironment | str,
+        environment: TextEnvironment,
     ) -> None:
         if weight_norm not in WEIGHT_NORMS:
             raise ValueError(f"weight_norm={weight_norm!r} is not a normalisation; choose one of {WEIGHT_NORMS}")
@@ -121,7 +121,7 @@ class GoalReplay:
             raise ValueError(f"her_ratio={her_ratio} must be in [0, 1]")
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
-        self.environment = get_environment(environment)
+        self.environment = require_environment(environment)
         self.catalogue = self.environment.catalogue
         goal_types = self.environment.goal_types
         self.strategy, self.her_ratio, self.weight_norm = strategy, her_ratio, weight_norm
@@ -161,9 +161,9 @@ class GoalReplay:
         ]
 
     @staticmethod
-    def type_proportions(goal_ids: np.ndarray, *, environment: TextEnvironment | str) -> list[float]:
+    def type_proportions(goal_ids: np.ndarray, *, environment: TextEnvironment) -> list[float]:
         """The share of each goal type in a task set (the "prior" weights of App. E)."""
-        environment = get_environment(environment)
+        environment = require_environment(environment)
         types = environment.catalogue.goal_type[np.asarray(goal_ids)]
         return [float((types == k).mean()) for k in range(len(environment.goal_types))]
 

@@ -31,18 +31,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 
 
-def single_subgoals(*, environment: TextEnvironment | str) -> np.ndarray:
+def single_subgoals(*, environment: TextEnvironment) -> np.ndarray:
     """Rules 1 and 2 over the single goals: bool [S, S], ``[s_sub, s_goal]`` (Playground-Text:
     S = 246), the environment's ``subgoal_matrix`` (its growth rule, not a copy)."""
-    environment = get_environment(environment)
+    environment = require_environment(environment)
     environment.require("subgoal_matrix", "the aligned-goal filter")
     return environment.subgoal_matrix()
 
 
-def is_subgoal(catalogue, sub_ids, goal_ids, *, environment: TextEnvironment | str) -> np.ndarray:
+def is_subgoal(catalogue, sub_ids, goal_ids, *, environment: TextEnvironment) -> np.ndarray:
     """Whether each ``sub_ids[i]`` is a sub-goal of ``goal_ids[i]`` (rules in the module docstring).
 
     Both are goal ids (arrays or tensors of one shape, or ints); the result is a bool array.
@@ -50,7 +50,7 @@ def is_subgoal(catalogue, sub_ids, goal_ids, *, environment: TextEnvironment | s
     sub = np.asarray(sub_ids.cpu() if isinstance(sub_ids, torch.Tensor) else sub_ids, dtype=np.int64)
     goal = np.asarray(goal_ids.cpu() if isinstance(goal_ids, torch.Tensor) else goal_ids, dtype=np.int64)
     sub, goal = np.broadcast_arrays(sub, goal)
-    singles = get_environment(environment).subgoal_matrix()
+    singles = require_environment(environment).subgoal_matrix()
     sub_a, sub_b = catalogue.parts[sub, 0], catalogue.parts[sub, 1]  # single-goal ids, -1: none
     goal_a, goal_b = catalogue.parts[goal, 0], catalogue.parts[goal, 1]
     sub_single, goal_single = sub_b < 0, goal_b < 0
@@ -65,10 +65,10 @@ def is_subgoal(catalogue, sub_ids, goal_ids, *, environment: TextEnvironment | s
     return single_of_single | single_of_sequence | sequence_of_sequence
 
 
-def aligned_goal_filter(*, environment: TextEnvironment | str):
+def aligned_goal_filter(*, environment: TextEnvironment):
     """A ``keep_goal(goal_ids, relabel_ids)`` for :func:`~torchrl_glam.data.her.relabel_episodes`:
     relabel only with sub-goals of the episode's goal (default environment: Playground-Text)."""
-    environment = get_environment(environment)
+    environment = require_environment(environment)
     environment.require("subgoal_matrix", "the aligned-goal filter")
     catalogue = environment.catalogue
 

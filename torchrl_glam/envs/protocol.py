@@ -265,10 +265,22 @@ class TextEnvironment(abc.ABC):
             raise self._missing(capability, feature)
 
 
+def require_environment(environment: Any) -> TextEnvironment:
+    """``environment`` itself when it is a :class:`TextEnvironment`. The library's objects take the
+    environment object, resolved once where a name is given (a config's ``environment``,
+    ``get_environment(name)`` at a command line): anything else, a name included, is a
+    ``TypeError`` that names the fix."""
+    if isinstance(environment, TextEnvironment):
+        return environment
+    fix = f": pass get_environment({environment!r})" if isinstance(environment, str) else ""
+    raise TypeError(f"environment: expected a TextEnvironment{fix}, got {type(environment).__name__}")
+
+
 __all__ = [
     "EnvironmentFilesError",
     "EnvironmentStateError",
     "GoalCatalogueLike",
     "MissingCapability",
     "TextEnvironment",
+    "require_environment",
 ]

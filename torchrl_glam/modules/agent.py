@@ -10,7 +10,7 @@ into state dicts twice. The environment (a
 The objectives (``SACGLAMLoss``, ``PPOGLAMLoss``) take an agent in place of their scorer, or
 build one around it (``loss.glam_agent``)::
 
-    agent = GLAMAgent(make_scorer(None), environment="playground")
+    agent = GLAMAgent(make_scorer(None), environment=get_environment("playground"))
     agent.act(td)                    # writes td["action"]: a sample of the policy
     agent.act(td, greedy=True)       # the policy's mode
 """
@@ -23,7 +23,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequ
 from torch import nn
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from torchrl_glam.envs import ACTION_MASK_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs import ACTION_MASK_KEY, TextEnvironment, require_environment
 from torchrl_glam.modules.actor import make_actor
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY, LOG_PROB_KEY, make_policy
 from torchrl_glam.modules.scoring import (
@@ -43,9 +43,10 @@ class GLAMAgent(nn.Module):
     registered name).
 
     Examples:
+        >>> from torchrl_glam.envs import get_environment
         >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
         >>> from torchrl_glam.modules import GLAMAgent, make_scorer
-        >>> agent = GLAMAgent(make_scorer(None), environment="playground")
+        >>> agent = GLAMAgent(make_scorer(None), environment=get_environment("playground"))
         >>> env = PlaygroundTextEnv(num_envs=2, goals="simplified", seed=0, text=False)
         >>> td = agent.act(env.reset(), greedy=True)  # renders the prompts, scores, takes the mode
         >>> td["action"].shape, td["action"].dtype
@@ -56,7 +57,7 @@ class GLAMAgent(nn.Module):
         ['action']
     """
 
-    def __init__(self, scorer: LLMScorer | TensorDictModuleBase, *, environment: TextEnvironment | str) -> None:
+    def __init__(self, scorer: LLMScorer | TensorDictModuleBase, *, environment: TextEnvironment) -> None:
         super().__init__()
         if not isinstance(scorer, TensorDictModuleBase):
             scorer = TensorDictModule(
@@ -66,7 +67,7 @@ class GLAMAgent(nn.Module):
             )
         self.scorer = scorer
         self.actor = make_actor()
-        self.environment = get_environment(environment)
+        self.environment = require_environment(environment)
         self._policies: dict[bool, TensorDictSequential] = {}  # a dict: not registered as submodules
 
     @property

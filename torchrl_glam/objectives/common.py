@@ -12,7 +12,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 from torch import nn
 
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     ACTIONS_KEY,
@@ -24,10 +24,10 @@ from torchrl_glam.modules import (
 )
 
 
-def render_observations(state, *, environment: TextEnvironment | str):
+def render_observations(state, *, environment: TextEnvironment):
     """Prompts [B], candidates [B][A] and action mask [B, A] of a flat batch of compact states
     (``state[k]`` for each of the environment's state keys; default environment: Playground-Text)."""
-    environment = get_environment(environment)
+    environment = require_environment(environment)
     prompts, actions = environment.render(state)
     return prompts, actions, environment.action_mask(state)
 
@@ -37,7 +37,7 @@ def score_states(
     batch: TensorDictBase,
     next_obs: bool = False,
     *,
-    environment: TextEnvironment | str,
+    environment: TextEnvironment,
 ) -> dict[str, torch.Tensor]:
     """Scores and hidden states of the observations of a flat batch of compact transitions
     (``next_obs``: of the states under "next", with the same episode keys, e.g. goal and objects).
@@ -47,17 +47,19 @@ def score_states(
     here from the compact state.
 
     Examples:
+        >>> from torchrl_glam.envs import get_environment
         >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
         >>> from torchrl_glam.modules import GLAMAgent, make_scorer
         >>> from torchrl_glam.objectives.common import score_states
-        >>> agent = GLAMAgent(make_scorer(None), environment="playground")
+        >>> playground = get_environment("playground")  # resolved once, passed as the object
+        >>> agent = GLAMAgent(make_scorer(None), environment=playground)
         >>> env = PlaygroundTextEnv(num_envs=4, goals="simplified", seed=0, text=False)
         >>> batch = env.rollout(3, agent.policy(), break_when_any_done=False).reshape(-1)  # 12 transitions
-        >>> out = score_states(agent.llm, batch, next_obs=True, environment="playground")
+        >>> out = score_states(agent.llm, batch, next_obs=True, environment=playground)
         >>> {key: tuple(value.shape) for key, value in out.items()}
         {'action_scores': (12, 5), 'action_mask': (12, 5), 'action_hidden': (12, 5, 64), 'prompt_hidden': (12, 64)}
     """
-    environment = get_environment(environment)
+    environment = require_environment(environment)
     prefix = ("next",) if next_obs else ()
     state = {k: batch[k].cpu() for k in environment.episode_keys}  # text is rendered on CPU
     state.update({k: batch[prefix + (k,)].cpu() for k in environment.step_keys})

@@ -34,7 +34,7 @@ from torch import nn
 from torchrl.modules import MaskedCategorical
 from torchrl.objectives import ClipPPOLoss, LossModule
 
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 from torchrl_glam.modules import MASKED_LOGIT, SCORES_KEY, GLAMAgent, LLMScorer, make_actor
 from torchrl_glam.objectives.common import ForwardedKeys, TrainableState, agent_parts, attach_agent, score_states
 
@@ -109,9 +109,10 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
 
     Examples:
         >>> import torch
+        >>> from torchrl_glam.envs import get_environment
         >>> from torchrl_glam.modules import make_scorer
         >>> from torchrl_glam.objectives.grpo_glam import GRPOGLAMLoss, episode_advantages
-        >>> loss = GRPOGLAMLoss(make_scorer(None).module, group_size=4, environment="playground")
+        >>> loss = GRPOGLAMLoss(make_scorer(None).module, group_size=4, environment=get_environment("playground"))
         >>> episode_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0]), group_size=4)
         tensor([ 0.8660, -0.8660, -0.8660,  0.8660])
         >>> sorted(loss.out_keys)
@@ -146,7 +147,7 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
         eps: float = 1e-6,
         score_chunk: int = 512,
         *,
-        environment: TextEnvironment | str | None = None,
+        environment: TextEnvironment | None = None,
     ) -> None:
         super().__init__()
         if group_size < 2:
@@ -155,7 +156,7 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
             raise ValueError(f"kl_coeff={kl_coeff} and entropy_coeff={entropy_coeff} must be at least 0")
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
-        self.environment = get_environment(environment)
+        self.environment = require_environment(environment)
         attach_agent(self, agent)
         self.group_size, self.kl_coeff, self.step_level = group_size, kl_coeff, step_level
         self.step_weight, self.gamma, self.eps, self.score_chunk = step_weight, gamma, eps, score_chunk

@@ -38,7 +38,7 @@ from torch import nn
 from torchrl.modules import MaskedCategorical
 from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
 
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 from torchrl_glam.modules import (
     MASKED_LOGIT,
     PROMPT_HIDDEN_KEY,
@@ -132,7 +132,7 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
         normalize_advantage: bool = False,
         bootstrap_time_limit: bool = True,
         *,
-        environment: TextEnvironment | str | None = None,
+        environment: TextEnvironment | None = None,
     ) -> None:
         super().__init__()
         if ppo_loss not in PPO_LOSSES:
@@ -148,7 +148,7 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
             raise ValueError(f"clip_value={clip_value}: expected a positive number, or None for no value clipping")
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
-        self.environment = get_environment(environment)
+        self.environment = require_environment(environment)
         attach_agent(self, agent)
         self.loss_kind, self.centred, self.clip_epsilon = ppo_loss, centred, clip_epsilon
         self.score_chunk, self.clip_value, self.bootstrap_time_limit = score_chunk, clip_value, bootstrap_time_limit

@@ -54,7 +54,7 @@ from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
 from torchrl_glam.data.episodes import step_success
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     PROMPT_HIDDEN_KEY,
@@ -105,10 +105,11 @@ class SACGLAMLoss(TrainableState, LossModule):
     ``out_keys``.
 
     Examples:
+        >>> from torchrl_glam.envs import get_environment
         >>> from torchrl_glam.envs.playground import PlaygroundTextEnv
         >>> from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
         >>> from torchrl_glam.objectives import SACGLAMLoss
-        >>> agent = GLAMAgent(make_scorer(None), environment="playground")
+        >>> agent = GLAMAgent(make_scorer(None), environment=get_environment("playground"))
         >>> env = PlaygroundTextEnv(num_envs=4, goals="simplified", seed=0, text=False)
         >>> loss = SACGLAMLoss(agent, make_critic_heads(agent.llm.hidden_size, width=32), num_actions=5)
         >>> batch = env.rollout(3, agent.policy(), break_when_any_done=False).reshape(-1)
@@ -147,7 +148,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         success_network: TensorDictModule | None = None,
         success_loss_coef: float = 0.0,
         critic_loss: str = "smooth_l1",
-        environment: TextEnvironment | str | None = None,
+        environment: TextEnvironment | None = None,
     ) -> None:
         super().__init__()
         if critic_loss not in CRITIC_LOSSES:
@@ -161,7 +162,7 @@ class SACGLAMLoss(TrainableState, LossModule):
         scorer, environment, agent = agent_parts(scorer, environment)
         self.scorer = scorer
         self.num_actions = num_actions
-        self.environment = get_environment(environment)
+        self.environment = require_environment(environment)
         attach_agent(self, agent)
         self.critic_backprop = critic_backprop
         self.actor = make_actor()

@@ -16,7 +16,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs import get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, ACTION_MASK_KEY
 from torchrl_glam.envs.registry import environment_error
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
@@ -237,12 +237,12 @@ def model_of(cfg: GLAMConfig) -> str | None:
     return environment_model(cfg.model.name, cfg.environment)
 
 
-def environment_model(model: str | None, environment) -> str | None:
+def environment_model(model: str | None, environment: TextEnvironment) -> str | None:
     """``model`` for ``environment``, offline models built on first use: an environment without
     ``legacy_offline_names`` gets the tiny model built from its own vocabulary (random-init, or
     pretrained on its own random-play transcripts) in place of the offline tiny models (whose
     tokenizer holds the words of the one with legacy names, Playground-Text)."""
-    if not get_environment(environment).legacy_offline_names and model in _OWN_OFFLINE_MODELS:
+    if not require_environment(environment).legacy_offline_names and model in _OWN_OFFLINE_MODELS:
         return str(build_offline_model(model, environment))
     if model is not None and model.startswith(OFFLINE_PREFIX):
         return str(build_offline_model(model))

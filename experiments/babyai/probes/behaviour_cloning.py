@@ -37,7 +37,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
-from torchrl_glam.envs import ACTION_MASK_KEY
+from torchrl_glam.envs import ACTION_MASK_KEY, get_environment
 from torchrl_glam.envs.babyai.text import ACTIONS
 from torchrl_glam.offline.tiny import build_tiny_model
 from torchrl_glam.training.evaluation import evaluate
@@ -170,7 +170,7 @@ def main() -> None:
             workdir.name,
             "t5",
             seed=args.seed,
-            environment="babyai",
+            environment=get_environment("babyai"),
             d_model=args.width,
             d_kv=args.width // 4,
             d_ff=2 * args.width,

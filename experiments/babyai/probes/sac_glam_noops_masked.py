@@ -17,7 +17,7 @@ import sys
 
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.algorithms.sac_glam.train import cli
-from torchrl_glam.envs import register_environment
+from torchrl_glam.envs import get_environment, register_environment
 from torchrl_glam.envs.babyai.environment import BabyAIText
 from torchrl_glam.training.evaluation import evaluate
 from torchrl_glam.training.factories import make_eval_envs
@@ -41,7 +41,7 @@ def random_level(goal_types: list[str]) -> None:
     )
     # uniform over the actions left unmasked (the environment's action mask honours mask_noops); one
     # generator for all sets, so the sampled sets' repeats draw other actions
-    policy = ZeroShotPolicy(None, mode=RANDOM, environment="babyai_noops_masked")
+    policy = ZeroShotPolicy(None, mode=RANDOM, environment=get_environment("babyai_noops_masked"))
     for name, env in make_eval_envs(cfg).items():
         print(name, round(evaluate(policy, env, goal_types=cfg.environment.goal_types)["success"], 3))
 

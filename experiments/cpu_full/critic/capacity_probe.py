@@ -35,6 +35,10 @@ from torchrl_glam.objectives.common import score_states
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import CPU_FULL, grasp_states, train_on_labels  # noqa: E402  (the actor's probe draws the same goals)
 
+from torchrl_glam.envs import get_environment
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
+
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=600)
 parser.add_argument("--batch-size", type=int, default=128)
@@ -78,7 +82,7 @@ def q_labelled(td):
     if args.action == "go_to":
         td = td.clone()
         on, td["agent_on"] = td["agent_on"], torch.full_like(td["agent_on"], -1)
-    scored = score_states(agent.scorer, td, environment="playground")
+    scored = score_states(agent.scorer, td, environment=PLAYGROUND)
     q = agent.q_values(TensorDict(scored, batch_size=td.batch_size))
     if args.action == "go_to":
         return q.gather(-1, on.expand(q.shape[0], -1).unsqueeze(-1)).squeeze(-1)

@@ -35,9 +35,12 @@ from tensordict import TensorDict
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import EPISODES, is_supply, load_run_or_checkpoint, useful_actions  # noqa: E402
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GOAL_TYPES  # noqa: E402
 from torchrl_glam.objectives.common import score_states  # noqa: E402
 from torchrl_glam.training.factories import make_eval_envs  # noqa: E402
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 KINDS = ("goal_object", "supply", "other")
 torch.set_num_threads(1)
@@ -46,7 +49,7 @@ torch.set_num_threads(1)
 @torch.no_grad()
 def policy_and_values(agent, states):
     """pi [B, A] (masked softmax of the scores, the actor's distribution) and min-Q [B, A]."""
-    scored = score_states(agent.scorer, states, environment="playground")
+    scored = score_states(agent.scorer, states, environment=PLAYGROUND)
     mask = scored["action_mask"]
     pi = scored["action_scores"].masked_fill(~mask, float("-inf")).softmax(-1)
     q = agent.q_values(TensorDict(scored, batch_size=states.batch_size)).min(0).values

@@ -23,9 +23,12 @@ from tensordict import TensorDict
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from object_choice import grasp_states, load_run_or_checkpoint  # noqa: E402
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GoalCatalogue, PlaygroundTextEnv  # noqa: E402
 from torchrl_glam.objectives.common import score_states  # noqa: E402
 from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY  # noqa: E402
+
+PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("runs", nargs="+", help="run directories or checkpoint files")
@@ -52,7 +55,7 @@ for run in args.runs:
     with torch.no_grad():
         for i in range(0, args.states, 256):
             scored = TensorDict(
-                score_states(agent.scorer, states[i : i + 256], environment="playground"),
+                score_states(agent.scorer, states[i : i + 256], environment=PLAYGROUND),
                 batch_size=[min(256, args.states - i)],
             )
             readings["q_grasp"].append(agent.q_values(scored).min(0).values[:, grasp])

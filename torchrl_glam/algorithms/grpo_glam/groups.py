@@ -16,7 +16,7 @@ from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.episodes import EpisodeAssembler
-from torchrl_glam.envs import TextEnvironment, get_environment
+from torchrl_glam.envs import TextEnvironment, require_environment
 
 
 class RepeatedStarts(Transform):
@@ -51,9 +51,9 @@ class RepeatedStarts(Transform):
         ([1, 1], True)
     """
 
-    def __init__(self, num_envs: int, group_size: int, *, environment: TextEnvironment | str) -> None:
+    def __init__(self, num_envs: int, group_size: int, *, environment: TextEnvironment) -> None:
         super().__init__(in_keys=[], out_keys=[])
-        get_environment(environment).require("reset_in_groups", "groups of episodes from one start (GRPO-GLAM)")
+        require_environment(environment).require("reset_in_groups", "groups of episodes from one start (GRPO-GLAM)")
         if group_size < 1:
             raise ValueError(f"group_size={group_size}: a group holds at least one episode")
         self.group_size = group_size
@@ -122,7 +122,7 @@ class Groups:
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the steps.
     """
 
-    def __init__(self, num_envs: int, group_size: int, max_steps: int, *, environment: TextEnvironment | str) -> None:
+    def __init__(self, num_envs: int, group_size: int, max_steps: int, *, environment: TextEnvironment) -> None:
         self.group_size = group_size
         self.assembler = EpisodeAssembler(num_envs, max_steps, environment=environment, extra_keys=("sample_log_prob",))
         self.in_progress: list[list[TensorDictBase]] = [[] for _ in range(num_envs)]

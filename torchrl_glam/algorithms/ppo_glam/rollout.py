@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, get_environment
+from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, require_environment
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY
 
 #: What a rollout keeps of each environment step besides the environment's compact state (its
@@ -27,10 +27,10 @@ class Rollout:
     start must not relabel again.
     """
 
-    def __init__(self, length: int, *, environment: TextEnvironment | str) -> None:
+    def __init__(self, length: int, *, environment: TextEnvironment) -> None:
         self.length = length
         self.steps: list[TensorDict] = []
-        environment = get_environment(environment)
+        environment = require_environment(environment)
         self.num_goals = len(environment.catalogue)
         self.keys = (
             *environment.state_keys,
