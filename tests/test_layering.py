@@ -111,7 +111,7 @@ def test_the_research_record_imports_no_private_name():
         (env_imports, "from torchrl_glam.envs.playground import GoalCatalogue\n"),
         (env_imports, "from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES\n"),
         (env_imports, "def f():\n    import torchrl_glam.envs.babyai\n"),
-        (env_imports, "import importlib\nimportlib.import_module('torchrl_glam.envs.babyai.env')\n"),
+        (env_imports, "import importlib\nimportlib.import_module('torchrl_glam.envs.babyai.torchrl_env')\n"),
         (experiments_imports, "from experiments.tools.results import aggregate\n"),
         (experiments_imports, "def f():\n    import experiments.tools.discovery\n"),
         (experiments_imports, "import experiments\n"),

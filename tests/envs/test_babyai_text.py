@@ -17,7 +17,6 @@ from torchrl.envs.utils import check_env_specs  # noqa: E402
 from torchrl.modules import MaskedCategorical  # noqa: E402
 
 from torchrl_glam.envs.babyai import MIXED_KINDS, BabyAITextEnv, RenderBabyAIText, SocialPartner
-from torchrl_glam.envs.babyai.env import GRAMMAR_LEVELS, MixedLocalLevel
 from torchrl_glam.envs.babyai.text import (
     ACTIONS,
     GOAL_TYPES,
@@ -27,6 +26,7 @@ from torchrl_glam.envs.babyai.text import (
     render_prompt,
     vocabulary_words,
 )
+from torchrl_glam.envs.babyai.torchrl_env import GRAMMAR_LEVELS, MixedLocalLevel
 
 
 def random_policy(td):

@@ -89,7 +89,7 @@ def test_history_reaches_the_prompts_the_agent_scores_and_the_replay_buffer(tmp_
     """``history=2`` (GLAM's prompt): the config's environment renders the past views, the stored
     compact state holds them, and a run trains; an environment without the option refuses it."""
     from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
-    from torchrl_glam.envs.babyai.env import MAX_HISTORY
+    from torchrl_glam.envs.babyai.torchrl_env import MAX_HISTORY
     from torchrl_glam.training.config import ConfigError
     from torchrl_glam.training.factories import make_env, make_glam_agent
 

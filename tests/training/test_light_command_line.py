@@ -36,7 +36,7 @@ def probe(code: str) -> tuple[subprocess.CompletedProcess, list]:
 
 #: What ``--help`` and the refusal of a name no field has may import besides: the chosen
 #: environment's declaration (its options), not the code that builds it
-BUILDING = ("torch", "tensordict", "torchrl", "transformers", "torchrl_glam.envs.playground.env")
+BUILDING = ("torch", "tensordict", "torchrl", "transformers", "torchrl_glam.envs.playground.torchrl_env")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        "env": ["LEVELS", "MIXED_KINDS", "BabyAITextEnv", "SocialPartner", "make_level"],
+        "torchrl_env": ["LEVELS", "MIXED_KINDS", "BabyAITextEnv", "SocialPartner", "make_level"],
         "environment": ["BabyAIText"],
         "text": ["ACTIONS", "BabyAIGoalCatalogue", "MAX_HISTORY", "render_batch", "vocabulary_words"],
         "transforms": ["RenderBabyAIText"],

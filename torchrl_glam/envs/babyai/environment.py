@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from tensordict import TensorDictBase
     from torchrl.envs import EnvBase
 
-    from torchrl_glam.envs.babyai.env import BabyAITextEnv
+    from torchrl_glam.envs.babyai.torchrl_env import BabyAITextEnv
 
 #: goal set -> the level that asks its goals
 LEVEL_OF_GOAL_SET = {"train": "MixedTrainLocal", "test": "MixedTestLocal"}
@@ -158,10 +158,10 @@ class BabyAIText(TextEnvironment):
     ) -> BabyAITextEnv:
         """``goals``: "train" (MixedTrainLocal, the default) or "test" (MixedTestLocal);
         ``goal_types``: the task kinds drawn (default all of :data:`GOAL_TYPES`; the environment's
-        ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
+        ``kinds``); ``options``: those of :class:`~torchrl_glam.envs.babyai.torchrl_env.BabyAITextEnv`
         (``level`` overrides the goal set's); ``level_time_limits``: minigrid's time limit of each
         mission (GLAM's), at most ``max_steps``."""
-        from torchrl_glam.envs.babyai.env import BabyAITextEnv
+        from torchrl_glam.envs.babyai.torchrl_env import BabyAITextEnv
 
         goals = goals or "train"
         if goals not in LEVEL_OF_GOAL_SET:

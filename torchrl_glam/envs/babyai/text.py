@@ -1,6 +1,6 @@
 r"""BabyAI-Text's text layer: the goal grammar, the description of the egocentric view, prompts.
 
-Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.env.BabyAITextEnv`
+Everything here is a function of the compact state of :class:`~torchrl_glam.envs.babyai.torchrl_env.BabyAITextEnv`
 ("goal_id", "image": minigrid's 7x7x3 encoded view, "carrying": [type, color] indices or -1), so a
 replay buffer can store integers and re-render any prompt
 (:class:`~torchrl_glam.envs.babyai.transforms.RenderBabyAIText`), as

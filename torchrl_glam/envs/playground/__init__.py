@@ -10,7 +10,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
         "catalogue": ["GOAL_SETS", "GOAL_TYPES", "GoalCatalogue", "descriptions_of_object"],
-        "env": ["PlaygroundTextEnv", "max_reports_per_step"],
+        "torchrl_env": ["PlaygroundTextEnv", "max_reports_per_step"],
         "environment": ["PlaygroundText"],
         "render": ["render_actions", "render_batch", "render_prompt"],
         "rules": ["STATE_KEYS", "STEP_STATE_KEYS", "PlaygroundRules", "action_mask_from_held", "feeds", "object_ids"],

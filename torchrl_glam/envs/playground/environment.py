@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tensordict import TensorDictBase
     from torchrl.envs import EnvBase
 
-    from torchrl_glam.envs.playground.env import PlaygroundTextEnv
+    from torchrl_glam.envs.playground.torchrl_env import PlaygroundTextEnv
 
 
 class PlaygroundText(TextEnvironment):
@@ -74,7 +74,7 @@ class PlaygroundText(TextEnvironment):
         **options,
     ) -> PlaygroundTextEnv:
         """``options``: ``num_objects``, ``reported_goals``, ... of :class:`PlaygroundTextEnv`."""
-        from torchrl_glam.envs.playground.env import PlaygroundTextEnv
+        from torchrl_glam.envs.playground.torchrl_env import PlaygroundTextEnv
 
         extra = {"max_steps": max_steps} if max_steps is not None else {}
         return PlaygroundTextEnv(

@@ -1,7 +1,7 @@
 """The rules of Playground-Text on a batch of scenes: scene sampling, steps, the social partner.
 
 This is plain numpy, no TorchRL (torch loads only for the tensors of :func:`action_mask_from_held` and
-of checkpoints): :class:`~torchrl_glam.envs.playground.env.PlaygroundTextEnv` wraps it. The state
+of checkpoints): :class:`~torchrl_glam.envs.playground.torchrl_env.PlaygroundTextEnv` wraps it. The state
 of sub-environment ``b`` is a handful of integers (its compact state, enough to re-render a prompt):
 
 * ``objects[b]``: the object ids of the scene (indices into ``OBJECT_NAMES``), in scene order;

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     import torch
     from tensordict import TensorDictBase
 
-    from torchrl_glam.envs.textworld.env import TextWorldEnv
     from torchrl_glam.envs.textworld.text import TextWorldGoalCatalogue
+    from torchrl_glam.envs.textworld.torchrl_env import TextWorldEnv
 
 #: family -> the widths of its compact state: candidates (A), observation bytes, command bytes
 WIDTHS = {
@@ -144,7 +144,7 @@ class TextWorldText(TextEnvironment):
         being its game's quest, or "train_and_rooms" (the training games, half the episodes' goal
         their quest, half "go to the <room>" of a room of their game the player does not start in);
         ``goal_sampling`` "by_type" draws as "uniform" does."""
-        from torchrl_glam.envs.textworld.env import TextWorldEnv
+        from torchrl_glam.envs.textworld.torchrl_env import TextWorldEnv
 
         goals = goals or "train"
         if goals not in self.goal_sets:
