@@ -2,7 +2,7 @@
 
 An autotelic agent is never given the goal list. It learns which goals exist from the social
 partner's reports (``("next", "achieved_goal_ids")`` / ``("next", "achieved_goal_count")`` of
-:class:`~torchrl_glam.envs.playground.torchrl_env.PlaygroundTextEnv`), whatever set they belong to: the memory keeps every
+:class:`~torchrl_glam.envs.playground.PlaygroundTextEnv`), whatever set they belong to: the memory keeps every
 reported id, the task set's or not, with the environment step at which it was first reported.
 """
 
