@@ -272,6 +272,7 @@ LIGHT = (
     ),
     "torchrl_glam.training.eval_sets",
     "torchrl_glam.training.rundir",
+    "torchrl_glam.training.compatibility",
     "torchrl_glam.algorithms.scripts",
     "torchrl_glam.algorithms",
     "torchrl_glam.algorithms.sac_glam",

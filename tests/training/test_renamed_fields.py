@@ -58,7 +58,7 @@ def test_a_checkpoint_config_with_an_old_name_is_refused_on_resume():
     cfg = make_ppo_config("smoke")
     saved = _flat(cfg)
     saved["her_loss"] = saved.pop("ppo_loss")
-    refusal = r"names her_loss, renamed algorithm\.ppo_loss in 0\.2\.0.*resume it with 0\.1\.0"
+    refusal = r"names her_loss, renamed algorithm\.ppo_loss in 0\.2\.0.*resume it with torchrl_glam 0\.1\.0"
     with pytest.raises(ConfigError, match=refusal):
         resume_changes(saved, cfg)
 

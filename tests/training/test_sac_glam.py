@@ -373,8 +373,8 @@ def test_a_checkpoint_in_the_layout_of_0_1_0_is_refused_with_the_version(tmp_pat
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith("error: "), err
     assert (
-        "checkpoint.pt was written by torchrl_glam 0.1.0 in a layout 0.2.0 no longer reads (its her_generator, "
-        "her_goal_memory, noop_twins_generator): resume it with torchrl_glam 0.1.0, or start a new run"
+        "checkpoint.pt was written by torchrl_glam 0.1.0 (its her_generator, her_goal_memory, noop_twins_generator), "
+        "which this version does not read: resume it with torchrl_glam 0.1.0, or start a new run"
     ) in err, err
 
 

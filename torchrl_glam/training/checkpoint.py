@@ -39,6 +39,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl_glam.storage import StorageError, error_chain, make_folder
+from torchrl_glam.training.compatibility import written_by
 from torchrl_glam.training.rundir import checked_path, record_written
 
 logger = logging.getLogger(__name__)
@@ -214,11 +215,7 @@ def _verified(path: Path, plain) -> dict:
         )
     plain = dict(plain)
     if DIGEST_0_2_KEY in plain and DIGEST_KEY not in plain:
-        raise CheckpointVersionError(
-            f"{path} was written by torchrl_glam 0.2 (its digest {DIGEST_0_2_KEY}), whose checkpoints this "
-            f"version does not read: resume it with torchrl_glam 0.2, or start a new run with a fresh --run-dir "
-            "(or --overwrite)."
-        )
+        raise CheckpointVersionError(written_by(str(path), "checkpoint_digest_0_2", f"its digest {DIGEST_0_2_KEY}"))
     saved = plain.pop(DIGEST_KEY, None)
     try:
         matches = saved is None or saved == content_digest(plain)

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from torchrl_glam.training.compatibility import written_by
 from torchrl_glam.training.config import ConfigError, GLAMConfig, config_paths
 from torchrl_glam.training.rundir import record_event, truncate_logs
 
@@ -48,10 +49,13 @@ def resume_changes(
     names a field as before 0.2.0 or has no sections (torchrl_glam 0.2's)."""
     former = [name for name in saved if name in type(cfg).FORMER_NAMES]
     if former:
+        renamed = ", ".join(type(cfg).FORMER_NAMES[name] for name in former)
         raise ConfigError(
-            f"the saved config of {cfg.run.run_dir}'s checkpoint names {', '.join(former)}, renamed "
-            f"{', '.join(type(cfg).FORMER_NAMES[name] for name in former)} in 0.2.0: it was written by "
-            "torchrl_glam 0.1.0; resume it with 0.1.0 or start a new run with a fresh --run-dir"
+            written_by(
+                f"the saved config of {cfg.run.run_dir}'s checkpoint",
+                "field_names_0_1",
+                f"it names {', '.join(former)}, renamed {renamed} in 0.2.0",
+            )
         )
     _refuse_another_algorithm(saved_algorithm, cfg)
     saved = config_paths(saved, type(cfg))

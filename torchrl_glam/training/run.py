@@ -76,6 +76,7 @@ from torchrl_glam.training.cli import (
     parse_command_line,
     resume_command,
 )
+from torchrl_glam.training.compatibility import written_by
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
@@ -324,11 +325,8 @@ class TrainingRun:
     def _refuse_old_layout(self, state: dict) -> None:
         old = [entry for entry in LAYOUT_0_1_ENTRIES if entry in state]
         if old:
-            raise CheckpointError(
-                f"{self.checkpoint_dir / CHECKPOINT_NAME} was written by torchrl_glam 0.1.0 in a layout 0.2.0 "
-                f"no longer reads (its {', '.join(old)}): resume it with torchrl_glam 0.1.0, or start a new run "
-                "with a fresh --run-dir (or --overwrite)."
-            )
+            where = f"{self.checkpoint_dir / CHECKPOINT_NAME}"
+            raise CheckpointError(written_by(where, "checkpoint_layout_0_1", f"its {', '.join(old)}"))
 
     def _require(self, state: dict, keys: list[str]) -> None:
         missing = [key for key in keys if key not in state]

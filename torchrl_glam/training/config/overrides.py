@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar, get_type_hints
 
+from torchrl_glam.training.compatibility import written_by
 from torchrl_glam.training.config.sections import NAMED_SECTIONS, ConfigError
 from torchrl_glam.training.config.values import abbreviated, from_text, has_type, integral, type_name
 
@@ -218,10 +219,10 @@ def config_paths(saved: Mapping[str, Any], config_class: type) -> dict[str, Any]
         config_class.path_of(former[0])  # refused, naming the new path
     if saved and not any(isinstance(value, Mapping) for value in saved.values()):
         sections = ", ".join(f.name for f in fields(config_class))
+        named = ", ".join(list(saved)[:3])
         raise ConfigError(
-            f"a saved {config_class.__name__} holds its fields in sections ({sections}), not by name "
-            f"({', '.join(list(saved)[:3])}...): a config without sections was written by torchrl_glam 0.2, "
-            "which this version does not read; start a new run with a fresh --run-dir, or read it with torchrl_glam 0.2"
+            f"a saved {config_class.__name__} holds its fields in sections ({sections}), not by name ({named}...): "
+            + written_by("a config without sections", "config_without_sections_0_2")
         )
     flat = flatten_sections(saved)
     # imported here: reading a saved config's options needs its environment's declaration
