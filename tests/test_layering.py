@@ -1,6 +1,6 @@
 """The library's layers reach an environment only through the protocol package
 (``torchrl_glam.envs``: the protocol, its keys, the registry, the shared transforms): ``modules/``,
-``objectives/``, ``data/``, ``training/`` and ``algorithms/`` import no environment's subpackage,
+``objectives/``, ``data/``, ``training/``, ``algorithms/`` and ``benchmarks/`` import no environment's subpackage,
 anywhere in their code (functions and ``importlib.import_module("...")`` calls included), and name
 no environment in a string (``NAME_BLIND``). No module of the package imports
 the research record (``experiments``), which the wheel does not ship. The modules of a training
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "torchrl_glam"
-LAYERS = ("modules", "objectives", "data", "training", "algorithms")
+LAYERS = ("modules", "objectives", "data", "training", "algorithms", "benchmarks")
 #: the envs modules a layer may import: the protocol package, nothing environment-specific
 ALLOWED = {
     "torchrl_glam.envs",
@@ -144,7 +144,7 @@ def package_file(root: Path, room: str, source: str) -> Path:
 
 #: The rooms that reach an environment only through the protocol's members, never by its name: a
 #: new environment then edits none of them (presets, docstrings and comments aside).
-NAME_BLIND = ("storage", "data", "modules", "offline", "objectives", "training", "algorithms", "launch")
+NAME_BLIND = ("storage", "data", "modules", "offline", "objectives", "training", "algorithms", "launch", "benchmarks")
 #: The one literal allowed: the config's default environment, which the command line reads before
 #: any environment loads (tests/training/test_light_command_line.py checks it is the registry's).
 DEFAULT_NAME = ("training/config/sections.py", "DEFAULT_ENVIRONMENT")

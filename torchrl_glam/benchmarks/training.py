@@ -2,7 +2,7 @@
 
     python -m torchrl_glam.benchmarks.training [--preset cpu] [--steps 2048] [field=value ...]
     python -m torchrl_glam.benchmarks.training --compare 52395e1 [--rounds 2] [--steps 3072]
-        [--sets simplified,train] [--csv FILE] [--keep-worktree] [field=value ...]
+        [--sets SET,SET] [--csv FILE] [--keep-worktree] [field=value ...]
 
 Without ``--compare``: runs the SAC-GLAM training script for ``--steps`` environment steps with the
 LLM scorer's forward and every backward pass timed, and prints the share of the training loop spent
@@ -221,15 +221,31 @@ class Tree:
         return self._run(["--steps", str(steps), "--preset", preset, *overrides])
 
 
-def compare(args) -> None:
-    from torchrl_glam.envs.playground import GOAL_SETS
+def preset_config(preset: str, overrides: list[str]):
+    """The SAC-GLAM config the timed runs train with (its environment's goal sets bound ``--sets``)."""
+    from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig
+    from torchrl_glam.training.config import ConfigError, config_from_preset, parse_overrides, preset_overrides
 
-    sets = [s for s in args.sets.split(",") if s]
-    unknown = [s for s in sets if s not in GOAL_SETS]
-    if unknown or not sets:
-        raise SystemExit(f"--sets {args.sets!r}: give task sets from {GOAL_SETS}, comma-separated")
+    try:
+        environment = preset_overrides(PRESETS, preset).get("env.name")
+        return config_from_preset(
+            SACGLAMConfig, PRESETS, preset, parse_overrides(overrides, SACGLAMConfig, environment)
+        )
+    except ConfigError as error:
+        raise SystemExit(f"--preset {preset} {' '.join(overrides)}: {error}") from None
+
+
+def compare(args) -> None:
     if any(o.split("=", 1)[0] == "goals" for o in args.overrides):
         raise SystemExit("set the task sets with --sets, not goals=...")
+    cfg = preset_config(args.preset, args.overrides)
+    goal_sets = cfg.environment.goal_sets
+    sets = [s for s in (args.sets or cfg.env.goals).split(",") if s]
+    unknown = [s for s in sets if s not in goal_sets]
+    if unknown or not sets:
+        raise SystemExit(
+            f"--sets {args.sets!r}: give task sets from {goal_sets} (env={cfg.env.name!r}), comma-separated"
+        )
     if args.rounds < 1 or args.steps < 1:
         raise SystemExit("--rounds and --steps must be at least 1")
     current = Tree("current", CURRENT_TREE, _current_label(), args.threads)
@@ -340,7 +356,9 @@ def main(argv: list[str] | None = None) -> None:
         help="measure this tree against COMMIT (e.g. 52395e1), alternately, in one run",
     )
     parser.add_argument("--rounds", type=int, default=2, help="--compare: rounds of every tree and task set")
-    parser.add_argument("--sets", default="simplified,train", help="--compare: task sets (goals=...), comma-separated")
+    parser.add_argument(
+        "--sets", default=None, help="--compare: task sets (goals=...), comma-separated (default: the preset's goals)"
+    )
     parser.add_argument("--csv", default=None, help="--compare: append one line per measurement to this CSV file")
     parser.add_argument(
         "--keep-worktree",
