@@ -123,9 +123,6 @@ class TextEnvironment(abc.ABC):
     #: the offline tiny models pretrained with hindsight goals (``offline:tiny-t5-hindsight``)
     #: are pretrained on its transcripts (Playground-Text's only)
     hindsight_tiny_models: bool = False
-    #: the goal sets the zero-shot baseline evaluates by default and accepts
-    #: (:mod:`torchrl_glam.training.zero_shot`); ``()``: every one of :attr:`goal_sets`
-    zero_shot_goal_sets: tuple[str, ...] = ()
 
     @property
     def state_keys(self) -> tuple[str, ...]:

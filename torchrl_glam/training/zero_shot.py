@@ -177,11 +177,11 @@ def run_zero_shot(
     goal_types: Sequence[str] | None = None,
 ) -> list[dict]:
     """Evaluates every setting and appends one CSV row per setting to ``out``; returns the new rows.
-    ``goals``: goal sets of ``environment`` (default: its ``zero_shot_goal_sets``, Playground-Text's
-    simplified, train and held_out; else every goal set); ``model="random"``: the random policy;
+    ``goals``: goal sets of ``environment`` (default: every one of its ``goal_sets``);
+    ``model="random"``: the random policy;
     ``goal_types``: only those goal types (not a column of the CSV: give it a file of its own)."""
     environment = get_environment(environment)
-    goal_sets = environment.zero_shot_goal_sets or environment.goal_sets
+    goal_sets = environment.goal_sets
     goals = goal_sets if goals is None else goals
     row_columns = columns(environment.goal_types)
     if model == RANDOM:
@@ -283,8 +283,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--goals",
         nargs="+",
         default=None,
-        help="goal sets (default: the environment's zero_shot_goal_sets, Playground-Text's simplified train "
-        "held_out; another environment's all)",
+        help="goal sets (default: every goal set of the environment)",
     )
     parser.add_argument("--max-steps", type=int, default=None, help="the time limit (default: the environment's)")
     parser.add_argument(

@@ -53,7 +53,6 @@ class PlaygroundText(TextEnvironment):
     pretraining_goal_sets = ("simplified", "train")  # both scene sizes, half each
     legacy_offline_names = True  # the shipped weights' names and recipes predate other environments
     hindsight_tiny_models = True
-    zero_shot_goal_sets = ("simplified", "train", "held_out")
     #: every object name a scene may hold, indexed by the ids of "objects"
     object_names = OBJECT_NAMES
 
