@@ -187,3 +187,19 @@ def test_her_goals_training_relabels_only_with_the_training_goal_set():
     assert make_episode_processing(make_config("smoke", {"replay.her": True}))[0].relabel_goals is None  # the paper
     with pytest.raises(ValueError, match=r"replay.her_goals='rooms'.*expected 'reported' or 'training'"):
         make_config("smoke", {"replay.her_goals": "rooms"})
+
+
+def test_ratio_batches_without_her_are_refused_and_the_default_follows_her():
+    """Issue 86: ``batch_strategy=ratio`` (a share of each batch relabeled) with ``her=false`` silently
+    drew uniform batches; it is refused, and the default is the paper's ratio with HER, uniform
+    without. A 0.3.0 config.json of a run without HER, which saved "ratio", is read as the default."""
+    from torchrl_glam.algorithms.sac_glam.build import make_replay
+    from torchrl_glam.training.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"replay.batch_strategy='ratio'.*without HER"):
+        make_config("smoke", {"her": False, "batch_strategy": "ratio"})
+    assert make_replay(make_config("smoke")).strategy == "ratio"
+    assert make_replay(make_config("smoke", {"her": False})).strategy == "uniform"
+    saved = make_config("smoke", {"her": False}).to_dict()
+    saved["replay"]["batch_strategy"] = "ratio"  # what 0.3.0 wrote for every run
+    assert SACGLAMConfig.from_dict(saved).replay.batch_strategy is None

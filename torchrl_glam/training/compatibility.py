@@ -42,6 +42,11 @@ FORMER_VERSIONS: dict[str, FormerVersion] = {
     "checkpoint_digest_0_2": FormerVersion(
         "0.2", "checkpoints whose digest depends on sets' iteration order (DIGEST_0_2_KEY)", "refused"
     ),
+    "ratio_without_her_0_3": FormerVersion(
+        "0.3.0",
+        'SAC-GLAM configs with replay.batch_strategy "ratio" and replay.her false (uniform batches)',
+        "read: as the default (unset: uniform without HER)",
+    ),
     "every_environment_option_0_3": FormerVersion(
         "0.3.0",
         "config.json listing every environment's options (OPTIONS_0_3_DEFAULTS)",

@@ -136,7 +136,7 @@ def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
     environment, replay = cfg.environment, cfg.replay
     catalogue = environment.catalogue
-    strategy = replay.batch_strategy if replay.her or replay.batch_strategy != "ratio" else "uniform"
+    strategy = replay.batch_strategy or ("ratio" if replay.her else "uniform")
     weights = None
     if replay.batch_strategy == "prior":
         weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.env.goals), environment=environment)

@@ -136,9 +136,10 @@ class ReplayConfig:
         "target is gamma exactly against the winner's 1, a contrast the critic's bootstrapped targets never "
         "anchor (one step from the goal it values them within 0.01). Not in the paper. False: the paper.",
     )
-    batch_strategy: str = setting(
-        "ratio",
-        '"ratio" (the paper: her_ratio of a batch relabeled), "prior" (App. E: goal types in the task set\'s '
+    batch_strategy: str | None = setting(
+        None,
+        'None: "ratio" with HER, "uniform" without; "ratio" (the paper: her_ratio of a batch relabeled; '
+        'with HER only), "prior" (App. E: goal types in the task set\'s '
         'proportions), "types_uniform" (the four goal types equally often; not in the paper: on the full task '
         "set, whose goals are 98% sequential, it puts a quarter of each batch on grasp goals, where the "
         'critic must tell the goal\'s object from the others) or "uniform"',
@@ -177,6 +178,15 @@ class SACGLAMConfig(GLAMConfig):
     """
 
     ALGORITHM: ClassVar[str] = "sac_glam"
+
+    @classmethod
+    def saved_values(cls, flat: dict[str, Any]) -> dict[str, Any]:
+        """0.3.0 saved ``batch_strategy="ratio"`` for every run, HER or not (uniform batches without
+        it): read as the default (``training.compatibility``: "ratio_without_her_0_3")."""
+        if flat.get("replay.batch_strategy") == "ratio" and flat.get("replay.her") is False:
+            return {**flat, "replay.batch_strategy": None}
+        return flat
+
     LEARNING_RATE_FIELDS: ClassVar[tuple[str, ...]] = (
         "algorithm.actor_lr",
         "algorithm.critic_lr",
@@ -215,8 +225,15 @@ class SACGLAMConfig(GLAMConfig):
         ),
         Rule(
             "replay.batch_strategy",
-            lambda c, e: c.replay.batch_strategy in ("ratio", "prior", "types_uniform", "uniform"),
-            "'ratio', 'prior', 'types_uniform' or 'uniform'",
+            lambda c, e: c.replay.batch_strategy in (None, "ratio", "prior", "types_uniform", "uniform"),
+            "none, 'ratio', 'prior', 'types_uniform' or 'uniform'",
+        ),
+        # a share of relabeled transitions needs them: without HER, "ratio" silently drew uniform batches
+        Rule(
+            "replay.batch_strategy",
+            lambda c, e: c.replay.batch_strategy != "ratio" or c.replay.her,
+            "not 'ratio' without HER (replay.her=false), whose batches hold no relabeled transitions: leave it "
+            "unset (uniform batches) or choose 'uniform', 'prior' or 'types_uniform'",
         ),
         Rule("algorithm.gamma", lambda c, e: 0.0 <= c.algorithm.gamma <= 1.0, "a number in [0, 1]"),
         Rule("replay.her_ratio", lambda c, e: 0.0 <= c.replay.her_ratio <= 1.0, "a number in [0, 1]"),

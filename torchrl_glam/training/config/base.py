@@ -172,6 +172,12 @@ class GLAMConfig:
         return _merged(type(self), base, updates)
 
     @classmethod
+    def saved_values(cls, flat: dict[str, Any]) -> dict[str, Any]:
+        """A saved config's values by path as this version reads them: an algorithm's config class
+        maps what its earlier versions wrote (``training.compatibility``). Default: as saved."""
+        return flat
+
+    @classmethod
     def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:
         """The config of a saved ``to_dict()`` (a run's config.json), validated. A dict without
         sections (torchrl_glam 0.2's config.json) raises a :class:`ConfigError` naming the version."""

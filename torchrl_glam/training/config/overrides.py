@@ -233,8 +233,9 @@ def config_paths(saved: Mapping[str, Any], config_class: type) -> dict[str, Any]
         path.removeprefix(OPTIONS_PREFIX): value for path, value in flat.items() if path.startswith(OPTIONS_PREFIX)
     }
     kept = saved_options(flat.get("env.name", DEFAULT_ENVIRONMENT), options)
-    return {
+    flat = {
         path: value
         for path, value in flat.items()
         if not path.startswith(OPTIONS_PREFIX) or path.removeprefix(OPTIONS_PREFIX) in kept
     }
+    return config_class.saved_values(flat)  # what the algorithm's earlier versions wrote
