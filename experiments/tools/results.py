@@ -171,14 +171,16 @@ def config_by_path(config: dict) -> dict:
 
 
 def _declared_options_only(flat: dict) -> dict:
-    """``flat`` without the options its environment does not declare that hold 0.3.0's defaults
-    (0.1-0.3 wrote every environment's options): runs of every version then group together."""
+    """``flat`` as this version reads it: without the options its environment does not declare that
+    hold 0.3.0's defaults (0.1-0.3 wrote every environment's options), and SAC-GLAM's values of
+    earlier versions mapped (``SACGLAMConfig.saved_values``): runs of every version then group together."""
     prefix = "env.options."
     options = {path.removeprefix(prefix): value for path, value in flat.items() if path.startswith(prefix)}
     kept = saved_options(flat.get("env.name", flat.get("env", DEFAULT_ENVIRONMENT)), options)
-    return {
+    flat = {
         path: value for path, value in flat.items() if not path.startswith(prefix) or path.removeprefix(prefix) in kept
     }
+    return SCRIPTS["sac_glam"].config_class.saved_values(flat)
 
 
 def _load_runs(paths: list[Path]) -> list[dict]:
