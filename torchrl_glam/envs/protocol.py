@@ -201,17 +201,6 @@ class TextEnvironment(abc.ABC):
             )
         return self
 
-    def option(self, name: str) -> EnvOption:
-        """The declaration of the option ``name``; a ``KeyError`` naming the environment's options
-        for one it does not declare."""
-        for option in self.options:
-            if option.name == name:
-                return option
-        names = ", ".join(option.name for option in self.options) or "none"
-        raise KeyError(
-            f"the {self.name or type(self).__name__!r} environment has no option {name!r} (its options: {names})"
-        )
-
     # optional capabilities: each raises MissingCapability unless the environment has it
 
     def goals_in_scene(self, episode_state: Mapping[str, torch.Tensor], goal_ids: torch.Tensor) -> torch.Tensor:
