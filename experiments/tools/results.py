@@ -43,8 +43,8 @@ from experiments.tools.discovery import read_records, write_discovery
 from experiments.tools.relative import relative_rows, write_relative
 from torchrl_glam.algorithms import SCRIPTS
 from torchrl_glam.envs.playground import GOAL_TYPES
-from torchrl_glam.training.config import DEFAULT_ENVIRONMENT, flatten_sections
-from torchrl_glam.training.config.options import OPTIONS_0_3_DEFAULTS, saved_options
+from torchrl_glam.training.config import flatten_sections
+from torchrl_glam.training.config.options import OPTIONS_0_3_DEFAULTS, OPTIONS_PREFIX, declared_only
 from torchrl_glam.training.eval_sets import EVAL_SETS, eval_set_title
 from torchrl_glam.training.provenance import environment_summary, read_environment
 
@@ -162,7 +162,7 @@ def config_by_path(config: dict) -> dict:
         {
             config_class.path_of(k)
             if config_class.has_field(k)
-            else f"env.options.{k}"
+            else OPTIONS_PREFIX + k
             if k in OPTIONS_0_3_DEFAULTS
             else k: v
             for k, v in config.items()
@@ -171,16 +171,10 @@ def config_by_path(config: dict) -> dict:
 
 
 def _declared_options_only(flat: dict) -> dict:
-    """``flat`` as this version reads it: without the options its environment does not declare that
-    hold 0.3.0's defaults (0.1-0.3 wrote every environment's options), and SAC-GLAM's values of
-    earlier versions mapped (``SACGLAMConfig.saved_values``): runs of every version then group together."""
-    prefix = "env.options."
-    options = {path.removeprefix(prefix): value for path, value in flat.items() if path.startswith(prefix)}
-    kept = saved_options(flat.get("env.name", flat.get("env", DEFAULT_ENVIRONMENT)), options)
-    flat = {
-        path: value for path, value in flat.items() if not path.startswith(prefix) or path.removeprefix(prefix) in kept
-    }
-    return SCRIPTS["sac_glam"].config_class.saved_values(flat)
+    """``flat`` as the library reads a saved config: 0.3.0's options of other environments dropped
+    (``declared_only``) and SAC-GLAM's values of earlier versions mapped (``saved_values``), so that
+    runs of every version group together."""
+    return SCRIPTS["sac_glam"].config_class.saved_values(declared_only(flat))
 
 
 def _load_runs(paths: list[Path]) -> list[dict]:

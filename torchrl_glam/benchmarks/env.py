@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from torchrl_glam.benchmarks.observations import random_step, text_env
+from torchrl_glam.benchmarks.observations import batched_env, random_step, text_env
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
 
 
@@ -40,10 +40,7 @@ def measure(num_envs: int, steps: int, goals: str | None = None, env: str = DEFA
     generator = torch.Generator().manual_seed(0)
     results = {}
     for mode in ("text", "compact"):
-        if mode == "text":
-            batched = text_env(env, num_envs, goals)
-        else:
-            batched = environment.make_env(num_envs, seed=0, goals=goals or environment.goal_sets[0])
+        batched = text_env(env, num_envs, goals) if mode == "text" else batched_env(env, num_envs, goals)
         state = {"td": batched.reset()}
 
         def step(batched=batched, state=state, mode=mode):

@@ -11,12 +11,19 @@ from torchrl.envs import EnvBase, TransformedEnv
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
 
 
-def text_env(name: str = DEFAULT_ENVIRONMENT, num_envs: int = 32, goals: str | None = None, seed: int = 0) -> EnvBase:
-    """The environment ``name``'s batched ``EnvBase`` writing its text (``"prompt"``, ``"actions"``)
-    through its render transform, on ``goals`` (default: its training goal set)."""
+def batched_env(
+    name: str = DEFAULT_ENVIRONMENT, num_envs: int = 32, goals: str | None = None, seed: int = 0
+) -> EnvBase:
+    """The environment ``name``'s batched ``EnvBase`` of compact states, on ``goals`` (default: its
+    training goal set)."""
     environment = get_environment(name)
-    env = environment.make_env(num_envs, seed=seed, goals=goals or environment.goal_sets[0])
-    return TransformedEnv(env, environment.render_transform())
+    return environment.make_env(num_envs, seed=seed, goals=goals or environment.goal_sets[0])
+
+
+def text_env(name: str = DEFAULT_ENVIRONMENT, num_envs: int = 32, goals: str | None = None, seed: int = 0) -> EnvBase:
+    """:func:`batched_env` writing its text (``"prompt"``, ``"actions"``) through the environment's
+    render transform."""
+    return TransformedEnv(batched_env(name, num_envs, goals, seed), get_environment(name).render_transform())
 
 
 def random_step(env: EnvBase, td, generator: torch.Generator | None = None):
@@ -40,4 +47,4 @@ def observations_pair(batch: int, name: str = DEFAULT_ENVIRONMENT, goals: str | 
     return [scorer_inputs(observation), scorer_inputs(step["next"])]
 
 
-__all__ = ["observations_pair", "random_step", "scorer_inputs", "text_env"]
+__all__ = ["batched_env", "observations_pair", "random_step", "scorer_inputs", "text_env"]

@@ -224,10 +224,11 @@ class Tree:
 def preset_config(preset: str, overrides: list[str]):
     """The SAC-GLAM config the timed runs train with (its environment's goal sets bound ``--sets``)."""
     from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig
-    from torchrl_glam.training.config import ConfigError, config_from_preset, parse_overrides, preset_overrides
+    from torchrl_glam.training.cli import chosen_environment
+    from torchrl_glam.training.config import ConfigError, config_from_preset, parse_overrides
 
     try:
-        environment = preset_overrides(PRESETS, preset).get("env.name")
+        environment = chosen_environment(PRESETS, preset, overrides)  # as the training script's command line
         return config_from_preset(
             SACGLAMConfig, PRESETS, preset, parse_overrides(overrides, SACGLAMConfig, environment)
         )

@@ -35,7 +35,8 @@ from torchrl_glam.training.config import (
     preset_name,
     preset_overrides,
 )
-from torchrl_glam.training.config.options import OPTIONS_PATH, registered_environment
+from torchrl_glam.training.config.options import OPTIONS_PATH, OPTIONS_PREFIX, registered_environment
+from torchrl_glam.training.config.overrides import environment_named
 from torchrl_glam.training.eval_sets import EVAL_SETS, eval_set_title
 from torchrl_glam.training.rundir import RunDirError, existing_run_content, started_preset
 
@@ -124,14 +125,14 @@ def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str
     lines.append(f"\nfields (section.field=value, or field=value where unique; the values of --preset {preset}):")
     section = None
     for path, value in shown.items():
-        if path == OPTIONS_PATH or path.startswith(OPTIONS_PATH + "."):
+        if path == OPTIONS_PATH or path.startswith(OPTIONS_PREFIX):
             continue  # the environment's own, listed after the fields
         if path.rsplit(".", 1)[0] != section:
             section = path.rsplit(".", 1)[0]
             lines.append(f"  [{section}]")
         setting = f"{short.get(path, path)}={value}"
         lines.append(_hanging(f"    {setting:<34} ", help_lines.get(path, "")))
-    environment = _chosen_environment(presets, preset, _overrides_of(argv))
+    environment = chosen_environment(presets, preset, _overrides_of(argv))
     lines += _options_listing(environment, shown, short, help_lines.get(OPTIONS_PATH, ""))
     folder = _run_folder(shown["run.run_dir"], preset, shown["run.seed"])
     lines.append(
@@ -154,8 +155,8 @@ def _options_listing(name: str, shown: dict, short: dict, words: str) -> list[st
         return [f"\nthe options of env={name!r} cannot be listed: {error}"]
     lines = ["\n" + _hanging("", f"options of env={name!r}: {words}")]
     for option in environment.options:
-        value = shown.get(f"{OPTIONS_PATH}.{option.name}", option.default)
-        named = option.name if option.name not in short else f"{OPTIONS_PATH}.{option.name}"
+        value = shown.get(OPTIONS_PREFIX + option.name, option.default)
+        named = option.name if option.name not in short else OPTIONS_PREFIX + option.name
         lines.append(_hanging(f"    {named + '=' + str(value):<34} ", f"{option.help} ({option.expected()})"))
     if not environment.options:
         lines.append("    (none)")
@@ -167,13 +168,12 @@ def _overrides_of(argv: list[str] | None) -> list[str]:
     return [word for word in (sys.argv[1:] if argv is None else argv) if "=" in word and not word.startswith("-")]
 
 
-def _chosen_environment(presets: Presets, preset: str, pairs: list[str]) -> str:
-    """The environment a command line chooses (``env=`` or ``env.name=``), else its preset's, else
-    the default: the one whose options may be named alone."""
-    for pair in reversed(pairs):
-        name, _, value = pair.partition("=")
-        if name in ("env", "env.name"):
-            return value
+def chosen_environment(presets: Presets, preset: str, pairs: list[str]) -> str:
+    """The environment a command line's ``key=value`` pairs choose (``env=`` or ``env.name=``),
+    else its preset's, else the default: the one whose options may be named alone."""
+    named = environment_named(dict(pair.split("=", 1) for pair in pairs if "=" in pair))
+    if named is not None:
+        return named
     try:
         return preset_overrides(presets, preset).get("env.name", DEFAULT_ENVIRONMENT)
     except ConfigError:  # an unknown preset: refused when the config is built
@@ -268,7 +268,7 @@ def parse_command_line(
     if args.resume and args.overwrite:
         raise RunDirError("--resume and --overwrite contradict each other: choose one")
     preset = args.preset or default_preset
-    overrides = parse_overrides(args.overrides, config_class, _chosen_environment(presets, preset, args.overrides))
+    overrides = parse_overrides(args.overrides, config_class, chosen_environment(presets, preset, args.overrides))
     if args.run_dir is not None:
         overrides["run.run_dir"] = args.run_dir
     cfg = config_from_preset(config_class, presets, preset, overrides)

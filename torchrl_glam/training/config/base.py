@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from torchrl_glam.training.config.options import OPTIONS_PATH, registered_environment, typed_options
+from torchrl_glam.training.config.options import OPTIONS_PATH, OPTIONS_PREFIX, registered_environment, typed_options
 from torchrl_glam.training.config.overrides import (
     _leaf_types,
     _merged,
     _paths_and_values,
     _short_names,
     config_paths,
-    flatten_sections,
+    environment_named,
 )
 from torchrl_glam.training.config.rules import ENVIRONMENT_RULE, RULES, Rule
 from torchrl_glam.training.config.sections import ConfigError, EnvConfig, ModelConfig, RunConfig
@@ -131,8 +131,8 @@ class GLAMConfig:
     def get(self, name: str) -> Any:
         """The value of a field named by its path or short name, or of an option set in
         ``env.options`` named by its path (``env.options.history``)."""
-        if name.startswith(OPTIONS_PATH + "."):
-            return self.env.options[name.removeprefix(OPTIONS_PATH + ".")]
+        if name.startswith(OPTIONS_PREFIX):
+            return self.env.options[name.removeprefix(OPTIONS_PREFIX)]
         value: Any = self
         for part in type(self).path_of(name).split("."):
             value = getattr(value, part)
@@ -144,7 +144,7 @@ class GLAMConfig:
         out: dict[str, Any] = {}
         for path in type(self).field_types():
             if path == OPTIONS_PATH:
-                out.update({f"{path}.{name}": value for name, value in self.env.options.items()})
+                out.update({OPTIONS_PREFIX + name: value for name, value in self.env.options.items()})
             else:
                 out[path] = self.get(path)
         return out
@@ -162,10 +162,7 @@ class GLAMConfig:
         :class:`ConfigError` naming them. The options of ``env.options`` belong to the environment:
         a copy with another ``env.name`` keeps only the options ``changes`` give."""
         changes = {**(changes or {}), **more}
-        named = flatten_sections(changes)
-        environment = named.get("env.name", named.get("env", self.env.name))
-        environment = environment if isinstance(environment, str) else self.env.name
-        updates = _paths_and_values(type(self), changes, environment)
+        updates = _paths_and_values(type(self), changes, environment_named(changes) or self.env.name)
         base = self
         if updates.get("env.name", self.env.name) != self.env.name and self.env.options:
             base = dataclasses.replace(self, env=dataclasses.replace(self.env, options={}))

@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from dataclasses import make_dataclass
 from typing import TYPE_CHECKING, Any
 
-from torchrl_glam.training.config.sections import ConfigError
+from torchrl_glam.training.config.sections import DEFAULT_ENVIRONMENT, ConfigError
 from torchrl_glam.training.config.values import abbreviated, from_text, has_type, integral, type_name
 
 if TYPE_CHECKING:
     from torchrl_glam.envs import EnvOption, TextEnvironment
 
 OPTIONS_PATH = "env.options"
+#: the start of an option's path (``env.options.history``)
+OPTIONS_PREFIX = OPTIONS_PATH + "."
 
 #: 0.3.0's ``EnvOptions``: every environment's options with their defaults, written into every
 #: config.json; an option the saved run's environment does not declare is dropped when it holds
@@ -49,18 +51,6 @@ def registered_environment(name: str) -> TextEnvironment:
 def option_names(environment: TextEnvironment) -> str:
     """The environment's options, listed for a refusal."""
     return ", ".join(option.name for option in environment.options) or "none"
-
-
-def is_option(environment_name: str | None, name: str) -> bool:
-    """Whether ``name`` is an option of the registered environment ``environment_name`` (an unknown
-    environment has none here: validation refuses its name)."""
-    if environment_name is None:
-        return False
-    try:
-        environment = registered_environment(environment_name)
-    except ConfigError:
-        return False
-    return any(option.name == name for option in environment.options)
 
 
 def typed_options(environment: TextEnvironment, given: Mapping[str, Any], defaults: bool = True) -> dict[str, Any]:
@@ -120,16 +110,24 @@ def _holder(hint: Any) -> type:
     return make_dataclass("EnvOptionValue", [("value", hint)])
 
 
-def saved_options(environment_name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """A saved config's ``env.options`` as this version reads them: 0.3.0 wrote every
-    environment's, so an option ``environment_name`` does not declare is dropped where it holds
-    0.3.0's default (any other value is left, and refused by validation)."""
+def declared_only(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved config's values by path (``flatten_sections`` of its config.json) without the options
+    its environment does not declare that hold 0.3.0's defaults: 0.3.0 wrote every environment's
+    options, and refused any other value for one its environment lacked (an unknown environment:
+    as saved, refused by validation)."""
     try:
-        declared = {option.name for option in registered_environment(environment_name).options}
+        environment = registered_environment(flat.get("env.name", DEFAULT_ENVIRONMENT))
     except ConfigError:
-        return dict(options)
-    return {
-        name: value
-        for name, value in options.items()
-        if name in declared or name not in OPTIONS_0_3_DEFAULTS or value != OPTIONS_0_3_DEFAULTS[name]
-    }
+        return dict(flat)
+    declared = {option.name for option in environment.options}
+
+    def kept(path: str, value: Any) -> bool:
+        name = path.removeprefix(OPTIONS_PREFIX)
+        return (
+            not path.startswith(OPTIONS_PREFIX)
+            or name in declared
+            or name not in OPTIONS_0_3_DEFAULTS
+            or value != OPTIONS_0_3_DEFAULTS[name]
+        )
+
+    return {path: value for path, value in flat.items() if kept(path, value)}

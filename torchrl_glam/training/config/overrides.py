@@ -11,6 +11,13 @@ from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar, get_type_hints
 
 from torchrl_glam.training.compatibility import written_by
+from torchrl_glam.training.config.options import (
+    OPTIONS_PREFIX,
+    declared_only,
+    option_names,
+    registered_environment,
+    typed_options,
+)
 from torchrl_glam.training.config.sections import NAMED_SECTIONS, ConfigError
 from torchrl_glam.training.config.values import abbreviated, from_text, has_type, integral, type_name
 
@@ -101,8 +108,6 @@ def typed_overrides(config_class: type, values: Mapping[str, Any], environment: 
     }
     environment = typed.get("env.name", environment)
     if given and environment is not None:  # typed now where the environment is known
-        from torchrl_glam.training.config.options import registered_environment, typed_options
-
         try:
             declaration = registered_environment(environment)
         except ConfigError:  # an unknown environment: validation refuses its name
@@ -148,8 +153,11 @@ def _paths_and_values(config_class: type, values: Mapping[str, Any], environment
     return flat
 
 
-#: where a config's environment options are (``env.options.history``)
-OPTIONS_PREFIX = "env.options."
+def environment_named(values: Mapping[str, Any]) -> str | None:
+    """The environment's name that overrides (paths or short names -> values) set, if any."""
+    named = flatten_sections(values)
+    name = named.get("env.name", named.get("env"))
+    return name if isinstance(name, str) else None
 
 
 def _option_or_path(config_class: type, name: str, environment: str | None) -> str:
@@ -160,21 +168,18 @@ def _option_or_path(config_class: type, name: str, environment: str | None) -> s
     except ConfigError as error:
         if environment is None or "." in name:
             raise
-        # imported here: the environment's declaration loads only for a name no field has
-        from torchrl_glam.training.config.options import is_option, option_names, registered_environment
-
-        if is_option(environment, name):
+        try:  # the environment's declaration loads only for a name no field has
+            declaration = registered_environment(environment)
+        except ConfigError:  # an unknown environment: validation refuses its name
+            raise error from None
+        if any(option.name == name for option in declaration.options):
             return OPTIONS_PREFIX + name
         if not str(error).startswith("unknown config field"):
             raise
-        try:
-            names = option_names(registered_environment(environment))
-        except ConfigError:
-            raise error from None
         close = str(error).partition("; did you mean ")[2]
         raise ConfigError(
             f"unknown config field {name!r}: not a field of {config_class.__name__}, nor an option of "
-            f"env={environment!r} (its options: {names}; --help lists both)"
+            f"env={environment!r} (its options: {option_names(declaration)}; --help lists both)"
             + (f"; did you mean {close}" if close else "")
         ) from None
 
@@ -194,9 +199,7 @@ def parse_overrides(pairs: Iterable[str], config_class: type, environment: str |
             raise ConfigError(f"override {pair!r} is not key=value (e.g. batch_size=64)")
         name, text = pair.split("=", 1)
         values[name] = text
-    if environment is None:  # the environment the pairs choose, if any
-        environment = next((values[name] for name in ("env.name", "env") if name in values), None)
-    return typed_overrides(config_class, values, environment)
+    return typed_overrides(config_class, values, environment or environment_named(values))
 
 
 def flatten_sections(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -224,18 +227,4 @@ def config_paths(saved: Mapping[str, Any], config_class: type) -> dict[str, Any]
             f"a saved {config_class.__name__} holds its fields in sections ({sections}), not by name ({named}...): "
             + written_by("a config without sections", "config_without_sections_0_2")
         )
-    flat = flatten_sections(saved)
-    # imported here: reading a saved config's options needs its environment's declaration
-    from torchrl_glam.training.config.options import saved_options
-    from torchrl_glam.training.config.sections import DEFAULT_ENVIRONMENT
-
-    options = {
-        path.removeprefix(OPTIONS_PREFIX): value for path, value in flat.items() if path.startswith(OPTIONS_PREFIX)
-    }
-    kept = saved_options(flat.get("env.name", DEFAULT_ENVIRONMENT), options)
-    flat = {
-        path: value
-        for path, value in flat.items()
-        if not path.startswith(OPTIONS_PREFIX) or path.removeprefix(OPTIONS_PREFIX) in kept
-    }
-    return config_class.saved_values(flat)  # what the algorithm's earlier versions wrote
+    return config_class.saved_values(declared_only(flatten_sections(saved)))  # and the algorithm's earlier versions
