@@ -68,6 +68,6 @@ def offline_model():
     """``offline_model("offline:tiny-llama")`` builds an offline model into the cache once (or finds
     it shipped or built) and returns its folder: a test that loads one by name passes alone, on a
     fresh machine, and in any order (loading never builds)."""
-    from torchrl_glam.offline import build_offline_model
+    from torchrl_glam.offline import resolve
 
-    return build_offline_model
+    return lambda name, environment=None: resolve(name, environment).build()

@@ -247,7 +247,7 @@ def test_the_check_catches_a_module_importing_a_later_room(tmp_path, room, sourc
     "room, source",
     [
         ("modules", "from torchrl_glam.envs.protocol import get_environment\n"),
-        ("modules", "from torchrl_glam.offline.models import offline_model_path\n"),
+        ("modules", "from torchrl_glam.offline.resolve import resolve\n"),
         ("offline", "from torchrl_glam.data.episodes import rollout_episodes\n"),
     ],
 )

@@ -20,6 +20,7 @@ import time
 
 import torch
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.babyai import BabyAITextEnv
 from torchrl_glam.offline.tiny import build_word_tokenizer
 
@@ -64,7 +65,7 @@ def render_rate(repeats: int = 7) -> float:
 
 def main() -> None:
     torch.set_num_threads(1)
-    tokenizer = build_word_tokenizer("t5", "babyai")
+    tokenizer = build_word_tokenizer("t5", get_environment("babyai"))
     env = BabyAITextEnv(num_envs=NUM_ENVS, level="MixedTrainLocal", seed=SEED, history=HISTORY)
     prompts, _ = random_play(env, STEPS, SEED)
     tokens = [len(ids) for ids in tokenizer(prompts)["input_ids"]]

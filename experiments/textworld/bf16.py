@@ -50,8 +50,9 @@ def worker(model: str, dtype: str, batch: int, repeats: int) -> dict:
     import torch
 
     from torchrl_glam.benchmarks.scorer_update import scorer_update, timed
+    from torchrl_glam.envs import get_environment
     from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
-    from torchrl_glam.offline import build_offline_model
+    from torchrl_glam.offline import resolve
     from torchrl_glam.training.runtime import reuse_freed_memory
 
     torch.set_num_threads(1)
@@ -60,7 +61,8 @@ def worker(model: str, dtype: str, batch: int, repeats: int) -> dict:
     if model == "smollm2":
         config = LLMConfig("smollm2-135m", lora_rank=16, dtype=dtype)
     else:
-        config = LLMConfig(str(build_offline_model("tiny-t5-pretrained", "textworld_coin_collector")), dtype=dtype)
+        coin = get_environment("textworld_coin_collector")
+        config = LLMConfig(resolve("offline:tiny-t5-pretrained", coin).build(), dtype=dtype)
     llm = load_llm(config)
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder)
     wall, cpu = timed(scorer_update(scorer, *_states(batch)), repeats)

@@ -132,8 +132,6 @@ class ToyText(PlaygroundText):
     """Playground-Text under a name of its own, as a user's package would register it."""
 
     name = "toy"
-    legacy_offline_names = False
-    hindsight_tiny_models = False
 '''
 
 
@@ -159,15 +157,16 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
         toy = get_environment("toy")
         assert type(toy).__module__ == "toy_environments" and toy.name == "toy"
         from torchrl_glam.algorithms.sac_glam.config import make_config
-        from torchrl_glam.offline.models import build_command, offline_name
+        from torchrl_glam.offline import resolve
+        from torchrl_glam.offline.models import offline_name
         from torchrl_glam.training.config import ConfigError
 
         assert make_config("smoke", {"env": "toy"}).environment is toy
         with pytest.raises(ConfigError, match="model.name"):  # no hindsight-pretrained tiny models
             make_config("smoke", {"env": "toy", "model": "offline:tiny-t5-hindsight"})
-        # an environment without legacy names gets its own offline models
+        # an environment of its own gets its own offline models (the offline room's default recipe)
         assert offline_name("t5", "random", toy) == "tiny-t5-pretrained-toy"
-        assert build_command("offline:tiny-t5-pretrained", toy).endswith(" --env toy")
+        assert resolve("offline:tiny-t5-pretrained", toy).build_command.endswith(" --env toy")
         with pytest.raises(ValueError, match="already registered"):
             register_environment("toy", TextEnvironment)
         with pytest.raises(ValueError, match="'toy_environments:TyoText'.*names nothing its module has"):

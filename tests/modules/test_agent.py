@@ -6,9 +6,11 @@ from tensordict.nn import TensorDictModule
 
 from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import PlaygroundTextEnv
-from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer
+from torchrl_glam.modules import GLAMAgent, make_critic_heads, make_scorer, make_value_head
 from torchrl_glam.objectives import PPOGLAMLoss, SACGLAMLoss
 from torchrl_glam.training.factories import act, agent_policy
+
+HIDDEN = 64  # the offline tiny T5's d_model: its value heads' input
 
 PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
@@ -51,9 +53,11 @@ def test_objectives_take_an_agent_or_a_scorer_with_the_same_state_dict():
     assert set(from_agent.state_dict()) == set(from_scorer.state_dict())
     assert not any(k.startswith("glam_agent") for k in from_scorer.state_dict())
     assert from_scorer.glam_agent.llm is from_scorer.scorer
-    ppo = PPOGLAMLoss(agent, value_width=16)
+    ppo = PPOGLAMLoss(agent, value_network=make_value_head(HIDDEN, 16))
     assert ppo.glam_agent is agent and ppo.environment is agent.environment
-    assert set(PPOGLAMLoss(scorer, value_width=16, environment=PLAYGROUND).state_dict()) == set(ppo.state_dict())
+    assert set(
+        PPOGLAMLoss(scorer, value_network=make_value_head(HIDDEN, 16), environment=PLAYGROUND).state_dict()
+    ) == set(ppo.state_dict())
     # the training helpers act through the objective's agent
     assert agent_policy(from_scorer) is from_scorer.glam_agent.policy()
     td = PlaygroundTextEnv(num_envs=2, seed=0, text=False).reset()

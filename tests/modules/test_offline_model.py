@@ -3,13 +3,14 @@ the cached default path and the command line."""
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 import torch
 
 from torchrl_glam.envs.playground.vocabulary import vocabulary_words
 from torchrl_glam.modules import LLMConfig, load_llm
-from torchrl_glam.offline import default_tiny_model_path
+from torchrl_glam.offline import resolve
 from torchrl_glam.offline.models import tiny_model_recipe
 from torchrl_glam.offline.shipped import recipe_version
 from torchrl_glam.offline.tiny import build_tiny_model, build_word_tokenizer, main
@@ -75,7 +76,7 @@ def test_default_path_builds_once_under_concurrency(tmp_path, monkeypatch):
 
     def build():
         try:
-            paths.append(default_tiny_model_path("t5"))
+            paths.append(Path(resolve("offline:tiny-t5").build()))
         except Exception as error:  # surfaced below
             errors.append(error)
 
@@ -89,7 +90,7 @@ def test_default_path_builds_once_under_concurrency(tmp_path, monkeypatch):
     assert path.parent == tmp_path / "cache" and (path / "config.json").exists()
     assert [n for n in os.listdir(tmp_path / "cache") if not n.endswith(".lock")] == [path.name]  # no staging left
     stamp = (path / "model.safetensors").stat().st_mtime_ns
-    assert default_tiny_model_path("t5") == path
+    assert Path(resolve("offline:tiny-t5").build()) == path
     assert (path / "model.safetensors").stat().st_mtime_ns == stamp  # not rebuilt
     # the offline default is what LLMConfig(name_or_path=None) loads
     assert load_llm(LLMConfig()).model.config.d_model == 64
@@ -120,7 +121,7 @@ def test_a_broken_cached_build_is_replaced(tmp_path, monkeypatch):
     broken = tmp_path / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}"
     broken.mkdir()
     (broken / "tokenizer.json").write_text("{}")  # what a rank-1 build used to leave
-    path = default_tiny_model_path("t5")
+    path = Path(resolve("offline:tiny-t5").build())
     assert path == broken and load_llm(LLMConfig(str(path))).is_encoder_decoder
 
 
@@ -138,3 +139,23 @@ def test_loading_an_offline_model_never_builds_it(tmp_path, monkeypatch, capsys)
     build(["tiny-llama"])
     assert "offline:tiny-llama is in" in capsys.readouterr().out
     assert not load_llm(LLMConfig("offline:tiny-llama")).is_encoder_decoder
+
+
+def test_making_a_loss_never_builds_its_model_the_run_builds_it_first(tmp_path, monkeypatch):
+    """Issue 86 (item 3): a model is built in an explicit step before the run, never as a side
+    effect of making the loss (which could pretrain for minutes)."""
+    pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
+    from torchrl_glam.algorithms.sac_glam.build import make_loss
+    from torchrl_glam.algorithms.sac_glam.config import make_config
+    from torchrl_glam.modules import OfflineModelNotBuilt
+
+    monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
+    cfg = make_config("smoke_babyai", {"model": None})  # BabyAI-Text's own random-init tiny T5: not shipped
+    with pytest.raises(OfflineModelNotBuilt, match=r"`python -m torchrl_glam\.offline tiny-t5 --env babyai`"):
+        make_loss(cfg, num_actions=6)
+    assert list(tmp_path.iterdir()) == []  # nothing built
+    from torchrl_glam.training.factories import build_model
+
+    built = build_model(cfg)  # the explicit step (TrainingRun takes it before anything else)
+    assert Path(built).parent == tmp_path and cfg.resolved_model.path() == built
+    assert make_loss(cfg, num_actions=6).glam_agent.llm.tokenizer.convert_tokens_to_ids("toggle") != 2  # its words

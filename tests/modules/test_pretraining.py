@@ -1,16 +1,19 @@
 """Pretraining the offline model on random-play transcripts: the data is random play in the
 environment's words, a few steps lower the loss, the result loads by path and by offline name."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.envs.playground import GoalCatalogue
 from torchrl_glam.envs.playground.render import render_actions
 from torchrl_glam.envs.playground.vocabulary import OBJECT_NAMES
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import resolve_model_path
-from torchrl_glam.offline import build_offline_model
-from torchrl_glam.offline.models import offline_model_path, pretraining_recipe, tiny_model_recipe
+from torchrl_glam.offline import resolve
+from torchrl_glam.offline.models import OfflineModelNotBuilt, pretraining_recipe, tiny_model_recipe
 from torchrl_glam.offline.pretraining import lm_batch, pretrain, transcripts_nll
 from torchrl_glam.offline.shipped import recipe_version
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
@@ -69,9 +72,12 @@ def test_decoder_only_pretraining_runs(tmp_path, tiny_paths):
 def test_offline_model_names(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
     monkeypatch.setenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", "0")  # the cache build (shipped: test_shipped_weights.py)
-    built = build_offline_model("offline:tiny-t5")  # the pipeline builds; loading only finds it
+    model = resolve("offline:tiny-t5")
+    with pytest.raises(OfflineModelNotBuilt, match="python -m torchrl_glam.offline tiny-t5`"):
+        model.path()  # finding never builds
+    built = Path(model.build())  # the explicit step builds; loading only finds it
     assert built == tmp_path / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}" and (built / "config.json").exists()
-    assert resolve_model_path("offline:tiny-t5") == str(offline_model_path("offline:tiny-t5")) == str(built)
+    assert resolve_model_path("offline:tiny-t5") == model.path() == str(built)
     with pytest.raises(ValueError, match="unknown offline model 'offline:tiny-gpt'.*offline:tiny-t5-pretrained"):
         resolve_model_path("offline:tiny-gpt")
 
@@ -155,7 +161,7 @@ def test_babyai_transcripts_are_the_action_the_next_view_and_the_reports_of_trai
 
     catalogue = BabyAIGoalCatalogue.default()
     train = {catalogue.goals[g] for g in catalogue.goal_set("train")}
-    prompts, targets = RandomPlayTranscripts(num_envs=8, seed=0, environment="babyai").batch(128)
+    prompts, targets = RandomPlayTranscripts(num_envs=8, seed=0, environment=get_environment("babyai")).batch(128)
     for prompt, target in zip(prompts, targets):
         goal = prompt.split("Goal of the agent: ")[1].split(" \n")[0]  # GLAM's prompt: " \n " between parts
         assert goal in train  # held-out goals are never shown
@@ -170,7 +176,7 @@ def test_babyai_s_pretraining_recipe_names_the_text_of_its_transcripts():
     pytest.importorskip("minigrid", reason="BabyAI-Text needs the babyai extra")
     from torchrl_glam.envs import get_environment
 
-    glam = pretraining_recipe("t5", environment="babyai")
+    glam = pretraining_recipe("t5", environment=get_environment("babyai"))
     readable = pretraining_recipe("t5", environment=get_environment("babyai").with_options(wording="readable"))
     assert glam["text"] == "glam" and readable["text"] == "readable"
     assert recipe_version(glam) != recipe_version(readable)
@@ -181,13 +187,11 @@ def test_an_environment_is_known_by_its_name_not_by_the_registry_s_instance():
     # a user's own PlaygroundText() (not the registry's) names the same offline models and recipes
     from torchrl_glam.envs.playground import PlaygroundText
     from torchrl_glam.offline.models import offline_name
-    from torchrl_glam.training.factories import environment_model
 
     own = PlaygroundText()
     assert offline_name("t5", "random", own) == offline_name("t5", "random") == "tiny-t5-pretrained"
     assert pretraining_recipe("t5", environment=own) == pretraining_recipe("t5")
-    shipped = str(offline_model_path("offline:tiny-t5-pretrained"))
-    assert environment_model("offline:tiny-t5-pretrained", own) == shipped
+    assert resolve("offline:tiny-t5-pretrained", own).path() == resolve("offline:tiny-t5-pretrained").path()
 
 
 @pytest.mark.parametrize("model_kind", ["t5", "llama"])

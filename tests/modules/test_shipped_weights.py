@@ -7,12 +7,14 @@ import shutil
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.modules import LLMConfig, load_llm
 from torchrl_glam.modules.loading import resolve_model_path
-from torchrl_glam.offline import pretraining, shipped, tiny
+from torchrl_glam.offline import pretraining, resolve, shipped, tiny
 from torchrl_glam.offline.cache import build_into_cache
 from torchrl_glam.offline.models import pretraining_recipe, tiny_model_recipe
 from torchrl_glam.offline.pretraining import transcripts_fingerprint
@@ -29,9 +31,10 @@ CODE_RECIPES = {
     "tiny-t5": tiny_model_recipe("t5"),
     "tiny-t5-pretrained": pretraining_recipe("t5"),
     "tiny-t5-hindsight": pretraining_recipe("t5", data="hindsight"),
-    "tiny-t5-pretrained-babyai": pretraining_recipe("t5", environment="babyai"),
-    "tiny-t5-pretrained-textworld_coin_collector": pretraining_recipe("t5", environment="textworld_coin_collector"),
-    "tiny-t5-pretrained-textworld_treasure_hunter": pretraining_recipe("t5", environment="textworld_treasure_hunter"),
+    **{
+        f"tiny-t5-pretrained-{name}": pretraining_recipe("t5", environment=get_environment(name))
+        for name in ("babyai", "textworld_coin_collector", "textworld_treasure_hunter")
+    },
 }
 #: the pretrained models: (transcripts, environment)
 PRETRAINED = {
@@ -111,7 +114,9 @@ def test_the_manifest_matches_the_code_recipe_and_lists_safe_files():
     for name, (data, environment) in PRETRAINED.items():
         pretrained = manifest["models"][name]
         assert 0.0 < pretrained["transcript_loss"] < 2.0
-        assert pretrained["transcripts_sha256"] == transcripts_fingerprint(data=data, environment=environment), (
+        assert pretrained["transcripts_sha256"] == transcripts_fingerprint(
+            data=data, environment=get_environment(environment)
+        ), (
             "the random-play transcripts of pretraining changed (environment, rendering or target format): "
             "the shipped weights are no longer what the recipe builds; bump PRETRAINING_VERSION and run "
             f"`{SHIPPED_MODELS[name]}`"
@@ -152,7 +157,7 @@ def test_stale_shipped_weights_are_never_used(weights_copy, monkeypatch, tmp_pat
     (weights_copy / "manifest.json").write_text(json.dumps(manifest))
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path / "cache"))
     with pytest.warns(UserWarning, match=r"(?s)built with recipe r0000000000.*not used.*offline\.tiny --ship"):
-        path = tiny.default_tiny_model_path("t5")
+        path = Path(resolve("offline:tiny-t5").build())
     assert path == tmp_path / "cache" / f"tiny-t5-{recipe_version(tiny_model_recipe('t5'))}"
     assert load_llm(LLMConfig(str(path))).model.config.d_model == 64
 
@@ -161,7 +166,7 @@ def test_shipped_weights_can_be_switched_off(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHRL_GLAM_SHIPPED_WEIGHTS", "0")
     monkeypatch.setenv("TORCHRL_GLAM_CACHE", str(tmp_path))
     assert shipped_model_path("tiny-t5", recipe_version(tiny_model_recipe("t5"))) is None
-    assert tiny.default_tiny_model_path("t5").parent == tmp_path
+    assert Path(resolve("offline:tiny-t5").build()).parent == tmp_path
 
 
 def test_concurrent_builders_build_once_and_the_others_wait_with_a_message(tmp_path, caplog):
@@ -208,7 +213,9 @@ def test_a_log_file_gets_progress_at_least_every_30_seconds_and_no_invented_esti
     err = capfd.readouterr().err
     assert all(f"pretraining step {step}/3: loss " in err for step in (1, 2, 3))
     # another environment's prompts differ in length: no figure, only its own pace as it goes
-    assert "usually about" not in pretraining._progress_message("m", 600, 128, "out", None, environment="babyai")
+    assert "usually about" not in pretraining._progress_message(
+        "m", 600, 128, "out", None, environment=get_environment("babyai")
+    )
     assert "usually about 10 min" in pretraining._progress_message("m", 600, 128, "out", None)
 
 

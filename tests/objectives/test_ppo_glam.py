@@ -10,10 +10,12 @@ from torchrl.objectives import LossModule
 
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.envs import get_environment
-from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, make_scorer
+from torchrl_glam.modules import MASKED_LOGIT, PROMPT_HIDDEN_KEY, make_scorer, make_value_head
 from torchrl_glam.objectives.common import score_states
 from torchrl_glam.objectives.ppo_glam import BEHAVIOUR_SCORES_KEY, FIRST_EPOCH_LOG_PROB_KEY, VALUE_KEY, PPOGLAMLoss
 from torchrl_glam.training.factories import act, make_env
+
+HIDDEN = 64  # the offline tiny T5's d_model: its value heads' input
 
 PLAYGROUND = get_environment("playground")  # the environment object the library takes
 
@@ -23,7 +25,13 @@ GAMMA, LMBDA = 0.9, 0.5
 @pytest.fixture(scope="module")
 def loss():
     torch.manual_seed(0)
-    return PPOGLAMLoss(make_scorer(None).module, environment=PLAYGROUND, gamma=GAMMA, gae_lambda=LMBDA, value_width=32)
+    return PPOGLAMLoss(
+        make_scorer(None).module,
+        environment=PLAYGROUND,
+        gamma=GAMMA,
+        gae_lambda=LMBDA,
+        value_network=make_value_head(HIDDEN, 32),
+    )
 
 
 def rollout(loss, num_envs=4, steps=6, seed=0):
@@ -66,7 +74,7 @@ def test_gae_matches_a_hand_computation(ending, bootstrap_time_limit):
         environment=PLAYGROUND,
         gamma=GAMMA,
         gae_lambda=LMBDA,
-        value_width=32,
+        value_network=make_value_head(HIDDEN, 32),
         bootstrap_time_limit=bootstrap_time_limit,
     )
     data = rollout(loss, num_envs=1, steps=3)
@@ -152,7 +160,7 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
         environment=PLAYGROUND,
         gamma=GAMMA,
         gae_lambda=LMBDA,
-        value_width=32,
+        value_network=make_value_head(HIDDEN, 32),
         ppo_loss="kl",
         kl_coeff=beta,
     )
@@ -165,7 +173,12 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     assert out["ratio"].item() == pytest.approx(ratio.item(), rel=1e-5)
     assert out["kl_coeff"].item() == pytest.approx(beta)  # kl_target=None: a constant beta, as in eq. 5
     adaptive = PPOGLAMLoss(
-        loss.scorer, environment=PLAYGROUND, value_width=32, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4
+        loss.scorer,
+        environment=PLAYGROUND,
+        value_network=make_value_head(HIDDEN, 32),
+        ppo_loss="kl",
+        kl_coeff=beta,
+        kl_target=1e-4,
     )
     adaptive(data)
     assert adaptive.ppo.beta.item() == pytest.approx(2 * beta)  # TorchRL's rule: doubles above 1.5 x the target
@@ -180,7 +193,7 @@ def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
     loss = PPOGLAMLoss(
         make_scorer(None).module,
         environment=PLAYGROUND,
-        value_width=32,
+        value_network=make_value_head(HIDDEN, 32),
         ppo_loss="kl",
         kl_coeff=beta,
         kl_target=kl_target,
@@ -201,7 +214,13 @@ def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
     for got, want in compared:
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-7)
     # a checkpoint holds the adapted beta, and a resumed loss starts from it
-    resumed = PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, value_width=32, ppo_loss="kl", kl_target=kl_target)
+    resumed = PPOGLAMLoss(
+        loss.scorer,
+        environment=PLAYGROUND,
+        value_network=make_value_head(HIDDEN, 32),
+        ppo_loss="kl",
+        kl_target=kl_target,
+    )
     resumed.load_trainable_state_dict(loss.trainable_state_dict())
     assert resumed.ppo.beta.item() == pytest.approx(adapted)
     # the next forward uses the adapted beta
@@ -213,8 +232,10 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     torch.manual_seed(0)
     scorer = make_scorer(None).module
     eps = 0.2
-    centred = PPOGLAMLoss(scorer, environment=PLAYGROUND, clip_epsilon=eps, value_width=32, centred=True)
-    plain = PPOGLAMLoss(scorer, environment=PLAYGROUND, clip_epsilon=eps, value_width=32)
+    centred = PPOGLAMLoss(
+        scorer, environment=PLAYGROUND, clip_epsilon=eps, value_network=make_value_head(HIDDEN, 32), centred=True
+    )
+    plain = PPOGLAMLoss(scorer, environment=PLAYGROUND, clip_epsilon=eps, value_network=make_value_head(HIDDEN, 32))
     data = centred.advantages(rollout(centred)).reshape(-1)
     n = len(data)
     log_prob = data[FIRST_EPOCH_LOG_PROB_KEY].clone()  # the current policy: nothing trained yet
@@ -243,7 +264,9 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
 
 def test_loss_arguments_are_named_as_the_config_fields():
     scorer = make_scorer(None).module
-    loss = PPOGLAMLoss(scorer, environment=PLAYGROUND, gae_lambda=0.5, ppo_loss="kl", value_width=32)
+    loss = PPOGLAMLoss(
+        scorer, environment=PLAYGROUND, gae_lambda=0.5, ppo_loss="kl", value_network=make_value_head(HIDDEN, 32)
+    )
     assert loss.ppo.value_estimator.lmbda == 0.5 and loss.loss_kind == "kl"
     with pytest.raises(ValueError, match="ppo_loss='ppo'"):
         PPOGLAMLoss(scorer, environment=PLAYGROUND, ppo_loss="ppo")
@@ -253,7 +276,12 @@ def test_loss_arguments_are_named_as_the_config_fields():
 def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     torch.manual_seed(0)
     loss = PPOGLAMLoss(
-        make_scorer(None).module, environment=PLAYGROUND, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
+        make_scorer(None).module,
+        environment=PLAYGROUND,
+        gamma=GAMMA,
+        gae_lambda=LMBDA,
+        value_network=make_value_head(HIDDEN, 32),
+        ppo_loss=kind,
     )
     assert isinstance(loss, LossModule)
     data = rollout(loss, num_envs=2, steps=4)
@@ -270,7 +298,12 @@ def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     assert {id(p) for p in groups["heads"]} == {id(p) for p in loss.value.parameters()}
     # set_keys: the same rollout under other names gives the same advantages and losses
     renamed = PPOGLAMLoss(
-        loss.scorer, environment=PLAYGROUND, gamma=GAMMA, gae_lambda=LMBDA, value_width=32, ppo_loss=kind
+        loss.scorer,
+        environment=PLAYGROUND,
+        gamma=GAMMA,
+        gae_lambda=LMBDA,
+        value_network=make_value_head(HIDDEN, 32),
+        ppo_loss=kind,
     )
     renamed.value.load_state_dict(loss.value.state_dict())
     renamed.set_keys(
@@ -320,14 +353,19 @@ def shifted_policy_data(loss, seed=0):
 def test_normalize_advantage_standardises_the_advantages_of_the_minibatch():
     torch.manual_seed(0)
     eps = 0.2
-    loss = PPOGLAMLoss(make_scorer(None).module, environment=PLAYGROUND, value_width=32, normalize_advantage=True)
+    loss = PPOGLAMLoss(
+        make_scorer(None).module,
+        environment=PLAYGROUND,
+        value_network=make_value_head(HIDDEN, 32),
+        normalize_advantage=True,
+    )
     data = shifted_policy_data(loss)
     a = data["advantage"].squeeze(-1).double()
     normalised = (a - a.mean()) / a.std()
     r = (data[FIRST_EPOCH_LOG_PROB_KEY] - data["sample_log_prob"]).double().exp()
     surrogate = -torch.minimum(r * normalised, r.clamp(1 - eps, 1 + eps) * normalised).mean()
     assert loss(data)["loss_objective"].item() == pytest.approx(surrogate.item(), rel=1e-4)
-    plain = PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, value_width=32)
+    plain = PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, value_network=make_value_head(HIDDEN, 32))
     assert plain(data)["loss_objective"].item() != pytest.approx(surrogate.item(), rel=1e-2)
     with pytest.raises(ValueError, match="normalize_advantage=False"):
         PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, centred=True, normalize_advantage=True)
@@ -336,7 +374,9 @@ def test_normalize_advantage_standardises_the_advantages_of_the_minibatch():
 def test_clip_value_clips_the_value_around_the_collecting_policys_and_its_gradient_follows():
     torch.manual_seed(0)
     clip = 0.05
-    loss = PPOGLAMLoss(make_scorer(None).module, environment=PLAYGROUND, value_width=32, clip_value=clip)
+    loss = PPOGLAMLoss(
+        make_scorer(None).module, environment=PLAYGROUND, value_network=make_value_head(HIDDEN, 32), clip_value=clip
+    )
     data = shifted_policy_data(loss)
     assert VALUE_KEY in loss.in_keys and "value_clip_fraction" in loss.out_keys
     n = len(data)

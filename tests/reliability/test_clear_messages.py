@@ -8,7 +8,7 @@ import torch
 
 from torchrl_glam.envs.playground import PlaygroundTextEnv
 from torchrl_glam.modules.loading import LLMConfig, ModelNotFoundError, load_llm
-from torchrl_glam.offline.models import offline_model_path
+from torchrl_glam.offline import resolve
 from torchrl_glam.training import checkpoint as ckpt
 
 SMOKE = ["--preset", "smoke", "--no-progress", "total_steps=16", "eval_every=16", "checkpoint_every=16"]
@@ -38,7 +38,7 @@ def test_a_checkpoint_that_does_not_fit_the_run_is_named(tmp_path, sac_example):
 @pytest.mark.parametrize("config", ['{"model_type": "t5", "num_layers": "two"}', "[1, 2]"])
 def test_a_bad_model_config_json_is_named(tmp_path, config):
     model = tmp_path / "model"
-    shutil.copytree(offline_model_path("offline:tiny-t5"), model)
+    shutil.copytree(resolve("offline:tiny-t5").path(), model)
     (model / "config.json").write_text(config)
     with pytest.raises(ValueError, match=rf"cannot read the model files in {model} .*download or reinstall"):
         load_llm(LLMConfig(str(model)))

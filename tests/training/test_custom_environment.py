@@ -63,10 +63,10 @@ def test_a_registered_environment_trains_with_the_example_script_unchanged(line_
     assert json.loads((run_dir / "config.json").read_text())["env"]["name"] == "line"
     evaluations = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
     assert evaluations[-1]["env_steps"] == 48 and "success/reach" in evaluations[-1]
-    # the model it trained: the random-init tiny T5 of the toy environment's own words
-    from torchrl_glam.offline.tiny import default_tiny_model_path
+    # the model it trained, which the run built: the random-init tiny T5 of the toy environment's own words
+    from torchrl_glam.offline import resolve
 
-    vocabulary = json.loads((default_tiny_model_path("t5", line_environment) / "tokenizer.json").read_text())
+    vocabulary = json.loads((Path(resolve("offline:tiny-t5", line_environment).path()) / "tokenizer.json").read_text())
     assert {"reach", "cell", "wait"} <= set(vocabulary["model"]["vocab"])
 
 
@@ -103,7 +103,10 @@ def test_the_config_names_unknown_environments_and_playground_only_fields():
         make_config("smoke", {"env": "nowhere"})
     with pytest.raises(ConfigError, match="goal set of env='babyai'"):
         make_config("smoke", {"env": "babyai"})  # smoke's goals are Playground's "simplified"
-    with pytest.raises(ConfigError, match="pretrained with hindsight goals exist for Playground-Text only"):
+    with pytest.raises(
+        ConfigError,
+        match="pretrained with hindsight goals .* exist only where the environment's offline recipe offers them",
+    ):
         make_config("smoke_babyai", {"model": "offline:tiny-t5-hindsight"})
     with pytest.raises(ConfigError, match="num_objects"):
         make_config("smoke_babyai", {"num_objects": 4})
@@ -176,6 +179,35 @@ def test_a_plug_in_environment_with_its_own_option_trains_through_the_example_sc
         "options": {"start": "left"},
     }
     assert json.loads((run_dir / "evaluations.jsonl").read_text().splitlines()[-1])["env_steps"] == 48
+
+
+def test_a_plug_in_environment_s_package_declares_how_its_offline_models_are_pretrained(
+    line_environment, tmp_path, monkeypatch
+):
+    """Issue 86 (item 2): the recipe of an environment's offline models is declared by its package
+    through an entry point, as the environment is; the protocol says nothing of it."""
+    from torchrl_glam.offline import recipes, resolve
+    from torchrl_glam.offline.models import pretraining_recipe
+
+    monkeypatch.setattr(recipes, "_RECIPES", {})  # read afresh from the entry points
+    assert recipes.recipe_of(line_environment) == recipes.TranscriptRecipe()  # none declared: the default
+    monkeypatch.setattr(recipes, "_RECIPES", {})
+    info = tmp_path / "line_recipes-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: line-recipes\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[torchrl_glam.transcript_recipes]\nline = line_environments:TRANSCRIPT_RECIPE\n"
+        "broken = line_environments:CELLS\n"
+    )
+    monkeypatch.syspath_prepend(str(PACKAGES))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert recipes.recipe_of(line_environment).max_steps == 6
+    recipe = pretraining_recipe("t5", environment=line_environment)
+    assert recipe["environment"] == "line" and "(train, 64 environments, 6 steps)" in recipe["data"]
+    model = resolve("offline:tiny-t5-pretrained", line_environment)
+    assert model.directory == "tiny-t5-pretrained-line" and model.build_command.endswith(" --env line")
+    with pytest.raises(ValueError, match="offline recipe of env='broken'.*expected a mapping of the fields"):
+        recipes.recipe_of("broken")
 
 
 def test_the_option_reaches_the_environment_the_config_builds(line_environment):

@@ -107,22 +107,6 @@ class TextEnvironment(abc.ABC):
     #: their declarations): those with ``state=True`` are given to :meth:`with_options`, the others
     #: to :meth:`make_env` (BabyAI-Text: "history" and "wording", "goal_types" and "level_time_limits")
     options: tuple[EnvOption, ...] = ()
-    #: the name of the text the prompts are rendered in, part of the offline tiny models' pretraining
-    #: recipe so that a model pretrained on another text is never reused; "": the environment's only text
-    text_version: str = ""
-    #: the goal sets and episode length of the random-play transcripts that pretrain the offline
-    #: tiny model (:mod:`torchrl_glam.offline.pretraining`); ``()``: the first of :attr:`goal_sets`
-    pretraining_goal_sets: tuple[str, ...] = ()
-    pretraining_max_steps: int = 10
-    #: its offline models keep the names and recipes of before they were per environment: no
-    #: ``-<name>`` suffix (``tiny-t5-pretrained``), no environment in the pretraining recipe (so
-    #: no other version name), no ``--env`` in the build command, and the shipped random-init
-    #: ``tiny-t5`` holds its words (Playground-Text's: the shipped weights and built caches are
-    #: named so). Another environment's offline models are named ``tiny-t5-pretrained-<name>``.
-    legacy_offline_names: bool = False
-    #: the offline tiny models pretrained with hindsight goals (``offline:tiny-t5-hindsight``)
-    #: are pretrained on its transcripts (Playground-Text's only)
-    hindsight_tiny_models: bool = False
 
     @property
     def state_keys(self) -> tuple[str, ...]:

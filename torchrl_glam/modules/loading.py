@@ -41,7 +41,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from torchrl_glam.offline.models import OFFLINE_PREFIX, offline_model_path
+from torchrl_glam.offline.resolve import resolve
 
 
 class ModelNotFoundError(OSError):
@@ -206,11 +206,12 @@ def resolve_model_source(
 
 def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
     """The local path or hub name to load; fails fast on a local path that does not exist."""
-    if name_or_path is None:
-        name_or_path = "offline:tiny-t5"
-    name = os.fspath(name_or_path)
-    if name.startswith(OFFLINE_PREFIX):
-        return str(offline_model_path(name))
+    model = resolve(
+        None if name_or_path is None else os.fspath(name_or_path)
+    )  # an offline name alone: Playground-Text's
+    if model.is_offline:
+        return model.path()
+    name = model.name
     if os.path.isdir(name):
         return name
     # A hub id is "name" or "owner/name"; anything else that does not exist is a missing local path

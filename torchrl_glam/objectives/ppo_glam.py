@@ -71,8 +71,8 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
         clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
             0.99); the names of :class:`~torchrl_glam.algorithms.ppo_glam.config.PPOGLAMConfig`.
         value_network: the value head ("prompt_hidden" -> "state_value",
-            :func:`~torchrl_glam.modules.make_value_head`); default one of ``value_width`` units.
-        value_width: units of the default value head's two hidden layers (without ``value_network``).
+            :func:`~torchrl_glam.modules.make_value_head`); default ``make_value_head(hidden_size)``
+            (two hidden layers of 1024 units, App. C).
         environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
             name) whose compact states the loss renders; default the agent's (required with a bare scorer).
         ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
@@ -122,7 +122,6 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
         critic_coeff: float = 0.5,
         gamma: float = 0.99,
         gae_lambda: float = 0.99,
-        value_width: int = 1024,
         ppo_loss: str = "clip",
         centred: bool = False,
         kl_coeff: float = 1.0,
@@ -153,7 +152,7 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
         self.loss_kind, self.centred, self.clip_epsilon = ppo_loss, centred, clip_epsilon
         self.score_chunk, self.clip_value, self.bootstrap_time_limit = score_chunk, clip_value, bootstrap_time_limit
         self.actor = make_actor(return_log_prob=True)
-        self.value = make_value_head(scorer.hidden_size, value_width) if value_network is None else value_network
+        self.value = make_value_head(scorer.hidden_size) if value_network is None else value_network
         common = dict(
             entropy_coeff=entropy_coeff,
             critic_coeff=critic_coeff,

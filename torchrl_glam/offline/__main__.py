@@ -14,10 +14,11 @@ def main(argv: list[str] | None = None) -> int:
         "--env", default=DEFAULT_ENVIRONMENT, help="the environment whose vocabulary (a registered name)"
     )
     args = parser.parse_args(argv)
-    from torchrl_glam.offline import build_offline_model
+    from torchrl_glam.envs import get_environment
+    from torchrl_glam.offline.resolve import resolve
 
     try:
-        path = build_offline_model(OFFLINE_PREFIX + args.name, args.env)
+        path = resolve(OFFLINE_PREFIX + args.name, get_environment(args.env)).build()
     except BuildStopped as stop:  # Ctrl-C, SIGTERM: one line, the training scripts' exit code
         print(f"stopped: {stop}", file=sys.stderr)
         return BuildStopped.exit_code

@@ -1,26 +1,26 @@
-"""The offline models: their names, the recipes their weights depend on (with the pretraining
-defaults), where each one is (shipped or in the cache), and how it is found.
+"""The offline models: their names and the recipes their weights depend on (with the pretraining
+defaults).
 
 ``offline:<name>`` models (:data:`OFFLINE_MODELS`) are either shipped with the package
 (:mod:`~torchrl_glam.offline.shipped`: ``offline/weights/`` and its manifest) or built on this
 machine into the cache (:func:`~torchrl_glam.storage.cache_root`) by the builders beside this
-module (:mod:`~torchrl_glam.offline.tiny`, :mod:`~torchrl_glam.offline.pretraining`; a training
-run builds the one it needs). Each lives under its recipe's version name, so a build of another
-recipe is never taken for this one.
-:func:`offline_model_path` finds a model and never builds one (``modules/loading.py`` loads through
-it): a model that is not there is refused with the command that builds it
-(:class:`OfflineModelNotBuilt`). This module imports no torch.
+module (:mod:`~torchrl_glam.offline.tiny`, :mod:`~torchrl_glam.offline.pretraining`). Each lives
+under its recipe's version name, so a build of another recipe is never taken for this one.
+:func:`~torchrl_glam.offline.resolve.resolve` reads a name for an environment and finds or builds
+the model; each environment's transcripts follow its :mod:`~torchrl_glam.offline.recipes` entry.
+This module imports no torch.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
-from torchrl_glam.offline.shipped import recipe_version, shipped_model_path
-from torchrl_glam.storage import cache_root
+from torchrl_glam.offline.recipes import recipe_of, vocabulary_environment
+
+if TYPE_CHECKING:
+    from torchrl_glam.envs import TextEnvironment
 
 ModelKind = Literal["t5", "llama"]
 
@@ -107,12 +107,13 @@ def tiny_config_fields(kind: ModelKind, vocab_size: int, **overrides) -> dict:
     raise ValueError(f"unknown tiny model kind {kind!r}: expected 't5' or 'llama'")
 
 
-def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment=DEFAULT_ENVIRONMENT) -> dict:
+def tiny_model_recipe(kind: ModelKind = "t5", seed: int = 0, environment: TextEnvironment | None = None) -> dict:
     """Everything the random-init tiny model's weights depend on; its hash is the version name
     (:func:`~torchrl_glam.offline.shipped.recipe_version`). ``RECIPE_VERSION`` covers the rest
-    (the code of the build itself): bump it when that changes. The environment's vocabulary is
-    part of it, so each environment's model has its own version."""
-    words = "\n".join(get_environment(environment).vocabulary_words())
+    (the code of the build itself): bump it when that changes. The vocabulary of ``environment``
+    (``None``: Playground-Text's, see :func:`~torchrl_glam.offline.recipes.vocabulary_environment`)
+    is part of it, so each environment's model has its own version."""
+    words = "\n".join(vocabulary_environment(environment).vocabulary_words())
     config = tiny_config_fields(kind, vocab_size=0)
     del config["vocab_size"]  # the vocabulary is in its own hash
     return {
@@ -132,19 +133,21 @@ def pretraining_recipe(
     lr: float = DEFAULT_LR,
     seed: int = DEFAULT_SEED,
     data: str = "random",
-    environment=DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
 ) -> dict:
     """Everything the pretrained model's weights depend on, its starting point included; its hash
     is the version name of the cache directory and of the shipped weights. ``environment``: the
-    :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the transcripts, whose
-    vocabulary the model's tokenizer holds (default Playground-Text)."""
-    env = get_environment(environment)
+    :class:`~torchrl_glam.envs.protocol.TextEnvironment` of the transcripts, whose vocabulary the
+    model's tokenizer holds (``None``: Playground-Text), made by its
+    :class:`~torchrl_glam.offline.recipes.TranscriptRecipe`."""
+    env = vocabulary_environment(environment)
+    transcripts = recipe_of(env)
     recipe = {
         "start_from": tiny_model_recipe(kind, seed=0, environment=env),
         "pretraining_version": PRETRAINING_VERSION,
         "data": (
-            f"random-play transcripts ({' + '.join(transcript_goal_sets(env))}, 64 environments, "
-            f"{env.pretraining_max_steps} steps)"
+            f"random-play transcripts ({' + '.join(transcripts.transcript_goal_sets(env))}, 64 environments, "
+            f"{transcripts.max_steps} steps)"
         ),
         "steps": steps,
         "batch_size": batch_size,
@@ -154,10 +157,11 @@ def pretraining_recipe(
         "grad_clip": 1.0,
         "optimizer": "Adam",
     }
-    if not env.legacy_offline_names:  # a legacy recipe stays as it was, so its version name does too
+    if not transcripts.unsuffixed:  # an unsuffixed recipe stays as it was, so its version name does too
         recipe["environment"] = env.name
-    if env.text_version:  # the transcripts' text (BabyAI-Text: GLAM's or the former wording)
-        recipe["text"] = env.text_version
+    text = transcripts.text(env)
+    if text:  # the transcripts' text (BabyAI-Text: GLAM's or the former wording)
+        recipe["text"] = text
     if data == "hindsight":  # the "random" recipe stays as it was, so its version name does too
         recipe["data"] += f", {HINDSIGHT_SHARE:g} of them with hindsight goals (reported later in the episode)"
     elif data != "random":
@@ -165,15 +169,16 @@ def pretraining_recipe(
     return recipe
 
 
-def transcript_goal_sets(environment) -> tuple[str, ...]:
-    return environment.pretraining_goal_sets or environment.goal_sets[:1]
-
-
-def offline_name(kind: ModelKind = "t5", data: str = "random", environment=DEFAULT_ENVIRONMENT) -> str:
-    """The offline model name of a pretraining stream: ``tiny-t5-pretrained``, ``tiny-t5-hindsight``
-    (Playground-Text), ``tiny-t5-pretrained-babyai`` (another environment's transcripts)."""
-    env = get_environment(environment)
-    suffix = "" if env.legacy_offline_names else f"-{env.name}"
+def offline_name(
+    kind: ModelKind = "t5", data: str | None = "random", environment: TextEnvironment | None = None
+) -> str:
+    """The offline model name of a random-init model (``data=None``) or of a pretraining stream:
+    ``tiny-t5``, ``tiny-t5-pretrained``, ``tiny-t5-hindsight`` (Playground-Text),
+    ``tiny-t5-pretrained-babyai`` (another environment's transcripts)."""
+    if data is None:
+        return f"tiny-{kind}"
+    env = vocabulary_environment(environment)
+    suffix = "" if recipe_of(env).unsuffixed else f"-{env.name}"
     return f"tiny-{kind}-" + ("pretrained" if data == "random" else data) + suffix
 
 
@@ -197,57 +202,3 @@ class BuildStopped(Exception):
 
     #: The training scripts' exit code for a stop with its state saved (``training.preemption.PREEMPTED``).
     exit_code = 3
-
-
-def build_command(name: str, environment=DEFAULT_ENVIRONMENT) -> str:
-    """The command that builds the offline model ``name`` into the cache."""
-    key = name.removeprefix(OFFLINE_PREFIX)
-    env = get_environment(environment)
-    return f"python -m torchrl_glam.offline {key}" + ("" if env.legacy_offline_names else f" --env {env.name}")
-
-
-def parse_offline_name(name: str, environment=DEFAULT_ENVIRONMENT) -> tuple[ModelKind, str | None, Any]:
-    """(kind, pretraining data or ``None`` for a random-init model, environment) of the offline
-    model ``name``; the environment is the name's suffix (``-babyai``) when it has one, else
-    ``environment``."""
-    key = name.removeprefix(OFFLINE_PREFIX)
-    if key not in OFFLINE_MODELS:
-        raise ValueError(
-            f"unknown offline model {name!r}; choose one of {[OFFLINE_PREFIX + m for m in OFFLINE_MODELS]}"
-        )
-    _, kind, *trained = key.split("-")  # "tiny", "t5", then e.g. "pretrained", "babyai"
-    if not trained:
-        return kind, None, environment
-    return kind, "hindsight" if trained[0] == "hindsight" else "random", trained[1] if len(trained) > 1 else environment
-
-
-def offline_location(name: str, environment=DEFAULT_ENVIRONMENT) -> tuple[str, str]:
-    """(directory name, recipe version) of the offline model ``name`` in the vocabulary of
-    ``environment`` (see :func:`parse_offline_name`)."""
-    kind, data, environment = parse_offline_name(name, environment)
-    if data is not None:
-        recipe = pretraining_recipe(kind, data=data, environment=environment)
-        return offline_name(kind, data, environment), recipe_version(recipe)
-    return f"tiny-{kind}", recipe_version(tiny_model_recipe(kind, environment=environment))
-
-
-def offline_model_path(name: str, environment=DEFAULT_ENVIRONMENT) -> Path:
-    """The directory of the offline model ``name`` (see :func:`offline_location`): its shipped copy
-    (checked against the manifest), else its build in the cache. Builds nothing:
-    :class:`OfflineModelNotBuilt` names the command that builds it."""
-    _, data, named_environment = parse_offline_name(name, environment)
-    directory, version = offline_location(name, environment)
-    # the shipped random-init model holds the words of the environment with legacy names; a
-    # pretrained one's name says its own
-    if data is not None or get_environment(named_environment).legacy_offline_names:
-        shipped = shipped_model_path(directory, version)
-        if shipped is not None:
-            return shipped
-    cached = cache_root() / f"{directory}-{version}"
-    if is_complete(cached):
-        return cached
-    raise OfflineModelNotBuilt(
-        f"the offline model {name} (recipe {version}) is not built on this machine (looked in {cached}). "
-        f"Build it once with `{build_command(name, environment)}` (a training run that names it builds it itself)",
-        cached,
-    )

@@ -60,7 +60,7 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT, TextEnvironment, get_environment
 from torchrl_glam.offline.cache import build_into_cache, is_main_process
 from torchrl_glam.offline.models import (
     DATA,
@@ -69,16 +69,14 @@ from torchrl_glam.offline.models import (
     DEFAULT_SEED,
     DEFAULT_STEPS,
     HINDSIGHT_SHARE,
-    OFFLINE_PREFIX,
     PRETRAINING_VERSION,
     BuildStopped,
     ModelKind,
-    OfflineModelNotBuilt,
-    offline_model_path,
     offline_name,
     pretraining_recipe,
 )
-from torchrl_glam.offline.shipped import SHIPPED_ENV, SHIPPED_MODELS, recipe_version, ship, shipped_enabled
+from torchrl_glam.offline.recipes import recipe_of, vocabulary_environment
+from torchrl_glam.offline.shipped import SHIPPED_MODELS, recipe_version, ship
 from torchrl_glam.offline.tiny import build_tiny_model, save_model_and_tokenizer
 from torchrl_glam.offline.transcripts import HindsightTranscripts, RandomPlayTranscripts
 from torchrl_glam.storage import cache_root, make_folder, write_atomic_file
@@ -118,7 +116,7 @@ def register_transcript_stream(name: str, factory: Callable) -> None:
 
 
 def transcript_stream(
-    data: str = "random", seed: int = DEFAULT_SEED, environment=DEFAULT_ENVIRONMENT
+    data: str = "random", seed: int = DEFAULT_SEED, environment: TextEnvironment | None = None
 ) -> RandomPlayTranscripts:
     """The pretraining data of a name of :data:`DATA` (or of :func:`register_transcript_stream`)."""
     if data not in TRANSCRIPT_STREAMS:
@@ -207,9 +205,9 @@ def _progress_message(
     out,
     why: str | None,
     transcripts: str = "random-play transcripts",
-    environment=DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
 ) -> str:
-    if get_environment(environment).name != get_environment(DEFAULT_ENVIRONMENT).name:
+    if vocabulary_environment(environment).name != DEFAULT_ENVIRONMENT:
         usually = "the time left follows from its pace"
     else:
         minutes = steps * batch_size / 128 * SECONDS_PER_STEP / 60
@@ -232,7 +230,7 @@ def pretrain(
     log_every: int = 50,
     why: str | None = None,
     data: str | RandomPlayTranscripts = "random",
-    environment=DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
     checkpoint: str | os.PathLike | None = None,
 ) -> Path:
     """Pretrain ``start_from`` (default: the random-init tiny model of ``kind``, built afresh) on
@@ -297,7 +295,7 @@ def _build_settings(start_from, kind, steps, batch_size, lr, seed, data, environ
         "lr": lr,
         "seed": seed,
         "data": data,
-        "environment": get_environment(environment).name,
+        "environment": vocabulary_environment(environment).name,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
@@ -338,7 +336,7 @@ def _pretrain(
     log_every,
     why,
     data="random",
-    environment=DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
     checkpoint=None,
 ) -> tuple[Path, dict]:
     from tqdm import tqdm
@@ -477,7 +475,7 @@ def transcript_loss(
     batches: int = 8,
     batch_size: int = 128,
     seed: int = TRANSCRIPT_LOSS_SEED,
-    environment=DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
 ) -> float:
     """Mean token negative log-likelihood of the model at ``path`` on fixed random-play transcripts
     that pretraining never sees (their own seed): the quality measure of a pretrained build."""
@@ -503,7 +501,7 @@ def transcripts_fingerprint(
     batch_size: int = DEFAULT_BATCH_SIZE,
     seed: int = DEFAULT_SEED,
     data: str = "random",
-    environment=DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
 ) -> str:
     """sha256 of the first batch of the pretraining stream: it changes when anything that makes the
     data changes (environment dynamics, rendering, the target format), which the recipe's values
@@ -513,30 +511,24 @@ def transcripts_fingerprint(
     return hashlib.sha256("\n\0".join(prompts + targets).encode()).hexdigest()
 
 
-def default_pretrained_model_path(
-    kind: ModelKind = "t5", data: str = "random", environment=DEFAULT_ENVIRONMENT
+def build_pretrained_into_cache(
+    final: Path, kind: ModelKind, data: str, environment: TextEnvironment, why: str
 ) -> Path:
-    """The pretrained offline model of the default recipe (on the transcripts ``data`` of
-    ``environment``, default Playground-Text): the copy shipped in the package (instant, checked
-    against its manifest), else built once into the cache (about ten minutes on a CPU; concurrent
-    callers wait for one build, see ``build_into_cache``)."""
-    name = f"{OFFLINE_PREFIX}tiny-{kind}-" + ("pretrained" if data == "random" else data)
-    try:
-        return offline_model_path(name, environment)
-    except OfflineModelNotBuilt as missing:
-        final = missing.path
-        why = "the package ships no weights for this recipe" if shipped_enabled() else f"{SHIPPED_ENV}=0"
-        return build_into_cache(
-            final,
-            lambda directory: pretrain(
-                directory,
-                kind=kind,
-                why=f"offline:{final.name}: {why}; once, then cached",
-                data=data,
-                environment=environment,
-                checkpoint=partial_build_path(final),
-            ),
-        )
+    """Pretrains the default recipe's model on ``environment``'s transcripts ``data`` into the
+    cache folder ``final`` (once: concurrent callers wait for one build; a stopped build continues
+    from its saved state) and returns it; ``why`` opens its first message.
+    :meth:`~torchrl_glam.offline.resolve.ResolvedModel.build` calls it where the model is missing."""
+    return build_into_cache(
+        final,
+        lambda directory: pretrain(
+            directory,
+            kind=kind,
+            why=f"offline:{final.name}: {why}; once, then cached",
+            data=data,
+            environment=environment,
+            checkpoint=partial_build_path(final),
+        ),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -571,7 +563,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    env = args.env
+    env = get_environment(args.env)  # the command line's name, resolved once
     recipe = pretraining_recipe(args.kind, args.steps, args.batch_size, args.lr, args.seed, args.data, env)
     version = recipe_version(recipe)
     name = offline_name(args.kind, args.data, env)
@@ -609,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
                         ["python -m torchrl_glam.offline.pretraining --ship"]
                         + (["--kind", args.kind] if args.kind != "t5" else [])
                         + (["--data", args.data] if args.data != "random" else [])
-                        + ([] if get_environment(env).legacy_offline_names else ["--env", env])
+                        + ([] if recipe_of(env).unsuffixed else ["--env", env.name])
                     ),
                     "torch_threads": torch.get_num_threads(),
                     "build_seconds": round(stats["seconds"]),

@@ -11,12 +11,13 @@ Command line::
 
     python -m torchrl_glam.offline.tiny --out DIR [--kind t5|llama] [--seed 0]
 
-From Python, :func:`default_tiny_model_path` returns the shipped tiny T5 (package data, see
+From Python, ``resolve("offline:tiny-t5", environment).build()``
+(:mod:`torchrl_glam.offline.resolve`) returns the shipped tiny T5 (package data, see
 :mod:`torchrl_glam.offline.shipped`) or builds the model once into a cache directory
-(``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``, named by its recipe version) and returns its
-path. Concurrent callers (test workers, the ranks of a data-parallel run, Slurm array jobs on a
-shared file system) build one at a time: the first takes a lock and builds, the others wait with a
-message and then load its build.
+(``$TORCHRL_GLAM_CACHE`` or ``~/.cache/torchrl_glam``, named by its recipe version,
+:func:`build_tiny_into_cache`) and returns its path. Concurrent callers (test workers, the ranks
+of a data-parallel run, Slurm array jobs on a shared file system) build one at a time: the first
+takes a lock and builds, the others wait with a message and then load its build.
 """
 
 from __future__ import annotations
@@ -28,25 +29,23 @@ from pathlib import Path
 
 import torch
 
-from torchrl_glam.envs import DEFAULT_ENVIRONMENT
+from torchrl_glam.envs import TextEnvironment
 from torchrl_glam.offline.cache import build_into_cache
 from torchrl_glam.offline.models import (
-    OFFLINE_PREFIX,
     OUTPUT_INIT_STD,
     ModelKind,
-    OfflineModelNotBuilt,
-    offline_model_path,
     tiny_config_fields,
     tiny_model_recipe,
 )
+from torchrl_glam.offline.recipes import vocabulary_environment
 from torchrl_glam.offline.shipped import recipe_version, ship
 
 PAD_TOKEN, EOS_TOKEN, UNK_TOKEN, BOS_TOKEN = "<pad>", "</s>", "<unk>", "<s>"
 
 
-def build_word_tokenizer(kind: ModelKind = "t5", environment=DEFAULT_ENVIRONMENT):
+def build_word_tokenizer(kind: ModelKind = "t5", environment: TextEnvironment | None = None):
     """A word-level ``PreTrainedTokenizerFast`` over every word of ``environment`` (a
-    :class:`~torchrl_glam.envs.protocol.TextEnvironment` or its name; default Playground-Text).
+    :class:`~torchrl_glam.envs.protocol.TextEnvironment`; ``None``: Playground-Text).
 
     Words split on whitespace and punctuation ("see:" -> "see", ":"). T5 appends ``</s>`` to an
     encoded text like the real T5 tokenizer; the decoder-only kind prepends ``<s>`` like Llama.
@@ -61,10 +60,10 @@ def build_word_tokenizer(kind: ModelKind = "t5", environment=DEFAULT_ENVIRONMENT
     )
     from transformers import PreTrainedTokenizerFast
 
-    from torchrl_glam.envs import get_environment
-
     specials = [PAD_TOKEN, EOS_TOKEN, UNK_TOKEN] + ([BOS_TOKEN] if kind == "llama" else [])
-    vocab = {token: index for index, token in enumerate(specials + get_environment(environment).vocabulary_words())}
+    vocab = {
+        token: index for index, token in enumerate(specials + vocabulary_environment(environment).vocabulary_words())
+    }
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
     # Split on whitespace, then isolate every non-word character (":" and ","). Not the
     # ``Punctuation`` pre-tokenizer: it also splits "_", which would break "living_thing".
@@ -108,13 +107,17 @@ def tiny_model_config(kind: ModelKind, vocab_size: int, **overrides):
 
 
 def build_tiny_model(
-    out: str | os.PathLike, kind: ModelKind = "t5", seed: int = 0, environment=DEFAULT_ENVIRONMENT, **overrides
+    out: str | os.PathLike,
+    kind: ModelKind = "t5",
+    seed: int = 0,
+    environment: TextEnvironment | None = None,
+    **overrides,
 ) -> Path:
     """Build the tiny model and its tokenizer into ``out`` (created) and return ``out``.
 
     Deterministic: the same seed gives the same weights. ``environment``: the
-    :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) whose vocabulary the
-    tokenizer holds (default Playground-Text). ``overrides`` go to :func:`tiny_model_config`.
+    :class:`~torchrl_glam.envs.protocol.TextEnvironment` whose vocabulary the tokenizer holds
+    (``None``: Playground-Text). ``overrides`` go to :func:`tiny_model_config`.
     """
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
@@ -154,16 +157,13 @@ def save_model_and_tokenizer(model, tokenizer, out: str | os.PathLike) -> Path:
     return out
 
 
-def default_tiny_model_path(kind: ModelKind = "t5", environment=DEFAULT_ENVIRONMENT) -> Path:
-    """Path of the default tiny model (seed 0) of an environment's vocabulary (default
-    Playground-Text): the shipped one where the package has it for the current recipe, else built
-    once into :func:`~torchrl_glam.storage.cache_root` under its recipe version."""
-    try:
-        return offline_model_path(f"{OFFLINE_PREFIX}tiny-{kind}", environment)
-    except OfflineModelNotBuilt as missing:
-        return build_into_cache(
-            missing.path, lambda directory: build_tiny_model(directory, kind=kind, seed=0, environment=environment)
-        )
+def build_tiny_into_cache(final: Path, kind: ModelKind, environment: TextEnvironment) -> Path:
+    """Builds the default tiny model (seed 0) of ``environment``'s vocabulary into the cache folder
+    ``final`` (once: see :func:`~torchrl_glam.offline.cache.build_into_cache`) and returns it;
+    :meth:`~torchrl_glam.offline.resolve.ResolvedModel.build` calls it where the model is missing."""
+    return build_into_cache(
+        final, lambda directory: build_tiny_model(directory, kind=kind, seed=0, environment=environment)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

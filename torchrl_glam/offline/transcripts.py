@@ -9,27 +9,31 @@ from tensordict import TensorDictBase
 
 from torchrl_glam.data.episodes import rollout_episodes
 from torchrl_glam.data.her import relabel_episodes
-from torchrl_glam.envs import DEFAULT_ENVIRONMENT
-from torchrl_glam.offline.models import transcript_goal_sets
+from torchrl_glam.envs import TextEnvironment
+from torchrl_glam.offline.recipes import recipe_of, vocabulary_environment
 
 
 class RandomPlayTranscripts:
     """An endless stream of (prompt, continuation) pairs from a uniformly random policy.
 
-    The environments are shared equally among the environment's ``pretraining_goal_sets``
-    (Playground-Text: half the simplified task set, 3 objects, half the training set, 6 objects,
-    so the model sees both scene sizes); episodes last ``pretraining_max_steps`` unless
-    ``max_steps`` says otherwise. The targets are the environment's ``transcript_targets``.
+    The environments are shared equally among the goal sets of the environment's
+    :class:`~torchrl_glam.offline.recipes.TranscriptRecipe` (Playground-Text: half the simplified
+    task set, 3 objects, half the training set, 6 objects, so the model sees both scene sizes);
+    episodes last its ``max_steps`` unless ``max_steps`` says otherwise. The targets are the
+    environment's ``transcript_targets``. ``environment``: ``None`` is Playground-Text.
     """
 
     def __init__(
-        self, num_envs: int = 64, seed: int = 0, max_steps: int | None = None, environment=DEFAULT_ENVIRONMENT
+        self,
+        num_envs: int = 64,
+        seed: int = 0,
+        max_steps: int | None = None,
+        environment: TextEnvironment | None = None,
     ) -> None:
-        from torchrl_glam.envs import get_environment
-
-        self.environment = get_environment(environment)
-        goal_sets = transcript_goal_sets(self.environment)
-        max_steps = max_steps or self.environment.pretraining_max_steps
+        self.environment = vocabulary_environment(environment)
+        recipe = recipe_of(self.environment)
+        goal_sets = recipe.transcript_goal_sets(self.environment)
+        max_steps = max_steps or recipe.max_steps
         share = max(num_envs // len(goal_sets), 1)
         self.envs = [
             self.environment.make_env(share, goals=goals, max_steps=max_steps, seed=seed + i)
@@ -65,14 +69,11 @@ class RandomPlayTranscripts:
         return [prompts[i] for i in order], [targets[i] for i in order]
 
 
-def transcript_pairs(steps: TensorDictBase, environment=DEFAULT_ENVIRONMENT) -> tuple[list[str], list[str]]:
+def transcript_pairs(steps: TensorDictBase, environment: TextEnvironment) -> tuple[list[str], list[str]]:
     """(prompts, targets) of a flat batch of environment steps (compact keys, "action", and the
     "next" state and reports): the prompt of the state with its ``goal_id``, and the chosen
     candidate followed by what it did, in the prompt's words (the environment's
     ``transcript_targets``; see the module docstring)."""
-    from torchrl_glam.envs import get_environment
-
-    environment = get_environment(environment)
     prompts, candidates = environment.render({k: steps[k] for k in environment.state_keys})
     return prompts, environment.transcript_targets(steps, candidates)
 
@@ -98,14 +99,14 @@ class HindsightTranscripts(RandomPlayTranscripts):
         max_steps: int | None = None,
         hindsight_share: float = 0.5,
         window: int | None = None,
-        environment=DEFAULT_ENVIRONMENT,
+        environment: TextEnvironment | None = None,
     ) -> None:
         if not 0.0 < hindsight_share <= 1.0:
             raise ValueError(f"hindsight_share={hindsight_share} must be in (0, 1]")
         super().__init__(num_envs, seed, max_steps, environment)
         self.hindsight_share = hindsight_share
         self.window = window
-        self.max_steps = max_steps or self.environment.pretraining_max_steps
+        self.max_steps = max_steps or recipe_of(self.environment).max_steps
         # their own environments, so the plain stream above is exactly RandomPlayTranscripts'
         self.hindsight = RandomPlayTranscripts(num_envs, seed + 1_000, max_steps, self.environment)
         self.pool: tuple[list[str], list[str]] = ([], [])

@@ -16,12 +16,9 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torchrl.envs import EnvBase
 
-from torchrl_glam.envs import TextEnvironment, require_environment
 from torchrl_glam.envs.keys import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, ACTION_MASK_KEY
 from torchrl_glam.envs.registry import environment_error
 from torchrl_glam.modules import GLAMAgent, LLMConfig, LLMScorer, make_scorer
-from torchrl_glam.offline import build_offline_model
-from torchrl_glam.offline.models import OFFLINE_PREFIX
 from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import all_true, average_gradients
 from torchrl_glam.training.eval_sets import EVAL_SETS
@@ -222,31 +219,27 @@ def make_glam_agent(cfg: GLAMConfig) -> GLAMAgent:
     return GLAMAgent(scorer, environment=cfg.environment)
 
 
-#: The offline models that an environment without ``legacy_offline_names`` gets in its own vocabulary.
-_OWN_OFFLINE_MODELS = (
-    None,
-    "offline:tiny-t5",
-    "offline:tiny-llama",
-    "offline:tiny-t5-pretrained",
-    "offline:tiny-llama-pretrained",
-)
+def model_of(cfg: GLAMConfig) -> str:
+    """What ``load_llm`` loads for the config: its model for its environment
+    (:attr:`GLAMConfig.resolved_model`), found and never built. An offline model not built on this
+    machine raises :class:`~torchrl_glam.offline.models.OfflineModelNotBuilt` naming the command that
+    builds it; :func:`build_model` builds it (a training run does, before it starts)."""
+    return cfg.resolved_model.path()
 
 
-def model_of(cfg: GLAMConfig) -> str | None:
-    """The model the config's ``model`` names for its environment (:func:`environment_model`)."""
-    return environment_model(cfg.model.name, cfg.environment)
+def build_model(cfg: GLAMConfig) -> str:
+    """Builds the config's offline model where it is neither shipped nor built on this machine yet
+    (with progress; once, then cached) and returns what ``load_llm`` loads: the explicit step before
+    :func:`make_glam_agent` for a config whose model may need building (another environment's
+    random-init tiny model, the tiny Llama models). Any other model is returned as named.
 
-
-def environment_model(model: str | None, environment: TextEnvironment) -> str | None:
-    """``model`` for ``environment``, offline models built on first use: an environment without
-    ``legacy_offline_names`` gets the tiny model built from its own vocabulary (random-init, or
-    pretrained on its own random-play transcripts) in place of the offline tiny models (whose
-    tokenizer holds the words of the one with legacy names, Playground-Text)."""
-    if not require_environment(environment).legacy_offline_names and model in _OWN_OFFLINE_MODELS:
-        return str(build_offline_model(model, environment))
-    if model is not None and model.startswith(OFFLINE_PREFIX):
-        return str(build_offline_model(model))
-    return model
+    Examples:
+        >>> from torchrl_glam.algorithms.sac_glam.config import make_config
+        >>> from torchrl_glam.training.factories import build_model
+        >>> build_model(make_config("smoke")).endswith("tiny-t5")  # shipped: nothing to build
+        True
+    """
+    return cfg.resolved_model.build()
 
 
 def agent_policy(agent, return_log_prob: bool = False) -> TensorDictSequential:

@@ -8,6 +8,8 @@ its loop body; :class:`TrainingRun` does the rest, the same way for every algori
   imports nothing heavy, so that ``--help`` and a refused field answer at once);
 * rank and world (data parallel, ``distributed.py``), the per-rank share of the environments, and
   seeding (the same initial weights on every rank, then different acting per rank);
+* the model an offline name means, built before anything else where this machine lacks it
+  (``ResolvedModel.build``, with progress: making the loss only loads);
 * the training environment and the :class:`EpisodeAssembler` that counts steps and finds finished
   episodes; the fixed greedy-evaluation environments;
 * restore and save of any dict of stateful pieces through their ``state_dict`` /
@@ -81,7 +83,7 @@ from torchrl_glam.training.config import GLAMConfig
 from torchrl_glam.training.distributed import any_true, init_distributed, rank_share
 from torchrl_glam.training.divergence import DivergenceError, check_divergence
 from torchrl_glam.training.evaluation import EVAL_SETS, evaluate
-from torchrl_glam.training.factories import NonFiniteLossError, check_env, make_env, make_eval_envs
+from torchrl_glam.training.factories import NonFiniteLossError, build_model, check_env, make_env, make_eval_envs
 from torchrl_glam.training.logging import RunLogger, last_evaluations
 from torchrl_glam.training.preemption import PREEMPTED, STOP, stop_on_signals
 from torchrl_glam.training.provenance import record_environment
@@ -161,6 +163,8 @@ class TrainingRun:
         check_env(cfg)
         # refuse a used run dir (unless --resume / --overwrite) and lock it against a second process
         prepare_run_dir(cfg.run.run_dir, self.options.resume, self.options.overwrite, self.rank, self.options.preset)
+        # an offline model this machine lacks is built now, with progress (make_loss only loads)
+        build_model(cfg)
         seed_everything(cfg.run.seed)  # the same initial weights on every rank
         self.env = make_env(cfg, num_envs=self.per_rank("num_envs"), seed=cfg.run.seed + 1000 * self.rank)
         self.acting_env = self.env  # the env, or the env under a transform that picks goals (autotelic)

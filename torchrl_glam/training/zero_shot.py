@@ -17,7 +17,7 @@ types (as in the training scripts' evaluations), so every type is represented.
 policy over legal candidates (the chance level; one row per goal set). ``--env babyai`` runs
 another registered environment (its goal sets, e.g. ``--goals train test``; ``--max-steps`` its
 time limit, as the training config's ``max_steps``); the offline tiny models then mean that
-environment's own (``training.factories.environment_model``). Rows are appended as each setting finishes, so
+environment's own (``offline.resolve``). Rows are appended as each setting finishes, so
 an interrupted run keeps what it measured; a setting already in the CSV (same label and setting)
 is skipped, so rerunning the command resumes it.
 
@@ -36,16 +36,23 @@ from collections.abc import Sequence
 
 import torch
 
-from torchrl_glam.envs import DEFAULT_ENVIRONMENT, TextEnvironment, get_environment
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT, TextEnvironment, get_environment, require_environment
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
 from torchrl_glam.objectives.common import render_observations
+from torchrl_glam.offline.resolve import resolve
 from torchrl_glam.training.evaluation import evaluate
-from torchrl_glam.training.factories import environment_model
 
 NORMALIZATIONS = ("sum", "mean")
 MODES = ("greedy", "sampled")
 #: ``--model random``: the uniformly random policy over legal candidates
 RANDOM = "random"
+
+
+def _environment(environment: TextEnvironment | None) -> TextEnvironment:
+    """The environment object given, or the default one (the paper's)."""
+    return get_environment(DEFAULT_ENVIRONMENT) if environment is None else require_environment(environment)
+
+
 _KEY_COLUMNS = ("model", "chat_template", "goals", "normalization", "mode", "tokenization", "episodes", "seed")
 
 
@@ -68,7 +75,7 @@ class ZeroShotPolicy:
         mode: str = "greedy",
         chat_template: bool = False,
         seed: int = 0,
-        environment: str | TextEnvironment = DEFAULT_ENVIRONMENT,
+        environment: TextEnvironment | None = None,
     ):
         if mode not in MODES + (RANDOM,):
             raise ValueError(f"mode must be one of {MODES + (RANDOM,)}, got {mode!r}")
@@ -80,7 +87,7 @@ class ZeroShotPolicy:
                 "use it with instruct models only (e.g. smollm2-135m)"
             )
         self.scorer, self.mode, self.chat_template = scorer, mode, chat_template
-        self.environment = get_environment(environment)
+        self.environment = _environment(environment)
         self.generator = torch.Generator().manual_seed(seed)
 
     def prompts(self, prompts: list[str]) -> list[str]:
@@ -121,14 +128,14 @@ def make_zero_shot_env(
     goals: str,
     episodes: int,
     seed: int,
-    environment: str | TextEnvironment = DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
     max_steps: int | None = None,
     goal_types: Sequence[str] | None = None,
 ):
     """One episode per sub-environment; ``train`` goals by type, as the training evaluations draw them;
     ``goal_types``: only those (an environment with the ``goal_types`` option, as the config's)."""
     sampling = "by_type" if goals == "train" else "uniform"
-    environment = get_environment(environment)
+    environment = _environment(environment)
     options = {}
     if goal_types is not None:
         if not any(option.name == "goal_types" and not option.state for option in environment.options):
@@ -172,7 +179,7 @@ def run_zero_shot(
     dtype: str = "float32",
     device: str = "cpu",
     log=print,
-    environment: str | TextEnvironment = DEFAULT_ENVIRONMENT,
+    environment: TextEnvironment | None = None,
     max_steps: int | None = None,
     goal_types: Sequence[str] | None = None,
 ) -> list[dict]:
@@ -180,7 +187,7 @@ def run_zero_shot(
     ``goals``: goal sets of ``environment`` (default: every one of its ``goal_sets``);
     ``model="random"``: the random policy;
     ``goal_types``: only those goal types (not a column of the CSV: give it a file of its own)."""
-    environment = get_environment(environment)
+    environment = _environment(environment)
     goal_sets = environment.goal_sets
     goals = goal_sets if goals is None else goals
     row_columns = columns(environment.goal_types)
@@ -204,7 +211,7 @@ def run_zero_shot(
     if model == RANDOM:
         llm, has_template = None, False
     else:
-        llm = load_llm(LLMConfig(environment_model(model, environment), dtype=dtype, device=device))
+        llm = load_llm(LLMConfig(resolve(model, environment).build(), dtype=dtype, device=device))
         has_template = getattr(llm.tokenizer, "chat_template", None) is not None
     if chat_template == "on" and not has_template:
         raise ValueError(f"the tokenizer of {label!r} has no chat template; use --chat-template off")

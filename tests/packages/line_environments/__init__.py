@@ -105,6 +105,11 @@ class LineEnv(EnvBase):
         return out
 
 
+#: How its offline tiny models are pretrained, declared in the entry-point group
+#: "torchrl_glam.transcript_recipes" where a test installs the package so
+TRANSCRIPT_RECIPE = {"max_steps": 6}
+
+
 class LineText(TextEnvironment):
     name = "line"
     episode_keys = ("goal_id",)

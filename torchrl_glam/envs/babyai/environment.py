@@ -48,6 +48,16 @@ if TYPE_CHECKING:
 LEVEL_OF_GOAL_SET = {"train": "MixedTrainLocal", "test": "MixedTestLocal"}
 
 
+def transcript_text(environment: BabyAIText) -> str:
+    """The text of its offline models' transcripts: a model pretrained on another wording is not reused."""
+    return environment.wording
+
+
+#: How its offline tiny models are pretrained (``torchrl_glam.offline.recipes``, declared in the
+#: entry-point group "torchrl_glam.transcript_recipes")
+TRANSCRIPT_RECIPE = {"max_steps": 20, "text": transcript_text}
+
+
 class BabyAIText(TextEnvironment):
     """BabyAI-Text (``experiments/babyai/design_notes.md``); ``mask_noops``: the environments it builds mask the
     actions that cannot change anything (and the action mask rule says so); ``history``: the past
@@ -111,7 +121,6 @@ class BabyAIText(TextEnvironment):
             state=True,
         ),
     )
-    pretraining_max_steps = 20
 
     def __init__(
         self,
@@ -126,11 +135,6 @@ class BabyAIText(TextEnvironment):
         self.wording = check_wording(wording or WORDINGS[0])
         self.step_keys = STEP_STATE_KEYS + (HISTORY_KEYS if history else ())
         self._variants: dict[tuple, BabyAIText] = {(history, self.wording): self}
-
-    @property
-    def text_version(self) -> str:
-        """The pretraining recipes' name of this text: models pretrained on another are not reused."""
-        return self.wording
 
     def with_options(self, history: int = 0, wording: str | None = None) -> BabyAIText:
         """This environment with ``history`` past observations in its prompts, in ``wording``

@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from torchrl_glam.envs.playground.torchrl_env import PlaygroundTextEnv
 
 
+#: How its offline tiny models are pretrained (``torchrl_glam.offline.recipes``, declared in the
+#: entry-point group "torchrl_glam.transcript_recipes"): both scene sizes, half each; the shipped
+#: weights keep the names and recipes they had before there were other environments.
+TRANSCRIPT_RECIPE = {"goal_sets": ("simplified", "train"), "hindsight": True, "unsuffixed": True}
+
+
 class PlaygroundText(TextEnvironment):
     """Playground-Text (docs/site/playground_text_spec.md); ``catalogue``: its goals (the shared
     one by default)."""
@@ -50,9 +56,6 @@ class PlaygroundText(TextEnvironment):
             maximum=len(OBJECT_NAMES),
         ),
     )
-    pretraining_goal_sets = ("simplified", "train")  # both scene sizes, half each
-    legacy_offline_names = True  # the shipped weights' names and recipes predate other environments
-    hindsight_tiny_models = True
     #: every object name a scene may hold, indexed by the ids of "objects"
     object_names = OBJECT_NAMES
 

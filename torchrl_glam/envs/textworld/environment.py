@@ -47,6 +47,17 @@ STEP_KEYS = ("observation", "inventory", "commands", GAME_OVER_KEY)
 NOOP_PREFIXES = ("look", "inventory", "examine ")
 
 
+def transcript_text(environment: TextWorldText) -> str:
+    """The pool its offline models were pretrained on: a model of another pool is never reused (the
+    history option changes the prompts' length, not their words: one model serves all)."""
+    return environment.pool.folder("train").name
+
+
+#: How its offline tiny models are pretrained (``torchrl_glam.offline.recipes``, declared in the
+#: entry-point group "torchrl_glam.transcript_recipes" for each family)
+TRANSCRIPT_RECIPE = {"max_steps": 20, "text": transcript_text}
+
+
 class TextWorldText(TextEnvironment):
     """A pool of TextWorld games of one family (:class:`~torchrl_glam.envs.textworld.games.GamePool`).
 
@@ -76,7 +87,6 @@ class TextWorldText(TextEnvironment):
             state=True,
         ),
     )
-    pretraining_max_steps = 20
 
     def __init__(
         self,
@@ -114,12 +124,6 @@ class TextWorldText(TextEnvironment):
             variant.step_keys = STEP_KEYS + (HISTORY_KEYS if history else ())
             self._variants[history] = variant
         return self._variants[history]
-
-    @property
-    def text_version(self) -> str:
-        """The pool its tiny model was pretrained on: a model of another pool is never reused (the
-        history option changes the prompts' length, not their words: one model serves all)."""
-        return self.pool.folder("train").name
 
     @property
     def catalogue(self) -> TextWorldGoalCatalogue:

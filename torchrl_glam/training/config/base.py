@@ -28,6 +28,7 @@ from torchrl_glam.training.config.values import abbreviated
 
 if TYPE_CHECKING:
     from torchrl_glam.envs import TextEnvironment
+    from torchrl_glam.offline.resolve import ResolvedModel
 
 C = TypeVar("C", bound="GLAMConfig")
 
@@ -195,6 +196,15 @@ class GLAMConfig:
         except ValueError as error:  # a value the environment refuses beyond its declared bounds
             raise ConfigError(f"bad config value in env.options: {error}") from None
 
+    @property
+    def resolved_model(self) -> ResolvedModel:
+        """``model.name`` read for the config's environment, by the one reading of a model name
+        (:func:`~torchrl_glam.offline.resolve.resolve`): ``path()`` finds it, ``build()`` builds an
+        offline model that is not built yet. Validation refuses a name it cannot read."""
+        from torchrl_glam.offline.resolve import resolve  # no torch
+
+        return resolve(self.model.name, self.environment)
+
     def validate(self: C) -> C:
         """Raises a :class:`ConfigError` naming the first field with a bad value: of the wrong type
         first (a config built in Python is typed here, one from text when it is read), then the
@@ -221,7 +231,7 @@ class GLAMConfig:
         or a hub name neither cached here nor reachable (a hub that cannot be reached would
         otherwise be retried for half a minute). Not part of :meth:`validate`, as check_device."""
         name = self.model.name
-        if name is None or name.startswith("offline:") or Path(name).expanduser().exists():
+        if self.resolved_model.is_offline or Path(name).expanduser().exists():
             return
         if name.startswith(("/", "./", "../", "~")) or name.endswith(".gguf"):
             raise ConfigError(

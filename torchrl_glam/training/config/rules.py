@@ -55,9 +55,17 @@ def environment_names() -> list[str]:
     return environment_names()
 
 
-def is_hindsight_tiny(model: str | None) -> bool:
-    """Whether ``model`` names a tiny model pretrained on Playground-Text's hindsight transcripts."""
-    return model is not None and model.startswith("offline:tiny-") and model.endswith("-hindsight")
+def model_problem(cfg: Any, environment: TextEnvironment) -> str | None:
+    """Why ``model.name`` means no model for the environment (an unknown offline model, or one of
+    another environment's), read by :func:`~torchrl_glam.offline.resolve.resolve` as the run will
+    read it; ``None`` when it means one."""
+    from torchrl_glam.offline.resolve import resolve  # no torch
+
+    try:
+        resolve(cfg.model.name, environment)
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 #: The device names ``torch.device`` accepts (c10's device types, an optional index): a config is
@@ -127,15 +135,11 @@ RULES: tuple[Rule, ...] = (
         lambda c, e: c.model.quantization in (None, "4bit", "8bit"),
         "none, '4bit' or '8bit'",
     ),
-    # the tiny models pretrained with hindsight goals exist for some environments only
+    # an offline model name means a model of the environment's own words (resolve reads it once)
     Rule(
         "model.name",
-        lambda c, e: e.hindsight_tiny_models or not is_hindsight_tiny(c.model.name),
-        lambda c, e: (
-            f"a model for env={c.env.name!r}: the tiny models pretrained with hindsight goals exist "
-            "for Playground-Text only; offline:tiny-t5-pretrained is pretrained on this environment's "
-            "own random-play transcripts, model=none is a random-init tiny model of its vocabulary"
-        ),
+        lambda c, e: model_problem(c, e) is None,
+        lambda c, e: f"a model of env={c.env.name!r} ({model_problem(c, e)})",
     ),
     # 4-bit / 8-bit weights cannot be trained: only LoRA adapters on top of them can
     Rule(
