@@ -16,7 +16,7 @@ import sys
 import torch
 
 from torchrl_glam.algorithms.sac_glam.build import load_trained_loss
-from torchrl_glam.data.episodes import step_success
+from torchrl_glam.envs import step_success
 from torchrl_glam.envs.babyai.text import ACTIONS
 from torchrl_glam.training.factories import act, make_eval_envs
 

@@ -212,7 +212,6 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     """``grasp_first_step`` for a model's greedy choice before any training (critic: nan)."""
     from torchrl_glam.algorithms.sac_glam.config import make_config
     from torchrl_glam.modules import LLMConfig, LLMScorer, load_llm
-    from torchrl_glam.objectives.common import render_observations
     from torchrl_glam.training.zero_shot import ZeroShotPolicy
 
     env = make_eval_envs(make_config(CPU_FULL).replace(eval_sets=["train"], eval_episodes=EPISODES))["train"]
@@ -223,7 +222,7 @@ def zero_shot_first_step(model: str, normalization: str, chat_template: bool, ep
     llm = load_llm(LLMConfig(model))
     scorer = LLMScorer(llm.model, llm.tokenizer, llm.is_encoder_decoder, normalization=normalization)
     policy = ZeroShotPolicy(scorer, chat_template=chat_template)
-    prompts, actions, mask = render_observations(td, environment=PLAYGROUND)
+    prompts, actions, mask = PLAYGROUND.observations(td)
     chunks = range(0, len(prompts), 32)  # scoring all at once takes ~13 GB with SmolLM2
     scores = torch.cat(
         [scorer(policy.prompts(prompts[i : i + 32]), actions[i : i + 32], mask[i : i + 32])[0].float() for i in chunks]

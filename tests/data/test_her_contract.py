@@ -228,7 +228,7 @@ def test_relabeled_successes_replay_as_episodes_that_could_have_happened(environ
 
 
 def test_relabeling_only_to_the_training_goals_keeps_those_sections_and_the_contract(environment):
-    """``relabel_goals`` (``replay.her_goals=training``) keeps exactly the sections relabeled with a
+    """``relabel_goals`` (``hindsight.her_goals=training``) keeps exactly the sections relabeled with a
     goal of the training set, and they still replay as episodes that could have happened."""
     num_envs, steps, max_steps = PLAY[environment.name]
     env, episodes, origins = _collect(environment, num_envs, steps, max_steps)

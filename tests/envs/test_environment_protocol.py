@@ -89,16 +89,13 @@ def test_the_registry_refuses_duplicates_and_non_environments():
         unregister_environment("not_an_env")
 
 
-def test_render_observations_of_a_mapping_of_state_keys_gives_the_environments_text():
+def test_the_observations_of_a_mapping_of_state_keys_are_the_environments_text():
     from torchrl_glam.data.replay import GoalReplay
     from torchrl_glam.envs.playground import GoalCatalogue
-    from torchrl_glam.objectives.common import render_observations
 
     env = PlaygroundTextEnv(2, seed=0, text=True)
     td = env.reset()
-    prompts, _, mask = render_observations(
-        {k: td[k] for k in get_environment("playground").state_keys}, environment=PLAYGROUND
-    )
+    prompts, _, mask = PLAYGROUND.observations({k: td[k] for k in PLAYGROUND.state_keys})
     assert prompts == list(td["prompt"]) and torch.equal(mask, td["action_mask"])
     assert GoalReplay(capacity=4, prioritized=False, environment=PLAYGROUND).environment.name == "playground"
     # a goal catalogue where an environment goes (the catalogue= of 0.1.0) is named, not looked up

@@ -237,12 +237,12 @@ def test_a_sweep_may_write_its_overrides_by_section(tmp_path):
     sweep = {
         "name": "sections",
         "preset": "smoke",
-        "overrides": {"replay": {"her": False}, "run": {"total_steps": 64}},
+        "overrides": {"hindsight": {"her": False}, "run": {"total_steps": 64}},
         "variants": {"short": {"algorithm": {"batch_size": 16}}},
         "seeds": [0],
     }
     (run,) = expand_sweep(sweep, tmp_path)
-    assert run.overrides == {"replay.her": False, "run.total_steps": 64, "algorithm.batch_size": 16}
-    assert {"replay.her=false", "run.total_steps=64", "algorithm.batch_size=16"} <= set(run.argv())
+    assert run.overrides == {"hindsight.her": False, "run.total_steps": 64, "algorithm.batch_size": 16}
+    assert {"hindsight.her=false", "run.total_steps=64", "algorithm.batch_size=16"} <= set(run.argv())
     with pytest.raises(ValueError, match="sets 'seed' in its overrides"):
         expand_sweep({**sweep, "overrides": {"run": {"seed": 3}}}, tmp_path)

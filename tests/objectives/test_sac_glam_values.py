@@ -13,7 +13,7 @@ from test_sac_glam_formulas import weighted_batch
 
 from torchrl_glam.algorithms.sac_glam.build import make_loss
 from torchrl_glam.algorithms.sac_glam.config import make_config
-from torchrl_glam.data.episodes import step_success
+from torchrl_glam.envs import step_success
 from torchrl_glam.modules import MASKED_LOGIT, SCORES_KEY
 from torchrl_glam.objectives.common import score_states
 

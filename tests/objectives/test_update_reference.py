@@ -11,7 +11,6 @@ from tensordict import TensorDict
 from update_reference import LOSS_TERMS, make_loss_and_env, one_update
 
 from torchrl_glam.modules.length_groups import CPU_GROUP_TOKEN_PAIRS, length_groups
-from torchrl_glam.objectives.common import render_observations
 
 REFERENCE = Path(__file__).parent / "references" / "update_b96b62f.safetensors"
 
@@ -30,10 +29,7 @@ def test_one_update_equals_b96b62fs_to_1e6(reference):
     batch, expected = reference
     loss, _ = make_loss_and_env()
     # the batch's prompts are long enough to be scored in several length groups
-    prompts, _, _ = render_observations(
-        {k: batch[k] for k in (*loss.environment.episode_keys, *loss.environment.step_keys)},
-        environment=loss.environment,
-    )
+    prompts, _, _ = loss.environment.observations({k: batch[k] for k in loss.environment.state_keys})
     lengths = torch.tensor([len(ids) for ids in loss.scorer.tokenizer(list(prompts))["input_ids"]])
     assert len(length_groups(lengths, CPU_GROUP_TOKEN_PAIRS)) > 1
     got = one_update(loss, batch)

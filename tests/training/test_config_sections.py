@@ -20,14 +20,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_config_is_in_sections():
     cfg = make_config(study_preset("babyai", "cpu_babyai_goto_pickup"))
-    assert set(cfg.to_dict()) == {"env", "model", "algorithm", "replay", "run"}
-    assert set(make_ppo_config().to_dict()) == {"env", "model", "algorithm", "run"}
+    assert set(cfg.to_dict()) == {"env", "model", "algorithm", "hindsight", "replay", "run"}
+    assert set(make_ppo_config().to_dict()) == {"env", "model", "algorithm", "hindsight", "run"}
     assert (cfg.env.name, cfg.env.options["goal_types"], cfg.env.options["history"]) == (
         "babyai",
         ["goto", "pickup"],
         2,
     )
-    assert (cfg.model.name, cfg.replay.her, cfg.algorithm.gamma, cfg.run.total_steps) == (
+    assert (cfg.model.name, cfg.hindsight.her, cfg.algorithm.gamma, cfg.run.total_steps) == (
         "offline:tiny-t5-pretrained",
         True,
         0.9,
@@ -36,18 +36,18 @@ def test_the_config_is_in_sections():
 
 
 def test_a_field_is_named_by_its_path_or_by_its_name_where_that_is_unique():
-    assert parse_overrides(["replay.her=false"]) == parse_overrides(["her=false"]) == {"replay.her": False}
+    assert parse_overrides(["hindsight.her=false"]) == parse_overrides(["her=false"]) == {"hindsight.her": False}
     # an environment's option by its name alone, where the overrides name the environment
     assert parse_overrides(["env=babyai", "history=2"]) == {"env.name": "babyai", "env.options.history": 2}
     assert parse_overrides(["env=babyai", "model=none"]) == {"env.name": "babyai", "model.name": None}
     with pytest.raises(ConfigError, match="'name' is ambiguous: say env.name or model.name"):
         parse_overrides(["name=babyai"])
-    with pytest.raises(ConfigError, match="unknown config field 'replay.hre'; did you mean 'replay.her'"):
-        parse_overrides(["replay.hre=true"])
+    with pytest.raises(ConfigError, match="unknown config field 'hindsight.hre'; did you mean 'hindsight.her'"):
+        parse_overrides(["hindsight.hre=true"])
     # the Python API takes the same names, and sections as dicts (a sweep file's YAML)
     cfg = make_config("smoke")
-    assert cfg.replace(her=False) == cfg.replace({"replay.her": False}) == cfg.replace({"replay": {"her": False}})
-    assert cfg.get("her") is cfg.replay.her and cfg.get("replay.her") is cfg.replay.her
+    assert cfg.replace(her=False) == cfg.replace({"hindsight.her": False}) == cfg.replace({"hindsight": {"her": False}})
+    assert cfg.get("her") is cfg.hindsight.her and cfg.get("hindsight.her") is cfg.hindsight.her
 
 
 def test_the_environment_s_own_options_are_in_env_options_and_refused_where_it_lacks_them():
@@ -87,6 +87,22 @@ def test_a_config_json_of_0_3_0_holding_every_environment_s_options_is_read():
     saved["env"]["options"]["history"] = 2  # a value 0.3.0 refused for Playground-Text
     with pytest.raises(ConfigError, match="env='playground' has no option 'history'"):
         SACGLAMConfig.from_dict(saved)
+
+
+def test_a_config_json_of_0_3_0_with_her_in_replay_or_algorithm_is_read_under_hindsight():
+    """Issue 86 (item 7): HER's fields are in one section, ``hindsight``, for both algorithms; a
+    run of 0.3.0 (SAC-GLAM's in ``replay``, PPO-GLAM's in ``algorithm``) reads and resumes."""
+    sac = make_config("smoke", {"her_twins": True, "her_ratio": 0.25}).to_dict()
+    hindsight = sac.pop("hindsight")
+    former = {**sac, "replay": {**sac["replay"], **hindsight}}
+    assert "her_twins" in former["replay"] and "hindsight" not in former
+    assert SACGLAMConfig.from_dict(former) == make_config("smoke", {"her_twins": True, "her_ratio": 0.25})
+    ppo = make_ppo_config("cpu", {"her": True, "her_filter": "aligned"}).to_dict()
+    hindsight = ppo.pop("hindsight")
+    former = {**ppo, "algorithm": {**ppo["algorithm"], **hindsight}}
+    assert PPOGLAMConfig.from_dict(former).hindsight.her_filter == "aligned"
+    assert list(make_config("smoke").to_dict()) == ["env", "model", "run", "algorithm", "hindsight", "replay"]
+    assert list(make_ppo_config("cpu").to_dict()) == ["env", "model", "run", "algorithm", "hindsight"]
 
 
 def test_text_values_are_typed_like_the_command_line_and_typed_values_must_have_the_type():
@@ -145,9 +161,9 @@ def test_a_preset_extends_another_and_changes_only_what_it_names():
 
 def test_a_preset_file_of_your_own_runs_from_the_command_line(tmp_path):
     mine = tmp_path / "no_her.yaml"
-    mine.write_text("# cpu without HER, shorter\nextends: cpu\nreplay:\n  her: false\nrun:\n  total_steps: 1000\n")
+    mine.write_text("# cpu without HER, shorter\nextends: cpu\nhindsight:\n  her: false\nrun:\n  total_steps: 1000\n")
     cfg, options = parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(mine), "seed=2"])
-    assert (cfg.replay.her, cfg.run.total_steps, cfg.algorithm.actor_lr) == (False, 1000, 1.5e-5)
+    assert (cfg.hindsight.her, cfg.run.total_steps, cfg.algorithm.actor_lr) == (False, 1000, 1.5e-5)
     assert cfg.run.run_dir == str(Path("runs/sac_glam/no_her/seed2"))  # its own folder, by the file's name
     (tmp_path / "bad.yaml").write_text("extends: nowhere\n")
     with pytest.raises(ConfigError, match="extends 'nowhere', which is not a preset"):
@@ -160,10 +176,12 @@ def test_a_preset_file_of_your_own_runs_from_the_command_line(tmp_path):
 def test_a_preset_file_extends_another_file_by_its_path_from_its_own_folder(tmp_path):
     (tmp_path / "study").mkdir()
     (tmp_path / "study" / "base.yaml").write_text("# shorter cpu\nextends: cpu\nrun:\n  total_steps: 1000\n")
-    (tmp_path / "study" / "no_her.yaml").write_text("# base without HER\nextends: ./base.yaml\nreplay:\n  her: false\n")
+    (tmp_path / "study" / "no_her.yaml").write_text(
+        "# base without HER\nextends: ./base.yaml\nhindsight:\n  her: false\n"
+    )
     (tmp_path / "other.yaml").write_text("# from another folder\nextends: study/no_her.yaml\nrun:\n  seed: 3\n")
     cfg, _ = parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(tmp_path / "other.yaml")])
-    assert (cfg.replay.her, cfg.run.total_steps, cfg.run.seed, cfg.algorithm.actor_lr) == (False, 1000, 3, 1.5e-5)
+    assert (cfg.hindsight.her, cfg.run.total_steps, cfg.run.seed, cfg.algorithm.actor_lr) == (False, 1000, 3, 1.5e-5)
     assert cfg.run.run_dir == str(Path("runs/sac_glam/other/seed3"))
     (tmp_path / "lost.yaml").write_text("extends: ./study/nowhere.yaml\n")
     with pytest.raises(ConfigError, match=r"extends './study/nowhere.yaml', but there is no file .*study/nowhere.yaml"):
@@ -177,7 +195,7 @@ def test_a_run_s_config_json_is_by_section_and_loads_back(tmp_path):
     cfg = make_config("smoke", {"seed": 4, "num_objects": 3})
     (tmp_path / "config.json").write_text(cfg.to_json())
     saved = json.loads((tmp_path / "config.json").read_text())
-    assert saved["replay"]["her"] is True and saved["run"]["seed"] == 4
+    assert saved["hindsight"]["her"] is True and saved["run"]["seed"] == 4
     assert SACGLAMConfig.from_dict(saved) == cfg
 
 
@@ -187,7 +205,8 @@ def test_a_saved_config_without_sections_is_refused_naming_the_version():
     cfg = make_config("smoke", {"seed": 1})
     flat = by_name(cfg)  # torchrl_glam 0.2's config.json and checkpoints: field names, no sections
     refusal = (
-        r"a saved SACGLAMConfig holds its fields in sections \(env, model, run, algorithm, replay\).*torchrl_glam 0\.2"
+        r"a saved SACGLAMConfig holds its fields in sections \(env, model, run, algorithm, hindsight, replay\)"
+        r".*torchrl_glam 0\.2"
     )
     with pytest.raises(ConfigError, match=refusal):
         SACGLAMConfig.from_dict(flat)
@@ -223,8 +242,10 @@ def test_a_field_in_the_wrong_section_names_the_section_that_holds_it(tmp_path):
     mine.write_text("extends: cpu\nalgorithm:\n  her: false\n")
     with pytest.raises(ConfigError) as error:
         parse_command_line(SACGLAMConfig, PRESETS, ["--preset", str(mine)])
-    assert "did you mean 'replay.her'?" in str(error.value) and "her is a field of replay" in str(error.value)
-    with pytest.raises(ConfigError, match=r"did you mean 'replay.her'\?"):
-        parse_overrides(["algorithm.her=false"])
+    assert "did you mean 'hindsight.her'?" in str(error.value) and "her is a field of hindsight" in str(error.value)
+    with pytest.raises(
+        ConfigError, match=r"her is a field of hindsight, not of replay; did you mean 'hindsight.her'\?"
+    ):
+        parse_overrides(["replay.her=false"])  # 0.3.0's path: refused, naming today's
     with pytest.raises(ConfigError, match=r"unknown config field 'algorithm.lr'; did you mean"):
         parse_overrides(["algorithm.lr=1"])  # a name no section holds: the nearest one, as before

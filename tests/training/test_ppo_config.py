@@ -32,7 +32,7 @@ def test_ppo_glam_preset_is_table_1():
         "4bit",
         "cuda",
     )
-    assert (cfg.env.goals, cfg.algorithm.her, cfg.algorithm.ppo_loss) == ("train", False, "clip")
+    assert (cfg.env.goals, cfg.hindsight.her, cfg.algorithm.ppo_loss) == ("train", False, "clip")
     sac = make_config("sac_glam")  # the same model as the SAC-GLAM run it is compared with
     assert (cfg.model.name, cfg.model.lora_rank, cfg.model.quantization, cfg.model.normalization) == (
         sac.model.name,
@@ -65,10 +65,15 @@ def test_the_comparison_presets_differ_from_sac_glams_by_the_algorithm_only(ppo_
 
 def test_cpu_preset_is_table_1_on_the_simplified_set():
     ppo = make_ppo_config()  # cpu is the default
-    assert ppo.model.name == "offline:tiny-t5-pretrained" and ppo.env.goals == "simplified" and not ppo.algorithm.her
+    assert ppo.model.name == "offline:tiny-t5-pretrained" and ppo.env.goals == "simplified" and not ppo.hindsight.her
     assert ppo.transitions_per_update == 2048 and ppo.algorithm.epochs == 16  # Table 1's schedule
-    her = make_ppo_config(study_preset("cpu_figure2", "cpu_her", "ppo_glam")).algorithm
-    assert (her.her, her.ppo_loss, her.her_filter, her.her_centred) == (True, "clip", "aligned", False)
+    her = make_ppo_config(study_preset("cpu_figure2", "cpu_her", "ppo_glam"))
+    assert (her.hindsight.her, her.algorithm.ppo_loss, her.hindsight.her_filter, her.hindsight.her_centred) == (
+        True,
+        "clip",
+        "aligned",
+        False,
+    )
 
 
 def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
@@ -81,7 +86,7 @@ def test_babyai_preset_has_glams_ppo_schedule_and_sac_glams_update_compute():
         ppo.algorithm.rollout_steps,
         ppo.algorithm.epochs,
         ppo.algorithm.minibatch_size,
-        ppo.algorithm.her,
+        ppo.hindsight.her,
     ) == (32, 40, 4, 64, False)
     # the comparison spends the same scorer updates per environment step on each algorithm
     assert ppo.algorithm.epochs == sac.algorithm.num_updates * sac.algorithm.batch_size / sac.algorithm.update_frequency
@@ -92,7 +97,7 @@ def test_overrides_are_typed_by_the_ppo_fields():
         ["her=true", "ppo_loss=kl", "kl_target=none", "max_grad_norm=none", "epochs=4", "lr=3e-4"]
     )
     assert overrides == {
-        "algorithm.her": True,
+        "hindsight.her": True,
         "algorithm.ppo_loss": "kl",
         "algorithm.kl_target": None,
         "algorithm.max_grad_norm": None,

@@ -113,7 +113,7 @@ def run_example(args):
 def test_smoke_run_of_the_example(tmp_path):
     run = tmp_path / "run"
     assert run_example(["--run-dir", str(run), "her=true", "her_filter=aligned"]) == 0
-    assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["algorithm"]["her"]
+    assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["hindsight"]["her"]
     scalars = run / "logs" / "scalars"
     for name in [
         "loss_objective",

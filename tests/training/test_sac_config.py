@@ -27,14 +27,14 @@ def test_paper_presets_follow_tables_2_and_3():
         table2.algorithm.alpha_lr,
         table2.algorithm.n_step,
     ) == (1e-4, 1e-4, 2e-3, 3)
-    assert (table2.algorithm.alpha_init, table2.algorithm.target_entropy, table2.replay.her) == (0.005, 0.0, False)
+    assert (table2.algorithm.alpha_init, table2.algorithm.target_entropy, table2.hindsight.her) == (0.005, 0.0, False)
     assert (table2.replay.buffer_capacity, table2.env.num_envs, table2.env.goals) == (100_000, 32, "train")
     table3 = make_config("sac_glam_her")
     assert (
         table3.algorithm.alpha_init,
         table3.algorithm.target_entropy,
-        table3.replay.her,
-        table3.replay.her_ratio,
+        table3.hindsight.her,
+        table3.hindsight.her_ratio,
     ) == (0.05, 0.01, True, 0.5)
     assert (
         make_config().model.name == "offline:tiny-t5-pretrained" and make_config().env.goals == "simplified"
@@ -61,15 +61,15 @@ def test_overrides_are_typed():
     overrides = parse_overrides(["batch_size=64", "her=false", "model=none", "gamma=0.9", "loggers=csv,tensorboard"])
     assert overrides == {
         "algorithm.batch_size": 64,
-        "replay.her": False,
+        "hindsight.her": False,
         "model.name": None,
         "algorithm.gamma": 0.9,
         "run.loggers": ["csv", "tensorboard"],
     }
     assert make_config("cpu", overrides).algorithm.batch_size == 64
-    assert parse_overrides(["env=babyai", "replay.her=false", "env.options.history=0"]) == {
+    assert parse_overrides(["env=babyai", "hindsight.her=false", "env.options.history=0"]) == {
         "env.name": "babyai",
-        "replay.her": False,
+        "hindsight.her": False,
         "env.options.history": 0,
     }
     # without an environment named, an option is kept as given: validation types it
@@ -80,7 +80,7 @@ def test_overrides_are_typed():
     "pairs, message",
     [
         (["batch_size=lots"], "algorithm.batch_size='lots'"),
-        (["her=maybe"], "replay.her='maybe'"),
+        (["her=maybe"], "hindsight.her='maybe'"),
         (["name=x"], "'name' is ambiguous: say env.name or model.name"),
         (["bach_size=3"], "unknown config field.*batch_size"),
         (["batch_size"], "not key=value"),
@@ -180,13 +180,13 @@ def test_the_paper_options_of_the_losses_and_replay_reach_them_and_default_to_th
 def test_her_goals_training_relabels_only_with_the_training_goal_set():
     from torchrl_glam.algorithms.sac_glam.build import make_episode_processing
 
-    cfg = make_config("smoke", {"replay.her": True, "replay.her_goals": "training"})
+    cfg = make_config("smoke", {"hindsight.her": True, "hindsight.her_goals": "training"})
     her, _, _ = make_episode_processing(cfg)
     training = torch.as_tensor(cfg.environment.catalogue.goal_set(cfg.env.goals), dtype=torch.long)
     assert torch.equal(her.relabel_goals, training)
-    assert make_episode_processing(make_config("smoke", {"replay.her": True}))[0].relabel_goals is None  # the paper
-    with pytest.raises(ValueError, match=r"replay.her_goals='rooms'.*expected 'reported' or 'training'"):
-        make_config("smoke", {"replay.her_goals": "rooms"})
+    assert make_episode_processing(make_config("smoke", {"hindsight.her": True}))[0].relabel_goals is None  # the paper
+    with pytest.raises(ValueError, match=r"hindsight.her_goals='rooms'.*expected 'reported' or 'training'"):
+        make_config("smoke", {"hindsight.her_goals": "rooms"})
 
 
 def test_ratio_batches_without_her_are_refused_and_the_default_follows_her():

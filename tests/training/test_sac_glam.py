@@ -152,7 +152,7 @@ def test_smoke_run_of_the_example(tmp_path):
         ["--preset", "smoke", "--run-dir", str(run), "--no-progress", f"eval_sets={','.join(sets)}"]
     )
     assert code == 0
-    assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["replay"]["her"]
+    assert (run / "checkpoint.pt").exists() and json.loads((run / "config.json").read_text())["hindsight"]["her"]
     scalars = run / "logs" / "scalars"
     for name in [
         "loss_qvalue",

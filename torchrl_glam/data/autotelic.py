@@ -37,9 +37,14 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs.transforms import Transform
 
 from torchrl_glam.data.curriculum import LearningProgress, choose_goals, goal_groups
-from torchrl_glam.data.episodes import step_success
 from torchrl_glam.data.goal_memory import GoalMemory
-from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, require_environment
+from torchrl_glam.envs import (
+    ACHIEVED_GOAL_COUNT_KEY,
+    ACHIEVED_GOAL_IDS_KEY,
+    TextEnvironment,
+    require_environment,
+    step_success,
+)
 
 #: The goal of episodes that start before any goal is known (its object is kept out of the scene).
 NEUTRAL_GOAL = "Grasp red door"

@@ -30,7 +30,13 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl_glam.envs import ACHIEVED_GOAL_COUNT_KEY, ACHIEVED_GOAL_IDS_KEY, TextEnvironment, require_environment
+from torchrl_glam.envs import (
+    ACHIEVED_GOAL_COUNT_KEY,
+    ACHIEVED_GOAL_IDS_KEY,
+    TextEnvironment,
+    require_environment,
+    step_success,
+)
 
 #: what a step returned besides the next state: zero on a padded step (nothing happened there)
 EVENT_KEYS = ("reward", "terminated", "truncated", ACHIEVED_GOAL_COUNT_KEY)
@@ -46,12 +52,6 @@ def step_keys(*, environment: TextEnvironment) -> tuple[str, ...]:
 def next_keys(*, environment: TextEnvironment) -> tuple[str, ...]:
     """The keys of an episode step under "next": the next state and what the step returned."""
     return require_environment(environment).step_keys + RETURNED_KEYS
-
-
-def step_success(next_state: TensorDictBase) -> torch.Tensor:
-    """bool, the shape of its "terminated": whether each step is a success, a rewarded terminal
-    step (an environment may also end an episode on a failure). ``next_state``: a step's "next"."""
-    return next_state["terminated"] & (next_state["reward"] > 0)
 
 
 def episode_success(episodes: TensorDictBase) -> torch.Tensor:

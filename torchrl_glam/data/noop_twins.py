@@ -28,8 +28,8 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs.transforms import Transform
 
-from torchrl_glam.data.episodes import EVENT_KEYS, step_success
-from torchrl_glam.envs import TextEnvironment, require_environment
+from torchrl_glam.data.episodes import EVENT_KEYS
+from torchrl_glam.envs import TextEnvironment, require_environment, step_success
 
 
 def successes(episodes: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:

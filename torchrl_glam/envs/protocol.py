@@ -147,6 +147,12 @@ class TextEnvironment(abc.ABC):
     def vocabulary_words(self) -> list[str]:
         """Every word of a prompt or of an action, to build a word-level tokenizer from."""
 
+    def observations(self, state: Mapping[str, torch.Tensor]) -> tuple[list[str], list[list[str]], torch.Tensor]:
+        """What the LLM reads of a flat batch of compact states: :meth:`render`'s prompts [B] and
+        candidates [B][A], and :meth:`action_mask` [B, A]."""
+        prompts, actions = self.render(state)
+        return prompts, actions, self.action_mask(state)
+
     def num_actions(self, env: EnvBase) -> int:
         """A, the number of candidates of ``env`` (an environment :meth:`make_env` built)."""
         return int(env.full_action_spec["action"].space.n)
@@ -235,6 +241,13 @@ class TextEnvironment(abc.ABC):
             raise self._missing(capability, feature)
 
 
+def step_success(next_state: Any) -> torch.Tensor:
+    """bool, the shape of its ``"terminated"``: whether each step is a success, a terminal step with
+    a reward (an environment may also end an episode on a failure, with reward 0).
+    ``next_state``: a step's ``"next"``."""
+    return next_state["terminated"] & (next_state["reward"] > 0)
+
+
 def require_environment(environment: Any) -> TextEnvironment:
     """``environment`` itself when it is a :class:`TextEnvironment`. The library's objects take the
     environment object, resolved once where a name is given (a config's ``environment``,
@@ -253,4 +266,5 @@ __all__ = [
     "MissingCapability",
     "TextEnvironment",
     "require_environment",
+    "step_success",
 ]

@@ -24,14 +24,6 @@ from torchrl_glam.modules import (
 )
 
 
-def render_observations(state, *, environment: TextEnvironment):
-    """Prompts [B], candidates [B][A] and action mask [B, A] of a flat batch of compact states
-    (``state[k]`` for each of the environment's state keys; default environment: Playground-Text)."""
-    environment = require_environment(environment)
-    prompts, actions = environment.render(state)
-    return prompts, actions, environment.action_mask(state)
-
-
 def score_states(
     scorer: LLMScorer,
     batch: TensorDictBase,
@@ -67,7 +59,7 @@ def score_states(
         prompts, actions = batch[prefix + (PROMPT_KEY,)], batch[prefix + (ACTIONS_KEY,)]
         mask = environment.action_mask(state)
     else:
-        prompts, actions, mask = render_observations(state, environment=environment)
+        prompts, actions, mask = environment.observations(state)
     mask = mask.to(batch["goal_id"].device)
     scores, action_hidden, prompt_hidden = scorer(prompts, actions, mask)
     return {SCORES_KEY: scores, "action_mask": mask, ACTION_HIDDEN_KEY: action_hidden, PROMPT_HIDDEN_KEY: prompt_hidden}

@@ -53,8 +53,7 @@ from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
 
-from torchrl_glam.data.episodes import step_success
-from torchrl_glam.envs import TextEnvironment, require_environment
+from torchrl_glam.envs import TextEnvironment, require_environment, step_success
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     PROMPT_HIDDEN_KEY,

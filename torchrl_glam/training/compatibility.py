@@ -47,11 +47,36 @@ FORMER_VERSIONS: dict[str, FormerVersion] = {
         'SAC-GLAM configs with replay.batch_strategy "ratio" and replay.her false (uniform batches)',
         "read: as the default (unset: uniform without HER)",
     ),
+    "her_fields_0_3": FormerVersion(
+        "0.3.0",
+        "HER's fields in SAC-GLAM's replay and PPO-GLAM's algorithm sections (MOVED_FIELDS)",
+        "read: under hindsight",
+    ),
     "every_environment_option_0_3": FormerVersion(
         "0.3.0",
         "config.json listing every environment's options (OPTIONS_0_3_DEFAULTS)",
         "read: the options its environment does not declare, at their defaults, are dropped",
     ),
+}
+
+#: The fields that moved to another section, by former path -> path now: HER's fields moved from
+#: SAC-GLAM's ``replay`` and PPO-GLAM's ``algorithm`` to both configs' ``hindsight`` (0.4.0). A
+#: saved config is read with them moved (``GLAMConfig.saved_values``); on a command line the
+#: former path is refused naming the new one (the short names, ``her=true``, are unchanged).
+MOVED_FIELDS: dict[str, str] = {
+    **{
+        f"replay.{name}": f"hindsight.{name}"
+        for name in (
+            "her",
+            "her_ratio",
+            "her_max_per_episode",
+            "her_goals",
+            "her_negatives",
+            "her_negatives_from",
+            "her_twins",
+        )
+    },
+    **{f"algorithm.{name}": f"hindsight.{name}" for name in ("her", "her_filter", "her_centred", "her_ratio")},
 }
 
 #: The fix every refusal of an earlier version's run offers.
@@ -76,4 +101,4 @@ def written_by(what: str, case: str, detail: str = "") -> str:
     )
 
 
-__all__ = ["FORMER_VERSIONS", "NEW_RUN", "FormerVersion", "written_by"]
+__all__ = ["FORMER_VERSIONS", "MOVED_FIELDS", "NEW_RUN", "FormerVersion", "written_by"]

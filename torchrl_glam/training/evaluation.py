@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torchrl.envs import EnvBase
 
-from torchrl_glam.data.episodes import step_success
+from torchrl_glam.envs import step_success
 from torchrl_glam.training.eval_sets import EVAL_SETS, EvalSet
 
 __all__ = ["EVAL_SETS", "EvalSet", "Transcripts", "evaluate"]

@@ -38,7 +38,6 @@ import torch
 
 from torchrl_glam.envs import DEFAULT_ENVIRONMENT, TextEnvironment, get_environment, require_environment
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
-from torchrl_glam.objectives.common import render_observations
 from torchrl_glam.offline.resolve import resolve
 from torchrl_glam.training.evaluation import evaluate
 
@@ -109,7 +108,7 @@ class ZeroShotPolicy:
                 torch.multinomial(mask.float(), 1, generator=self.generator).squeeze(-1).to(td["goal_id"].device)
             )
             return td
-        prompts, actions, mask = render_observations(state, environment=self.environment)
+        prompts, actions, mask = self.environment.observations(state)
         scores = (
             self.scorer(self.prompts(prompts), actions, mask.to(next(self.scorer.model.parameters()).device))[0]
             .float()

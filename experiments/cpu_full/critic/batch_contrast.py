@@ -67,7 +67,7 @@ for run in sys.argv[1:]:
         )
     per_batch = totals / BATCHES
     print(
-        f"{run},{state['assembler']['env_steps']},{cfg.replay.batch_strategy},{cfg.replay.her_negatives},{cfg.algorithm.batch_size},"
+        f"{run},{state['assembler']['env_steps']},{cfg.replay.batch_strategy},{cfg.hindsight.her_negatives},{cfg.algorithm.batch_size},"
         + ",".join(f"{x:.2f}" for x in per_batch),
         flush=True,
     )

@@ -99,7 +99,7 @@ if __name__ == "__main__":
         for name, row in rows.items():
             print(f"{run_dir},{steps},{name},{row[0]}," + ",".join(f"{float(x):.3f}" for x in row[1:]), flush=True)
         # a batch: her_ratio of it relabeled steps, the rest original steps, each drawn uniformly
-        weight = {"relabeled": cfg.replay.her_ratio, "original": 1 - cfg.replay.her_ratio}
+        weight = {"relabeled": cfg.hindsight.her_ratio, "original": 1 - cfg.hindsight.her_ratio}
         grasps = sum(weight[n] * float(rows[n][1]) for n in rows)
         success = sum(weight[n] * float(rows[n][1]) * float(rows[n][2]) for n in rows)
         print(f"{run_dir},{steps},batch,,{grasps:.3f},{success / max(grasps, 1e-9):.3f},,,", flush=True)

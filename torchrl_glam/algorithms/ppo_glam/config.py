@@ -2,7 +2,8 @@
 
 ``PPOGLAMConfig`` shares the ``env``, ``model`` and ``run`` sections and all the machinery
 (validation naming the field, typed overrides, presets as files, JSON) with ``SACGLAMConfig``
-(:class:`~torchrl_glam.training.config.GLAMConfig`); its own fields are in ``algorithm``. Presets
+(:class:`~torchrl_glam.training.config.GLAMConfig`); its own fields are in ``algorithm`` and
+``hindsight``. Presets
 are YAML files in ``presets/`` beside this module (``python examples/ppo_glam.py --help`` lists
 them): ``ppo_glam`` is Table 1 on a GPU; ``cpu`` (the default), ``cpu_babyai`` and
 ``cpu_textworld_coin_collector`` share their environment, model and run with SAC-GLAM's preset of
@@ -28,7 +29,7 @@ from torchrl_glam.training.config.rules import minimum
 
 @dataclass
 class PPOAlgorithmConfig:
-    """PPO-GLAM's loss, value head and update schedule (Table 1), and its HER variants (App. G)."""
+    """PPO-GLAM's loss, value head and update schedule (Table 1)."""
 
     value_width: int = setting(1024, "the value head's two hidden layers (as SAC-GLAM's critic, App. C)")
     rollout_steps: int = setting(64, "steps per environment between updates: 32 x 64 = 2048 transitions")
@@ -59,6 +60,19 @@ class PPOAlgorithmConfig:
         "clip",
         '"clip": ClipPPOLoss; "kl": KLPENPPOLoss (App. G.1), with or without HER ("PPO KL", Figure 10)',
     )
+    kl_coeff: float = setting(1.0, "beta of the KL penalty (eq. 5; TorchRL's default initial value)")
+    kl_target: float | None = setting(
+        None,
+        "None: beta stays kl_coeff (eq. 5). A number: TorchRL's adaptive rule, at every minibatch beta "
+        "doubles when the KL exceeds 1.5 x kl_target and halves when it is below kl_target / 1.5.",
+    )
+
+
+@dataclass
+class PPOHindsightConfig:
+    """Hindsight relabeling of the rollouts (App. G): its goals, the share of an update it takes
+    and the loss's centring."""
+
     her: bool = setting(
         False,
         "hindsight relabeling (App. G): relabel rollouts with the goals the social partner reported",
@@ -70,17 +84,12 @@ class PPOAlgorithmConfig:
         "The share of relabeled transitions in an update's data is capped at her_ratio (App. G gives no "
         "value; 0.5 is SAC-GLAM+HER's batch balance, and bounds the update's cost at twice PPO's).",
     )
-    kl_coeff: float = setting(1.0, "beta of the KL penalty (eq. 5; TorchRL's default initial value)")
-    kl_target: float | None = setting(
-        None,
-        "None: beta stays kl_coeff (eq. 5). A number: TorchRL's adaptive rule, at every minibatch beta "
-        "doubles when the KL exceeds 1.5 x kl_target and halves when it is below kl_target / 1.5.",
-    )
 
 
 @dataclass
 class PPOGLAMConfig(GLAMConfig):
-    """PPO-GLAM's config: the shared sections (``env``, ``model``, ``run``) and ``algorithm``."""
+    """PPO-GLAM's config: the shared sections (``env``, ``model``, ``run``), ``algorithm`` and
+    ``hindsight`` (HER, as in SAC-GLAM's config)."""
 
     FORMER_NAMES: ClassVar[dict[str, str]] = {"value_coeff": "algorithm.critic_coeff", "her_loss": "algorithm.ppo_loss"}
     ALGORITHM: ClassVar[str] = "ppo_glam"
@@ -91,6 +100,7 @@ class PPOGLAMConfig(GLAMConfig):
     DIVERGENCE_LOSS_METRICS: ClassVar[dict[str, str]] = {"loss_critic": "algorithm.critic_coeff"}
 
     algorithm: PPOAlgorithmConfig = field(default_factory=PPOAlgorithmConfig)
+    hindsight: PPOHindsightConfig = field(default_factory=PPOHindsightConfig)
     run: RunConfig = field(default_factory=lambda: RunConfig(run_dir="runs/ppo_glam"))
 
     @property
@@ -125,24 +135,24 @@ class PPOGLAMConfig(GLAMConfig):
         ),
         Rule(
             "algorithm.normalize_advantage",
-            lambda c, e: not (c.algorithm.normalize_advantage and c.algorithm.her_centred),
+            lambda c, e: not (c.algorithm.normalize_advantage and c.hindsight.her_centred),
             "false with her_centred=true (its advantages carry the first-epoch ratio)",
         ),
         Rule("algorithm.ppo_loss", lambda c, e: c.algorithm.ppo_loss in ("clip", "kl"), "'clip' or 'kl'"),
         Rule(
-            "algorithm.her_filter",
+            "hindsight.her_filter",
             lambda c, e: (
-                c.algorithm.her_filter in ("none", "aligned")
-                and (c.algorithm.her_filter != "aligned" or e.has("subgoal_matrix"))
+                c.hindsight.her_filter in ("none", "aligned")
+                and (c.hindsight.her_filter != "aligned" or e.has("subgoal_matrix"))
             ),
             lambda c, e: "'none' or 'aligned'" + lacks(c, e, "subgoal_matrix"),
         ),
         Rule(
-            "algorithm.her_centred",
-            lambda c, e: not c.algorithm.her_centred or c.algorithm.ppo_loss == "clip",
+            "hindsight.her_centred",
+            lambda c, e: not c.hindsight.her_centred or c.algorithm.ppo_loss == "clip",
             "false with ppo_loss='kl' (centring moves the clipping range; KL has none)",
         ),
-        Rule("algorithm.her_ratio", lambda c, e: 0.0 < c.algorithm.her_ratio < 1.0, "a share in (0, 1)"),
+        Rule("hindsight.her_ratio", lambda c, e: 0.0 < c.hindsight.her_ratio < 1.0, "a share in (0, 1)"),
         Rule("algorithm.kl_coeff", lambda c, e: c.algorithm.kl_coeff >= 0, "a number >= 0"),
         Rule(
             "algorithm.kl_target",

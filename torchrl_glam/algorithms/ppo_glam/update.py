@@ -57,7 +57,7 @@ class PPOGLAMUpdater:
         self.optimizer = torch.optim.Adam(self.parameters, lr=cfg.algorithm.lr)
         self.optimizers = {"algorithm.lr": self.optimizer}  # by learning-rate field (a resume may change it)
         self.keep_goal = (
-            aligned_goal_filter(environment=loss.environment) if cfg.algorithm.her_filter == "aligned" else None
+            aligned_goal_filter(environment=loss.environment) if cfg.hindsight.her_filter == "aligned" else None
         )
         self.updates = 0  # gradient steps
         self.iterations = 0  # rollouts
@@ -69,14 +69,14 @@ class PPOGLAMUpdater:
         data = self.loss.advantages(rollout).reshape(-1)
         data["relabeled"] = torch.zeros(data.shape, dtype=torch.bool, device=data.device)
         data = data.select(*self.loss.environment.state_keys, *UPDATE_KEYS)
-        if not self.cfg.algorithm.her:
+        if not self.cfg.hindsight.her:
             return data
         pieces = relabel_rollout(rollout, self.cfg.env.max_steps, self.keep_goal, reported_before)
         if not pieces.numel():
             return data
         pieces = self.loss.advantages(pieces)
         relabeled = pieces[pieces["mask"]].select(*self.loss.environment.state_keys, *UPDATE_KEYS)
-        cap = int(len(data) * self.cfg.algorithm.her_ratio / (1 - self.cfg.algorithm.her_ratio))
+        cap = int(len(data) * self.cfg.hindsight.her_ratio / (1 - self.cfg.hindsight.her_ratio))
         if len(relabeled) > cap:
             relabeled = relabeled[torch.randperm(len(relabeled))[:cap]]
         return torch.cat([data, relabeled])

@@ -134,9 +134,9 @@ def make_goal_choice(cfg: SACGLAMConfig, env: EnvBase) -> AutotelicGoals | None:
 
 
 def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
-    environment, replay = cfg.environment, cfg.replay
+    environment, replay, hindsight = cfg.environment, cfg.replay, cfg.hindsight
     catalogue = environment.catalogue
-    strategy = replay.batch_strategy or ("ratio" if replay.her else "uniform")
+    strategy = replay.batch_strategy or ("ratio" if hindsight.her else "uniform")
     weights = None
     if replay.batch_strategy == "prior":
         weights = GoalReplay.type_proportions(catalogue.goal_set(cfg.env.goals), environment=environment)
@@ -145,7 +145,7 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
     return GoalReplay(
         capacity=replay.buffer_capacity,
         strategy=strategy,
-        her_ratio=replay.her_ratio,
+        her_ratio=hindsight.her_ratio,
         goal_type_weights=weights,
         prioritized=replay.prioritized,
         alpha=replay.per_alpha,
@@ -159,19 +159,19 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
 def make_episode_processing(cfg: SACGLAMConfig):
     """Finished episodes -> (HER) -> (no-op twins) -> n-step transitions: the three steps, ``None``
     for one switched off."""
-    environment, replay, algorithm = cfg.environment, cfg.replay, cfg.algorithm
+    environment, hindsight, replay, algorithm = cfg.environment, cfg.hindsight, cfg.replay, cfg.algorithm
     her = None
-    if replay.her:
+    if hindsight.her:
         training_goals = environment.catalogue.goal_set(cfg.env.goals)
         her = HindsightRelabel(
-            replay.her_max_per_episode,
+            hindsight.her_max_per_episode,
             seed=cfg.run.seed,
-            negatives_per_episode=replay.her_negatives,
-            negatives_from=replay.her_negatives_from,
-            twins=replay.her_twins,
+            negatives_per_episode=hindsight.her_negatives,
+            negatives_from=hindsight.her_negatives_from,
+            twins=hindsight.her_twins,
             goal_ids=training_goals,
             environment=environment,
-            relabel_goals=training_goals if replay.her_goals == "training" else None,
+            relabel_goals=training_goals if hindsight.her_goals == "training" else None,
         )
     twins = NoOpTwins(seed=cfg.run.seed, environment=environment) if replay.noop_twins else None
     nstep = NStepReturns(algorithm.n_step, algorithm.gamma, algorithm.bootstrap_time_limit, environment=environment)

@@ -1,14 +1,14 @@
 """Typed hyper-parameters of SAC-GLAM, named as in the paper, and its presets.
 
 ``SACGLAMConfig`` holds every value in sections: the shared ``env`` (with its ``options``),
-``model`` and ``run`` (:mod:`torchrl_glam.training.config`), SAC-GLAM's ``algorithm`` and
-``replay``. Presets are YAML files in ``presets/`` beside this module, each opening with its
-purpose and the experiments/ README that measured it; ``python examples/sac_glam.py --help`` lists
-them. The default, ``cpu``, runs anywhere; ``sac_glam`` and ``sac_glam_her`` are the paper's
-Tables 2 and 3 on a GPU.
+``model`` and ``run`` (:mod:`torchrl_glam.training.config`), SAC-GLAM's ``algorithm``,
+``hindsight`` (HER, as in PPO-GLAM's config) and ``replay``. Presets are YAML files in
+``presets/`` beside this module, each opening with its purpose and the experiments/ README that
+measured it; ``python examples/sac_glam.py --help`` lists them. The default, ``cpu``, runs
+anywhere; ``sac_glam`` and ``sac_glam_her`` are the paper's Tables 2 and 3 on a GPU.
 
 ``make_config("cpu", {"her": False})`` builds a validated config; ``parse_overrides(["batch_size=64",
-"replay.her=false"])`` types command-line ``key=value`` pairs.
+"hindsight.her=false"])`` types command-line ``key=value`` pairs.
 """
 
 from __future__ import annotations
@@ -99,11 +99,10 @@ class SACAlgorithmConfig:
 
 
 @dataclass
-class ReplayConfig:
-    """The replay buffer and what goes into it: hindsight relabeling and its variants, batch
-    composition, prioritized replay (App. E)."""
+class SACHindsightConfig:
+    """Hindsight relabeling (the paper's HER) and this project's variants of it: what relabeled
+    transitions the finished episodes add to replay."""
 
-    buffer_capacity: int = setting(100_000, "transitions kept in replay")
     her: bool = setting(False, "hindsight relabeling with the goals the social partner reported (data/her.py)")
     her_ratio: float = setting(0.5, 'the share of relabeled transitions in a batch (batch_strategy "ratio")')
     her_max_per_episode: int | None = setting(None, "None: every reported goal (the paper)")
@@ -129,6 +128,14 @@ class ReplayConfig:
         "episode's objects, a failure (data/her.py, relabel_twins): as many failed grasps under grasp goals "
         "as successful ones, which HER alone never gives. Not in the paper. False: the paper.",
     )
+
+
+@dataclass
+class ReplayConfig:
+    """The replay buffer and what goes into it besides hindsight: the no-op twins, batch
+    composition, prioritized replay (App. E)."""
+
+    buffer_capacity: int = setting(100_000, "transitions kept in replay")
     noop_twins: bool = setting(
         False,
         "True: beside every success (the episode's own or a relabeled one) ending before the time limit, the "
@@ -163,14 +170,14 @@ class ReplayConfig:
 
 @dataclass
 class SACGLAMConfig(GLAMConfig):
-    """SAC-GLAM's config: the shared sections (``env``, ``model``, ``run``), ``algorithm`` and
-    ``replay``.
+    """SAC-GLAM's config: the shared sections (``env``, ``model``, ``run``), ``algorithm``,
+    ``hindsight`` and ``replay``.
 
     Examples:
         >>> from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
         >>> cfg = SACGLAMConfig().validate()  # the defaults, checked; make_config gives a preset's
         >>> list(cfg.to_dict())
-        ['env', 'model', 'run', 'algorithm', 'replay']
+        ['env', 'model', 'run', 'algorithm', 'hindsight', 'replay']
         >>> cfg.env.name, cfg.get("algorithm.gamma") == cfg.get("gamma")  # a field by its path or its name
         ('playground', True)
         >>> SACGLAMConfig.from_dict(cfg.to_dict()) == cfg
@@ -183,7 +190,8 @@ class SACGLAMConfig(GLAMConfig):
     def saved_values(cls, flat: dict[str, Any]) -> dict[str, Any]:
         """0.3.0 saved ``batch_strategy="ratio"`` for every run, HER or not (uniform batches without
         it): read as the default (``training.compatibility``: "ratio_without_her_0_3")."""
-        if flat.get("replay.batch_strategy") == "ratio" and flat.get("replay.her") is False:
+        flat = super().saved_values(flat)  # HER's fields under hindsight
+        if flat.get("replay.batch_strategy") == "ratio" and flat.get("hindsight.her") is False:
             return {**flat, "replay.batch_strategy": None}
         return flat
 
@@ -202,6 +210,7 @@ class SACGLAMConfig(GLAMConfig):
     DIVERGENCE_VALUE_METRICS: ClassVar[dict[str, str]] = {"q_value": "the critic's Q-value"}
 
     algorithm: SACAlgorithmConfig = field(default_factory=SACAlgorithmConfig)
+    hindsight: SACHindsightConfig = field(default_factory=SACHindsightConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     run: RunConfig = field(default_factory=lambda: RunConfig(run_dir="runs/sac_glam"))
 
@@ -231,14 +240,16 @@ class SACGLAMConfig(GLAMConfig):
         # a share of relabeled transitions needs them: without HER, "ratio" silently drew uniform batches
         Rule(
             "replay.batch_strategy",
-            lambda c, e: c.replay.batch_strategy != "ratio" or c.replay.her,
-            "not 'ratio' without HER (replay.her=false), whose batches hold no relabeled transitions: leave it "
+            lambda c, e: c.replay.batch_strategy != "ratio" or c.hindsight.her,
+            "not 'ratio' without HER (her=false), whose batches hold no relabeled transitions: leave it "
             "unset (uniform batches) or choose 'uniform', 'prior' or 'types_uniform'",
         ),
         Rule("algorithm.gamma", lambda c, e: 0.0 <= c.algorithm.gamma <= 1.0, "a number in [0, 1]"),
-        Rule("replay.her_ratio", lambda c, e: 0.0 <= c.replay.her_ratio <= 1.0, "a number in [0, 1]"),
+        Rule("hindsight.her_ratio", lambda c, e: 0.0 <= c.hindsight.her_ratio <= 1.0, "a number in [0, 1]"),
         Rule(
-            "replay.her_goals", lambda c, e: c.replay.her_goals in ("reported", "training"), "'reported' or 'training'"
+            "hindsight.her_goals",
+            lambda c, e: c.hindsight.her_goals in ("reported", "training"),
+            "'reported' or 'training'",
         ),
         minimum("algorithm.n_step", 1),
         minimum("algorithm.update_frequency", 1),
@@ -282,27 +293,28 @@ class SACGLAMConfig(GLAMConfig):
             "a positive number, or none for no clipping",
         ),
         Rule(
-            "replay.her_max_per_episode",
-            lambda c, e: c.replay.her_max_per_episode is None or c.replay.her_max_per_episode >= 1,
+            "hindsight.her_max_per_episode",
+            lambda c, e: c.hindsight.her_max_per_episode is None or c.hindsight.her_max_per_episode >= 1,
             "an integer >= 1, or none for every reported goal",
         ),
         Rule(
-            "replay.her_negatives",
-            lambda c, e: c.replay.her_negatives >= 0 and (c.replay.her or c.replay.her_negatives == 0),
+            "hindsight.her_negatives",
+            lambda c, e: c.hindsight.her_negatives >= 0 and (c.hindsight.her or c.hindsight.her_negatives == 0),
             "an integer >= 0, and her=true when it is not 0 (negatives are relabeled copies; 0: none, the paper)",
         ),
         Rule(
-            "replay.her_negatives_from",
+            "hindsight.her_negatives_from",
             lambda c, e: (
-                c.replay.her_negatives_from in ("reported", "scene")
-                and (c.replay.her_negatives_from != "scene" or not c.replay.her or e.has("goals_in_scene"))
+                c.hindsight.her_negatives_from in ("reported", "scene")
+                and (c.hindsight.her_negatives_from != "scene" or not c.hindsight.her or e.has("goals_in_scene"))
             ),
             lambda c, e: "'reported' or 'scene'" + lacks(c, e, "goals_in_scene"),
         ),
         Rule(
-            "replay.her_twins",
+            "hindsight.her_twins",
             lambda c, e: (
-                (c.replay.her or not c.replay.her_twins) and (not c.replay.her_twins or e.has("goals_in_scene"))
+                (c.hindsight.her or not c.hindsight.her_twins)
+                and (not c.hindsight.her_twins or e.has("goals_in_scene"))
             ),
             lambda c, e: (
                 "false, or true with her=true (twins sit beside relabeled successes)" + lacks(c, e, "goals_in_scene")
@@ -370,8 +382,8 @@ def make_config(preset: str = "cpu", overrides: dict[str, Any] | None = None) ->
 
     Examples:
         >>> from torchrl_glam.algorithms.sac_glam.config import make_config
-        >>> cfg = make_config("smoke", {"replay.her": False, "batch_size": 64})  # by path or by name
-        >>> cfg.replay.her, cfg.algorithm.batch_size, cfg.run.total_steps
+        >>> cfg = make_config("smoke", {"hindsight.her": False, "batch_size": 64})  # by path or by name
+        >>> cfg.hindsight.her, cfg.algorithm.batch_size, cfg.run.total_steps
         (False, 64, 400)
         >>> cfg.env.name, cfg.env.goals, cfg.model.name  # None: the offline tiny T5
         ('playground', 'simplified', None)

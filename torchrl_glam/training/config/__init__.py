@@ -8,7 +8,7 @@ of rules that validates them, each check beside its words (:mod:`~torchrl_glam.t
 (``algorithm``, SAC-GLAM's ``replay``) and rules in its folder:
 ``torchrl_glam/algorithms/<algorithm>/config.py`` and ``presets/``.
 
-A field is named by its path (``replay.her``) or, where no other field has its name, by its name
+A field is named by its path (``hindsight.her``) or, where no other field has its name, by its name
 alone (``her``); ``env=babyai`` and ``model=none`` name their section's ``name``.
 """
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from torchrl_glam.training.compatibility import MOVED_FIELDS
 from torchrl_glam.training.config.options import OPTIONS_PATH, OPTIONS_PREFIX, registered_environment, typed_options
 from torchrl_glam.training.config.overrides import (
     _leaf_types,
@@ -171,9 +172,10 @@ class GLAMConfig:
 
     @classmethod
     def saved_values(cls, flat: dict[str, Any]) -> dict[str, Any]:
-        """A saved config's values by path as this version reads them: an algorithm's config class
-        maps what its earlier versions wrote (``training.compatibility``). Default: as saved."""
-        return flat
+        """A saved config's values by path as this version reads them: the fields that moved to
+        another section (``training.compatibility.MOVED_FIELDS``) at their new paths; an
+        algorithm's config class maps what else its earlier versions wrote."""
+        return {MOVED_FIELDS.get(path, path): value for path, value in flat.items()}
 
     @classmethod
     def from_dict(cls: type[C], values: Mapping[str, Any]) -> C:

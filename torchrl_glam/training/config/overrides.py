@@ -49,7 +49,7 @@ def _short_names(config_class: type) -> dict[str, str]:
 
 
 def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"replay.her": True}`` -> ``{"replay": {"her": True}}``."""
+    """``{"hindsight.her": True}`` -> ``{"hindsight": {"her": True}}``."""
     out: dict[str, Any] = {}
     for path, value in flat.items():
         *sections, name = path.split(".")
@@ -128,7 +128,7 @@ def _paths_and_values(config_class: type, values: Mapping[str, Any], environment
     the options of the environment named ``environment`` as given (see :func:`typed_overrides`)."""
     types = config_class.field_types()
     flat: dict[str, Any] = {}
-    for name, value in flatten_sections(values).items():  # {"replay": {"her": true}} as replay.her
+    for name, value in flatten_sections(values).items():  # {"hindsight": {"her": true}} as hindsight.her
         if name.startswith(OPTIONS_PREFIX):  # typed by validation, which knows the environment
             flat[name] = value
             continue
@@ -191,7 +191,7 @@ def _value_at(config: Any, path: str) -> Any:
 
 
 def parse_overrides(pairs: Iterable[str], config_class: type, environment: str | None = None) -> dict[str, Any]:
-    """``["batch_size=64", "replay.her=false", "model=none"]`` -> ``{path: typed value}``;
+    """``["batch_size=64", "hindsight.her=false", "model=none"]`` -> ``{path: typed value}``;
     ``environment``: the chosen environment's name, whose options may be named alone (``history=2``)."""
     values: dict[str, str] = {}
     for pair in pairs:
@@ -203,7 +203,7 @@ def parse_overrides(pairs: Iterable[str], config_class: type, environment: str |
 
 
 def flatten_sections(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"replay": {"her": True}}`` -> ``{"replay.her": True}``."""
+    """``{"hindsight": {"her": True}}`` -> ``{"hindsight.her": True}``."""
     out: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, Mapping):
