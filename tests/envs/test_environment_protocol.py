@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.packages.distributions import write_distribution
 from torchrl_glam.envs import (
     EnvironmentLoadError,
     MissingCapability,
@@ -136,17 +137,16 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
     # a distribution as pip installs one: its module, and a *.dist-info whose entry_points.txt
     # importlib.metadata reads
     (tmp_path / "toy_environments.py").write_text(TOY_MODULE)
-    info = tmp_path / "toy_environments-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-environments\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[torchrl_glam.environments]\ntoy = toy_environments:ToyText\nmistyped = toy_environments:TyoText\n"
-        "twice = toy_environments:ToyText\n"
+    toys = {
+        "toy": "toy_environments:ToyText",
+        "mistyped": "toy_environments:TyoText",
+        "twice": "toy_environments:ToyText",
+    }
+    write_distribution(tmp_path, "toy-environments", {"torchrl_glam.environments": toys})
+    # another package claiming "twice"
+    write_distribution(
+        tmp_path, "other-environments", {"torchrl_glam.environments": {"twice": "other_environments:Twice"}}
     )
-    other = tmp_path / "other_environments-1.0.dist-info"  # another package claiming "twice"
-    other.mkdir()
-    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other-environments\nVersion: 1.0\n")
-    (other / "entry_points.txt").write_text("[torchrl_glam.environments]\ntwice = other_environments:Twice\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         assert "toy" in environment_names()

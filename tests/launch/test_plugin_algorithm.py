@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from tests.packages.distributions import write_distribution
 from torchrl_glam.algorithms import algorithm_names, get_script
 from torchrl_glam.launch.launcher import main as launch_main
 
@@ -108,11 +109,7 @@ def install(tmp_path, monkeypatch):
         for path, source in SOURCES.items():
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).write_text(textwrap.dedent(source).lstrip())
-        info = tmp_path / f"{DIST.replace('-', '_')}-{VERSION}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {DIST}\nVersion: {VERSION}\n")
-        lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-        (info / "entry_points.txt").write_text(f"[torchrl_glam.algorithms]\n{lines}")
+        write_distribution(tmp_path, DIST, {"torchrl_glam.algorithms": entry_points}, VERSION)
         monkeypatch.syspath_prepend(str(tmp_path))
         monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{':'.join(p for p in sys.path if p)}")
 

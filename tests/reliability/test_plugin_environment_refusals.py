@@ -14,6 +14,8 @@ import torch
 from reliability_helpers import PYTHON, ROOT, subprocess_env
 from torchrl.data import Binary
 
+from tests.packages.distributions import write_distribution
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
 from test_custom_environment import ACTIONS, LineEnv, LineText  # noqa: E402  the protocol's toy line walk
 
@@ -40,11 +42,7 @@ def plugin(tmp_path, monkeypatch):
         for module, source in sources.items():
             (tmp_path / f"{module}.py").write_text(source)
             modules.append(module)
-        info = tmp_path / f"{DIST.replace('-', '_')}-{VERSION}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {DIST}\nVersion: {VERSION}\n")
-        lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-        (info / "entry_points.txt").write_text(f"[torchrl_glam.environments]\n{lines}")
+        write_distribution(tmp_path, DIST, {"torchrl_glam.environments": entry_points}, VERSION)
         names.extend(entry_points)
         monkeypatch.syspath_prepend(str(tmp_path))
         return tmp_path

@@ -13,6 +13,7 @@ import pytest
 from torchrl.envs.utils import check_env_specs
 
 # the toy environment, as its own package would hold it (imported by other tests from here)
+from tests.packages.distributions import write_distribution
 from tests.packages.line_environments import ACTIONS, CELLS, LineCatalogue, LineEnv, LineText  # noqa: F401
 from torchrl_glam.algorithms.sac_glam.config import make_config
 from torchrl_glam.envs import (
@@ -138,10 +139,7 @@ def install_line_environments(site: Path) -> dict:
     """The toy environment's package as pip installs one: its module on the path and a
     ``*.dist-info`` whose entry point declares it; the environment variables of a process that
     has it installed."""
-    info = site / "line_environments-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: line-environments\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[torchrl_glam.environments]\nline = line_environments:LineText\n")
+    write_distribution(site, "line-environments", {"torchrl_glam.environments": {"line": "line_environments:LineText"}})
     path = os.pathsep.join([str(site), str(PACKAGES), os.environ.get("PYTHONPATH", "")])
     return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
 
@@ -192,13 +190,8 @@ def test_a_plug_in_environment_s_package_declares_how_its_offline_models_are_pre
     monkeypatch.setattr(recipes, "_RECIPES", {})  # read afresh from the entry points
     assert recipes.recipe_of(line_environment) == recipes.TranscriptRecipe()  # none declared: the default
     monkeypatch.setattr(recipes, "_RECIPES", {})
-    info = tmp_path / "line_recipes-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: line-recipes\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[torchrl_glam.transcript_recipes]\nline = line_environments:TRANSCRIPT_RECIPE\n"
-        "broken = line_environments:CELLS\n"
-    )
+    recipes_of_line = {"line": "line_environments:TRANSCRIPT_RECIPE", "broken": "line_environments:CELLS"}
+    write_distribution(tmp_path, "line-recipes", {"torchrl_glam.transcript_recipes": recipes_of_line})
     monkeypatch.syspath_prepend(str(PACKAGES))
     monkeypatch.syspath_prepend(str(tmp_path))
     assert recipes.recipe_of(line_environment).max_steps == 6
