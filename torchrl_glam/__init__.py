@@ -10,4 +10,4 @@ algorithm, others through entry points), ``launch`` (Slurm and local jobs).
 """
 
 #: The version, written here only: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
-__version__ = "0.3.0"
+__version__ = "0.4.0"
