@@ -63,19 +63,18 @@ class AutotelicGoals(Transform):
     """Goal discovery from the social partner's reports and goal choice at every reset.
 
     Args:
-        num_envs: the batch size of the environment it wraps.
-        num_objects: objects per scene: only goals that fit are chosen (the environment refuses
+        num_envs (int): the batch size of the environment it wraps.
+        num_objects (int): objects per scene: only goals that fit are chosen (the environment refuses
             a goal needing more objects than a scene holds).
-        strategy: "lp" (learning-progress curriculum) or "uniform" over the discovered goals.
-        epsilon: the share of uniform choices of the LP curriculum.
-        window: attempts per half of the LP window.
-        groups: how goals are grouped for LP: "goal", or names among "type", "category", "colour".
-        seed: seed of the choices' generator.
-        task_set: the goal set the environment was built for ("simplified", ...): only for the
+        strategy (str): "lp" (learning-progress curriculum) or "uniform" over the discovered goals.
+        epsilon (float): the share of uniform choices of the LP curriculum.
+        window (int): attempts per half of the LP window.
+        groups (str): how goals are grouped for LP: "goal", or names among "type", "category", "colour".
+        seed (int | None): seed of the choices' generator.
+        task_set (str | None): the goal set the environment was built for ("simplified", ...): only for the
             logs (``autotelic/discovered_task_fraction``); the agent's choices never read it.
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its
-            registered name); it must choose goals and scenes at reset
-            (``neutral_scene_objects``).
+        environment (TextEnvironment): the :class:`~torchrl_glam.envs.protocol.TextEnvironment`; it must choose goals
+            and scenes at reset (``neutral_scene_objects``).
     """
 
     def __init__(

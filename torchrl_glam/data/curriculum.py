@@ -52,9 +52,9 @@ class LearningProgress:
     """Success history and absolute learning progress per group of goals.
 
     Args:
-        group_of: int64 [num_goals], the group of each goal (:func:`goal_groups`).
-        num_groups: the number of groups.
-        window: attempts per half of the LP window (LP compares the last ``window`` attempts of a
+        group_of (torch.Tensor): int64 [num_goals], the group of each goal (:func:`goal_groups`).
+        num_groups (int): the number of groups.
+        window (int): attempts per half of the LP window (LP compares the last ``window`` attempts of a
             group with the ``window`` before them).
     """
 

@@ -66,11 +66,11 @@ class EpisodeAssembler:
     step; :meth:`add` returns the finished episodes as a padded batch (or ``None``).
 
     Args:
-        num_envs: the batch size of the environment.
-        max_steps: the episode length limit (the padding length T).
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the
+        num_envs (int): the batch size of the environment.
+        max_steps (int): the episode length limit (the padding length T).
+        environment (TextEnvironment): the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the
             steps, for its state keys.
-        extra_keys: keys of a step kept beside the state and the action (e.g. "sample_log_prob"
+        extra_keys (tuple[str, ...]): keys of a step kept beside the state and the action (e.g. "sample_log_prob"
             for an on-policy update).
     """
 

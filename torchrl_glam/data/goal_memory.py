@@ -19,7 +19,7 @@ class GoalMemory:
     """The discovered goals, as one integer per catalogue goal: the step it was first reported at.
 
     Args:
-        num_goals: the size of the goal catalogue (ids index it).
+        num_goals (int): the size of the goal catalogue (ids index it).
 
     Attributes:
         first_seen: int64 [num_goals], the environment step of a goal's first report, -1 while it
@@ -33,9 +33,9 @@ class GoalMemory:
         """Adds the goals of a batch of reports; returns the ids discovered now (ascending).
 
         Args:
-            ids: int [B, K], the reported goal ids, padded (the environment pads with -1).
-            count: int [B], how many of each row are reports (the rest is padding).
-            steps: the environment step of each row, int [B] (or one int for all rows).
+            ids (torch.Tensor): int [B, K], the reported goal ids, padded (the environment pads with -1).
+            count (torch.Tensor): int [B], how many of each row are reports (the rest is padding).
+            steps (torch.Tensor | int): the environment step of each row, int [B] (or one int for all rows).
         """
         ids, count = ids.reshape(len(count), -1), count.reshape(-1)
         valid = torch.arange(ids.shape[-1]) < count.unsqueeze(-1)

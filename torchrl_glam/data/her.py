@@ -144,11 +144,12 @@ def relabel_episodes(
     (episode, goal first reported at step t), goal replaced, ending with reward 1 and a terminal at t.
 
     Args:
-        episodes: the finished episodes.
-        max_per_episode: relabel with at most this many reported goals per episode, drawn at random
+        episodes (TensorDictBase): the finished episodes.
+        max_per_episode (int | None): relabel with at most this many reported goals per episode, drawn at random
             (``None``: all of them, the paper's choice).
-        generator: the random generator of that draw.
-        keep_goal: ``keep_goal(goal_ids, relabel_ids)`` -> bool, elementwise: relabel only where
+        generator (torch.Generator | None): the random generator of that draw.
+        keep_goal (Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None): ``keep_goal(goal_ids, relabel_ids)``
+            -> bool, elementwise: relabel only where
             it holds (e.g. :func:`~torchrl_glam.data.subgoals.aligned_goal_filter`); ``None``: all.
     """
     e, t, goals = hindsight_steps(episodes, max_per_episode, generator, keep_goal)
@@ -282,24 +283,25 @@ class HindsightRelabel(Transform):
     relabeled copies flagged by ``"relabeled"``.
 
     Args:
-        max_per_episode: at most this many relabeled goals per episode (``None``: all, the paper).
-        seed: seed of the random draws (the subset above, the negatives' goals).
-        negatives_per_episode: also this many copies per episode relabeled with goals it did not
+        max_per_episode (int | None): at most this many relabeled goals per episode (``None``: all, the paper).
+        seed (int | None): seed of the random draws (the subset above, the negatives' goals).
+        negatives_per_episode (int): also this many copies per episode relabeled with goals it did not
             achieve (:func:`relabel_negatives`; 0, the paper: none).
-        negatives_from: where the negatives' goals come from: ``"reported"``, every goal reported
+        negatives_from (str): where the negatives' goals come from: ``"reported"``, every goal reported
             so far (``memory``, a :class:`~torchrl_glam.data.goal_memory.GoalMemory`, saved in
             ``state_dict()`` with the generator; ``None`` when there is no such pool); ``"scene"``,
             the goals of ``goal_ids`` that name only the episode's objects (:func:`scene_goals`),
             each goal type equally often.
-        num_goals: the size of that memory (default: the goal catalogue's).
-        goal_ids: the task set (the goals the social partner reports), for ``"scene"`` and twins.
-        twins: also a failure beside every relabeled success, with another goal of its type
+        num_goals (int | None): the size of that memory (default: the goal catalogue's).
+        goal_ids (Sequence[int] | torch.Tensor | None): the task set (the goals the social partner reports), for
+            ``"scene"`` and twins.
+        twins (bool): also a failure beside every relabeled success, with another goal of its type
             naming the episode's objects (:func:`relabel_twins`; ``False``, the paper: none).
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of
+        environment (TextEnvironment): the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of
             the episodes; ``"scene"`` and twins need its
             ``goals_in_scene``.
-        relabel_goals: relabel only with these goals (e.g. the training goal set: the tasks the
-            environment sets, where its partner also reports facts no task asks for); ``None``:
+        relabel_goals (Sequence[int] | torch.Tensor | None): relabel only with these goals (e.g. the training goal set:
+            the tasks the environment sets, where its partner also reports facts no task asks for); ``None``:
             with every reported goal (the paper).
     """
 

@@ -97,9 +97,9 @@ class NoOpTwins(Transform):
     transform of a replay buffer of episodes. The output is [E + M, T].
 
     Args:
-        seed: seed of the no-ops' draw.
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its
-            registered name); it must have ``noop_actions``.
+        seed (int | None): seed of the no-ops' draw.
+        environment (TextEnvironment): the :class:`~torchrl_glam.envs.protocol.TextEnvironment`; it must have
+            ``noop_actions``.
     """
 
     def __init__(self, seed: int | None = None, *, environment: TextEnvironment) -> None:

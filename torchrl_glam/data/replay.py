@@ -82,21 +82,20 @@ class GoalReplay:
     """Replay buffers of n-step transitions and the batch composition that samples them.
 
     Args:
-        capacity: transitions per buffer (the paper: 100,000).
-        strategy: "ratio", "prior" or "uniform" (see the module docstring).
-        her_ratio: with "ratio", the share of relabeled transitions in a batch.
-        goal_type_weights: with "prior", the proportion of each goal type (one number per type of
+        capacity (int): transitions per buffer (the paper: 100,000).
+        strategy (str): "ratio", "prior" or "uniform" (see the module docstring).
+        her_ratio (float): with "ratio", the share of relabeled transitions in a batch.
+        goal_type_weights (list[float] | None): with "prior", the proportion of each goal type (one number per type of
             the environment's ``goal_types``, in that order); :meth:`type_proportions` gives those
             of a task set.
-        prioritized: TD-error prioritized sampling (``False``: uniform within each buffer).
-        alpha, beta, eps: the ``PrioritizedSampler`` parameters (:meth:`set_beta` changes beta).
-        weight_norm: how importance weights are normalised. "buffer" (TorchRL's): by the buffer's
+        prioritized (bool): TD-error prioritized sampling (``False``: uniform within each buffer).
+        alpha, beta, eps (float): the ``PrioritizedSampler`` parameters (:meth:`set_beta` changes beta).
+        weight_norm (str): how importance weights are normalised. "buffer" (TorchRL's): by the buffer's
             own smallest priority, so the share of the weighted loss each buffer's part of a batch
             carries depends on its priorities; "part": each buffer's part of a batch scaled to mean
             weight 1, so that it carries exactly its share of the batch (``her_ratio`` for the
             relabeled part), the weights within a part keeping their ratios.
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its
-            registered name), for goal types.
+        environment (TextEnvironment): the :class:`~torchrl_glam.envs.protocol.TextEnvironment`, for goal types.
     """
 
     def __init__(

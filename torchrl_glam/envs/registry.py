@@ -148,10 +148,10 @@ def environment_error(
     (:func:`environment_origin`), ``problem``, the ``error`` (type and message) and the fix.
 
     Args:
-        name: the registered name.
-        problem: what went wrong, e.g. "failed to import".
-        error: the exception behind it, if any.
-        bug: the environment contradicts itself (its specs, its sizes): a bug of its package, not
+        name (str): the registered name.
+        problem (str): what went wrong, e.g. "failed to import".
+        error (BaseException | None): the exception behind it, if any.
+        bug (bool): the environment contradicts itself (its specs, its sizes): a bug of its package, not
             of the command line.
 
     Returns:

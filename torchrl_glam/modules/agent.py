@@ -39,8 +39,7 @@ from torchrl_glam.modules.scoring import (
 class GLAMAgent(nn.Module):
     """An LLM agent: ``scorer`` (a :class:`~torchrl_glam.modules.LLMScorer`, or the
     ``TensorDictModule`` of :func:`~torchrl_glam.modules.make_scorer`), ``actor``
-    (:func:`~torchrl_glam.modules.make_actor`) and ``environment`` (a ``TextEnvironment`` or its
-    registered name).
+    (:func:`~torchrl_glam.modules.make_actor`) and ``environment`` (a ``TextEnvironment``).
 
     Examples:
         >>> from torchrl_glam.envs import get_environment

@@ -44,10 +44,10 @@ class CriticHead(nn.Module):
     """MLP from hidden states to one Q-value per candidate; see the module docstring.
 
     Args:
-        hidden_size: the LLM's hidden size H.
-        critic_input: ``"observation_action"`` or ``"observation"``.
-        num_actions: number of candidates A (required for ``"observation"``, which has A outputs).
-        width: units of each of the two hidden layers (1024 in the paper, App. C).
+        hidden_size (int): the LLM's hidden size H.
+        critic_input (CriticInput): ``"observation_action"`` or ``"observation"``.
+        num_actions (int | None): number of candidates A (required for ``"observation"``, which has A outputs).
+        width (int): units of each of the two hidden layers (1024 in the paper, App. C).
     """
 
     def __init__(
@@ -84,8 +84,8 @@ class DuelingCriticHead(nn.Module):
     masked candidates, whose values no policy ever takes.
 
     Args:
-        hidden_size: the LLM's hidden size H.
-        width, depth: each of the two MLPs (value and advantage), as :class:`CriticHead`'s.
+        hidden_size (int): the LLM's hidden size H.
+        width, depth (int): each of the two MLPs (value and advantage), as :class:`CriticHead`'s.
     """
 
     def __init__(self, hidden_size: int, width: int = 1024, depth: int = 2):

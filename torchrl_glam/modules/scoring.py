@@ -80,15 +80,15 @@ class LLMScorer(nn.Module):
     """Scores candidate actions with an LLM; see the module docstring.
 
     Args:
-        model: a ``transformers`` seq2seq or causal LM (possibly wrapped by peft).
-        tokenizer: its tokenizer.
-        is_encoder_decoder: which of the two kinds ``model`` is.
-        normalization: ``"sum"`` of token log-probs (the paper) or ``"mean"`` per token.
-        shared_prefix: compute the prompt's part once per prompt (``False``: naive pairs).
-        tokenization: ``"exact"`` (default): a candidate's tokens are those of the continuation as
+        model (nn.Module): a ``transformers`` seq2seq or causal LM (possibly wrapped by peft).
+        tokenizer (PreTrainedTokenizerBase): its tokenizer.
+        is_encoder_decoder (bool): which of the two kinds ``model`` is.
+        normalization (Normalization): ``"sum"`` of token log-probs (the paper) or ``"mean"`` per token.
+        shared_prefix (bool): compute the prompt's part once per prompt (``False``: naive pairs).
+        tokenization (Tokenization): ``"exact"`` (default): a candidate's tokens are those of the continuation as
             lm-evaluation-harness defines it (see the module docstring); ``"separate"``: prompt and
             candidate tokenised apart, as Lamorel (the authors' code) does.
-        autocast: ``"bfloat16"``: the LLM's forward (and so its backward) under ``torch.autocast``
+        autocast (str | None): ``"bfloat16"``: the LLM's forward (and so its backward) under ``torch.autocast``
             in bfloat16, its weights kept as they are (float32 master weights;
             ``modules/mixed_precision.py``); ``None``: the weights' dtype throughout.
 

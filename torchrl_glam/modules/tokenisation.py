@@ -30,10 +30,10 @@ class CandidateTokeniser:
     """Tokenises a batch of prompts and their candidates into a :class:`Tokenised` batch.
 
     Args:
-        tokenizer: the LLM's tokenizer (its pad token is set to EOS where it has none).
-        is_encoder_decoder: the candidate is then tokenised alone (a new decoder sequence).
-        tokenization: ``"exact"`` or ``"separate"`` (see ``modules/scoring.py``).
-        pair_cache_size: decoder-only ``"exact"`` tokenisation keeps the token ids of this many
+        tokenizer (PreTrainedTokenizerBase): the LLM's tokenizer (its pad token is set to EOS where it has none).
+        is_encoder_decoder (bool): the candidate is then tokenised alone (a new decoder sequence).
+        tokenization (str): ``"exact"`` or ``"separate"`` (see ``modules/scoring.py``).
+        pair_cache_size (int): decoder-only ``"exact"`` tokenisation keeps the token ids of this many
             recently scored (prompt, candidates) pairs (0: none).
     """
 

@@ -87,21 +87,21 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
     module docstring.
 
     Args:
-        scorer: the :class:`~torchrl_glam.modules.LLMScorer`, or a
+        scorer (LLMScorer | GLAMAgent): the :class:`~torchrl_glam.modules.LLMScorer`, or a
             :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
             ``environment`` names one); ``glam_agent`` is the agent that acts with it.
-        group_size: G, the episodes of a group from one start (at least 2).
-        clip_epsilon: the clipped ratio's bound (0.2).
-        entropy_coeff: the entropy bonus's weight (0: GRPO's papers have none).
-        kl_coeff: beta of the KL to the initial policy (0: none, and no copy of the initial weights kept).
-        step_level: add GiGPO's step-level advantages (steps of identical compact states across a
+        group_size (int): G, the episodes of a group from one start (at least 2).
+        clip_epsilon (float): the clipped ratio's bound (0.2).
+        entropy_coeff (float): the entropy bonus's weight (0: GRPO's papers have none).
+        kl_coeff (float): beta of the KL to the initial policy (0: none, and no copy of the initial weights kept).
+        step_level (bool): add GiGPO's step-level advantages (steps of identical compact states across a
             group's episodes).
-        step_weight: omega, their weight (GiGPO: 1).
-        gamma: the discount of the step-level returns-to-go (GiGPO: 0.95).
-        eps: added to the groups' standard deviations.
-        score_chunk: prompts scored at once without gradient (bounds the memory).
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
-            name) whose compact states the loss renders; default the agent's.
+        step_weight (float): omega, their weight (GiGPO: 1).
+        gamma (float): the discount of the step-level returns-to-go (GiGPO: 0.95).
+        eps (float): added to the groups' standard deviations.
+        score_chunk (int): prompts scored at once without gradient (bounds the memory).
+        environment (TextEnvironment | None): the :class:`~torchrl_glam.envs.protocol.TextEnvironment` whose compact
+            states the loss renders; default the agent's.
 
     :meth:`advantages` reads a rollout [B, T] (B = groups x G sub-environments, each one episode,
     "mask" [B, T] its steps) and writes "advantage" [B, T, 1] (and "reference_scores" with a KL);

@@ -65,27 +65,27 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
     """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
     Args:
-        scorer: the :class:`~torchrl_glam.modules.LLMScorer`, or a
+        scorer (LLMScorer | GLAMAgent): the :class:`~torchrl_glam.modules.LLMScorer`, or a
             :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
             ``environment`` names one); ``glam_agent`` is the agent that acts with it.
-        clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda: Table 1 (0.2, 0.01, 0.5, 0.99,
+        clip_epsilon, entropy_coeff, critic_coeff, gamma, gae_lambda (float): Table 1 (0.2, 0.01, 0.5, 0.99,
             0.99); the names of :class:`~torchrl_glam.algorithms.ppo_glam.config.PPOGLAMConfig`.
-        value_network: the value head ("prompt_hidden" -> "state_value",
+        value_network (TensorDictModule | None): the value head ("prompt_hidden" -> "state_value",
             :func:`~torchrl_glam.modules.make_value_head`); default ``make_value_head(hidden_size)``
             (two hidden layers of 1024 units, App. C).
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
-            name) whose compact states the loss renders; default the agent's (required with a bare scorer).
-        ppo_loss: "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
-        centred: clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
-        kl_coeff, kl_target: the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
+        environment (TextEnvironment | None): the :class:`~torchrl_glam.envs.protocol.TextEnvironment` whose compact
+            states the loss renders; default the agent's (required with a bare scorer).
+        ppo_loss (str): "clip" (``ClipPPOLoss``) or "kl" (``KLPENPPOLoss``, App. G.1).
+        centred (bool): clip around the first-epoch ratio instead of 1 (App. G.2; "clip" only).
+        kl_coeff, kl_target (float, float | None): the KL penalty's beta and, for TorchRL's adaptive rule, the target KL
             (``None``: beta stays ``kl_coeff``, as in the paper's eq. 5).
-        score_chunk: prompts scored at once when computing advantages (bounds the memory).
-        clip_value: ``None``: the value loss is the plain squared error (Table 1); a number: GLAM's
+        score_chunk (int): prompts scored at once when computing advantages (bounds the memory).
+        clip_value (float | None): ``None``: the value loss is the plain squared error (Table 1); a number: GLAM's
             code's clipped value loss, max((V - R)^2, (V_old + clip(V - V_old, +-clip_value) - R)^2),
             with V_old the value of the policy that collected (TorchRL's ``clip_value``).
-        normalize_advantage: standardise the advantages over each minibatch (TorchRL's
+        normalize_advantage (bool): standardise the advantages over each minibatch (TorchRL's
             ``normalize_advantage``; GLAM does not). Not with ``centred``, whose advantages carry c.
-        bootstrap_time_limit: GAE bootstraps with V(s') where an episode hits its time limit (the
+        bootstrap_time_limit (bool): GAE bootstraps with V(s') where an episode hits its time limit (the
             prompts do not show the time left, so this is the exact target); ``False``: a time
             limit ends the return like a terminal, as GLAM's ``mask = 1 - done``.
 

@@ -73,25 +73,25 @@ class SACGLAMLoss(TrainableState, LossModule):
     """The scorer and ``DiscreteSACLoss`` of SAC-GLAM; see the module docstring.
 
     Args:
-        scorer: the :class:`~torchrl_glam.modules.LLMScorer` (the LLM; trained by both losses), or
-            a :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
+        scorer (LLMScorer | GLAMAgent): the :class:`~torchrl_glam.modules.LLMScorer` (the LLM; trained by both losses),
+            or a :class:`~torchrl_glam.modules.GLAMAgent` (its scorer, and its environment unless
             ``environment`` names one); ``glam_agent`` is the agent that acts with it.
-        qvalue_network: the Q-value head that ``DiscreteSACLoss`` makes its twin heads and their
-            targets from (:func:`~torchrl_glam.modules.make_critic_heads`: its ``critic_input``,
+        qvalue_network (TensorDictModule | None): the Q-value head that ``DiscreteSACLoss`` makes its twin heads and
+            their targets from (:func:`~torchrl_glam.modules.make_critic_heads`: its ``critic_input``,
             width, dueling; App. B-C); default ``make_critic_heads(hidden_size, num_actions=num_actions)``,
             the paper's observation-action head of width 1024.
-        num_actions: candidates per step (N+2).
-        critic_backprop: whether the critic loss trains the LLM through the hidden states the heads
+        num_actions (int): candidates per step (N+2).
+        critic_backprop (bool): whether the critic loss trains the LLM through the hidden states the heads
             read (App. B); decided here only: the heads detach nothing.
-        gamma, alpha_init, target_entropy: SAC's discount and entropy settings (Tables 2-3).
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its registered
-            name) whose compact states the loss renders; default the agent's (required with a bare scorer).
-        target_llm: the target heads read the next observation through a Polyak-averaged copy of
+        gamma, alpha_init, target_entropy (float): SAC's discount and entropy settings (Tables 2-3).
+        environment (TextEnvironment | None): the :class:`~torchrl_glam.envs.protocol.TextEnvironment` whose compact
+            states the loss renders; default the agent's (required with a bare scorer).
+        target_llm (bool): the target heads read the next observation through a Polyak-averaged copy of
             the LLM (see the module docstring); ``False``: through the LLM itself (the paper).
-        success_network, success_loss_coef: the immediate-success head (a head writing
+        success_network, success_loss_coef (TensorDictModule | None, float): the immediate-success head (a head writing
             "success_logit", ``make_critic_heads(..., out_key="success_logit")``) and its loss's
             weight (see the module docstring); ``None`` and 0: no head (the paper).
-        critic_loss: each head's distance to the TD target, "smooth_l1" (Huber, TorchRL's default)
+        critic_loss (str): each head's distance to the TD target, "smooth_l1" (Huber, TorchRL's default)
             or "l2" (the squared error of SAC's papers).
 
     The critic's and the actor's losses take the prioritized sampler's importance weights w as

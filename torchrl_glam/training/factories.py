@@ -98,7 +98,7 @@ def check_env(cfg: GLAMConfig) -> None:
     written.
 
     Args:
-        cfg: the run's config; its environment is built with ``num_envs=1`` and ``cfg.run.seed``
+        cfg (GLAMConfig): the run's config; its environment is built with ``num_envs=1`` and ``cfg.run.seed``
             (the same on every rank, so that every rank refuses alike).
 
     Raises:

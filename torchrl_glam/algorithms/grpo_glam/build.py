@@ -13,8 +13,9 @@ def make_loss(cfg: GRPOGLAMConfig, agent: GLAMAgent | None = None) -> GRPOGLAMLo
     """The GRPO-GLAM loss of ``cfg`` over ``agent`` (default a new one of ``cfg``).
 
     Args:
-        cfg: the run's config.
-        agent: the LLM agent; default :func:`~torchrl_glam.training.factories.make_glam_agent` of ``cfg``.
+        cfg (GRPOGLAMConfig): the run's config.
+        agent (GLAMAgent | None): the LLM agent; default :func:`~torchrl_glam.training.factories.make_glam_agent` of
+            ``cfg``.
 
     Returns:
         The :class:`~torchrl_glam.objectives.grpo_glam.GRPOGLAMLoss`, on ``cfg.model.device``.

@@ -104,8 +104,8 @@ def make_grpo_config(preset: str = "cpu", overrides: dict[str, Any] | None = Non
     """The GRPO-GLAM config of a preset with overrides applied, validated.
 
     Args:
-        preset: a preset's name (``GRPO_PRESETS``) or the path of a YAML file like theirs.
-        overrides: values by field path (``{"algorithm.step_level": True}``) or unique name.
+        preset (str): a preset's name (``GRPO_PRESETS``) or the path of a YAML file like theirs.
+        overrides (dict[str, Any] | None): values by field path (``{"algorithm.step_level": True}``) or unique name.
 
     Returns:
         The validated :class:`GRPOGLAMConfig`; a bad value raises a ``ConfigError`` naming the field.

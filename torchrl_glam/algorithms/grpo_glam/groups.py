@@ -31,9 +31,9 @@ class RepeatedStarts(Transform):
     starts new groups everywhere. Reads ``"_reset"``; writes no key of its own.
 
     Args:
-        num_envs: the batch size of the environment it wraps.
-        group_size: G, the episodes of a group.
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of that
+        num_envs (int): the batch size of the environment it wraps.
+        group_size (int): G, the episodes of a group.
+        environment (TextEnvironment): the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of that
             environment; it must have ``reset_in_groups``.
 
     Examples:
@@ -116,10 +116,11 @@ class Groups:
     :class:`~torchrl_glam.data.episodes.EpisodeAssembler`'s episodes, and "sample_log_prob").
 
     Args:
-        num_envs: the batch size of the environment.
-        group_size: G.
-        max_steps: the episode length limit (the padding length).
-        environment: the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the steps.
+        num_envs (int): the batch size of the environment.
+        group_size (int): G.
+        max_steps (int): the episode length limit (the padding length).
+        environment (TextEnvironment): the :class:`~torchrl_glam.envs.protocol.TextEnvironment` (or its name) of the
+            steps.
     """
 
     def __init__(self, num_envs: int, group_size: int, max_steps: int, *, environment: TextEnvironment) -> None:
@@ -136,7 +137,8 @@ class Groups:
         """Adds one batched step.
 
         Args:
-            step: ``env.step_and_maybe_reset``'s first output, [num_envs] with "next" and "sample_log_prob".
+            step (TensorDictBase): ``env.step_and_maybe_reset``'s first output, [num_envs] with "next" and
+                "sample_log_prob".
         """
         episodes = self.assembler.add(step)
         if episodes is None:

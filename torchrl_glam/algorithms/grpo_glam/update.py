@@ -23,9 +23,9 @@ class GRPOGLAMUpdater:
     after gradient clipping at ``max_grad_norm``.
 
     Args:
-        loss: the :class:`~torchrl_glam.objectives.grpo_glam.GRPOGLAMLoss`.
-        cfg: the run's config.
-        world: the number of data-parallel ranks (each holds its share of the groups and of every minibatch).
+        loss (GRPOGLAMLoss): the :class:`~torchrl_glam.objectives.grpo_glam.GRPOGLAMLoss`.
+        cfg (GRPOGLAMConfig): the run's config.
+        world (int): the number of data-parallel ranks (each holds its share of the groups and of every minibatch).
     """
 
     def __init__(self, loss: GRPOGLAMLoss, cfg: GRPOGLAMConfig, world: int = 1) -> None:
@@ -55,7 +55,8 @@ class GRPOGLAMUpdater:
         """Runs the update on complete groups.
 
         Args:
-            groups: their episodes [groups x G, T] (:meth:`~torchrl_glam.algorithms.grpo_glam.groups.Groups.take`).
+            groups (TensorDictBase): their episodes [groups x G, T]
+                (:meth:`~torchrl_glam.algorithms.grpo_glam.groups.Groups.take`).
 
         Returns:
             Each gradient step's metrics (the losses, "entropy", "clip_fraction", "ratio",

@@ -43,9 +43,9 @@ class PPOGLAMUpdater:
     capped at ``her_ratio``, drawn at random), with advantages computed on the relabeled pieces.
 
     Args:
-        loss: the :class:`~torchrl_glam.objectives.ppo_glam.PPOGLAMLoss`.
-        cfg: the run's config.
-        world: the number of data-parallel ranks (each holds its share of every minibatch).
+        loss (PPOGLAMLoss): the :class:`~torchrl_glam.objectives.ppo_glam.PPOGLAMLoss`.
+        cfg (PPOGLAMConfig): the run's config.
+        world (int): the number of data-parallel ranks (each holds its share of every minibatch).
     """
 
     def __init__(self, loss: PPOGLAMLoss, cfg: PPOGLAMConfig, world: int = 1) -> None:

@@ -280,27 +280,27 @@ class BabyAITextEnv(ReplayedEpisodes, EnvBase):
     """BabyAI-Text, batched over ``num_envs`` minigrid levels.
 
     Args:
-        num_envs: number of sub-environments stepped together (the batch size).
-        level: "MixedTrainLocal" or "MixedTestLocal" (GLAM's mixes: each reset draws one of
+        num_envs (int): number of sub-environments stepped together (the batch size).
+        level (str): "MixedTrainLocal" or "MixedTestLocal" (GLAM's mixes: each reset draws one of
             :data:`MIXED_KINDS` uniformly), or a minigrid level of :data:`GRAMMAR_LEVELS`.
-        seed: seed of the level sampler; same seed, same levels, missions and rollouts.
-        device: where the output tensors live.
-        text: write the text keys ("prompt", "actions", "goal", "achieved_goals"); without them the
+        seed (int | None): seed of the level sampler; same seed, same levels, missions and rollouts.
+        device (torch.device | str): where the output tensors live.
+        text (bool): write the text keys ("prompt", "actions", "goal", "achieved_goals"); without them the
             compact state re-renders them (:class:`~torchrl_glam.envs.babyai.transforms.RenderBabyAIText`).
-        reward: "binary" (1 on success) or "minigrid" (``1 - 0.9 * step_count / max_steps``).
-        mask_noops: mask "pick up", "drop" and "toggle" where they cannot change anything.
-        kinds: for a Mixed level, the task kinds drawn (a subset of :data:`MIXED_KINDS`, e.g.
+        reward (str): "binary" (1 on success) or "minigrid" (``1 - 0.9 * step_count / max_steps``).
+        mask_noops (bool): mask "pick up", "drop" and "toggle" where they cannot change anything.
+        kinds (Sequence[str] | None): for a Mixed level, the task kinds drawn (a subset of :data:`MIXED_KINDS`, e.g.
             ``("goto", "pickup")`` for a cheaper training set); default all five.
-        reported_goals: the goal sets of the catalogue the social partner reports ("all", "train",
-            "test"); default: "train" on MixedTrainLocal, so that hindsight relabeling never trains
+        reported_goals (Sequence[str] | None): the goal sets of the catalogue the social partner reports ("all",
+            "train", "test"); default: "train" on MixedTrainLocal, so that hindsight relabeling never trains
             on the held-out goals, "train" and "test" on MixedTestLocal, "all" elsewhere.
-        catalogue: the goal grammar (shared default when omitted).
-        max_steps: the episodes' time limit (a truncation); ``None``: each minigrid level's own.
-        level_time_limits: each episode's limit is minigrid's for its mission (GLAM's: 64 steps for
+        catalogue (BabyAIGoalCatalogue | None): the goal grammar (shared default when omitted).
+        max_steps (int | None): the episodes' time limit (a truncation); ``None``: each minigrid level's own.
+        level_time_limits (bool): each episode's limit is minigrid's for its mission (GLAM's: 64 steps for
             go to and pick up, 128 for open, put next to and the sequences), at most ``max_steps``.
-        history: past observations shown in the prompt before the current one, each with the action
+        history (int): past observations shown in the prompt before the current one, each with the action
             taken after it (GLAM shows 2); they are part of the compact state (:data:`HISTORY_KEYS`).
-        wording: the prompts' text, "glam" (GLAM's exactly, the default) or "readable" (this
+        wording (str): the prompts' text, "glam" (GLAM's exactly, the default) or "readable" (this
             project's former wording); see :mod:`torchrl_glam.envs.babyai.text`.
 
     Examples:

@@ -86,12 +86,12 @@ class PlaygroundRules:
     """The state and the rules of ``batch_size`` Playground-Text scenes of ``num_objects`` objects.
 
     Args:
-        batch_size: number of sub-environments.
-        num_objects: objects per scene (N); the candidate actions are N+2.
-        goal_ids: the task set goals are sampled from.
-        reported_ids: the goals the social partner reports (reward does not depend on it).
-        max_steps: episodes are truncated after this many steps.
-        catalogue: the goal grammar (the shared default when omitted).
+        batch_size (int): number of sub-environments.
+        num_objects (int): objects per scene (N); the candidate actions are N+2.
+        goal_ids (np.ndarray): the task set goals are sampled from.
+        reported_ids (np.ndarray): the goals the social partner reports (reward does not depend on it).
+        max_steps (int): episodes are truncated after this many steps.
+        catalogue (GoalCatalogue | None): the goal grammar (the shared default when omitted).
     """
 
     def __init__(

@@ -90,22 +90,22 @@ class PlaygroundTextEnv(PlainEnvState, EnvBase):
     """Playground-Text (docs/site/playground_text_spec.md), batched over ``num_envs`` scenes.
 
     Args:
-        num_envs: number of sub-environments stepped together (the batch size).
-        num_objects: objects per scene, N (default 6; 3 for ``goals="simplified"``).
-        goals: the task set: "train" (8,470 goals), "simplified" (the 182 single training goals)
+        num_envs (int): number of sub-environments stepped together (the batch size).
+        num_objects (int | None): objects per scene, N (default 6; 3 for ``goals="simplified"``).
+        goals (str): the task set: "train" (8,470 goals), "simplified" (the 182 single training goals)
             or "held_out" (the 64 held-out goals).
-        max_steps: an episode is truncated after this many steps (default 10).
-        seed: seed of the scene and goal sampler; same seed, same scenes, goals and rewards.
-        device: where the output tensors live.
-        goal_sampling: "uniform" over the task set (training) or "by_type": uniform over goal
+        max_steps (int): an episode is truncated after this many steps (default 10).
+        seed (int | None): seed of the scene and goal sampler; same seed, same scenes, goals and rewards.
+        device (torch.device | str): where the output tensors live.
+        goal_sampling (str): "uniform" over the task set (training) or "by_type": uniform over goal
             types first (evaluation).
-        reported_goals: the goal sets the social partner reports; default: the task set, and
+        reported_goals (Sequence[str] | None): the goal sets the social partner reports; default: the task set, and
             for "held_out" the training goals and the held-out goals.
-        text: write the text keys ("prompt", "actions", "goal", "achieved_goals"). Without
+        text (bool): write the text keys ("prompt", "actions", "goal", "achieved_goals"). Without
             them the output holds tensors only (the compact state) and a step costs ~20x less:
             tensordict's non-tensor stacks dominate a step's time, and a training loop can render
             the text itself from the compact state with :func:`~torchrl_glam.envs.playground.render.render_batch`.
-        catalogue: the goal grammar (shared default when omitted).
+        catalogue (GoalCatalogue | None): the goal grammar (shared default when omitted).
 
     Examples:
         >>> from torchrl_glam.envs.playground import PlaygroundTextEnv

@@ -62,14 +62,14 @@ class TextWorldText(TextEnvironment):
     """A pool of TextWorld games of one family (:class:`~torchrl_glam.envs.textworld.games.GamePool`).
 
     Args:
-        family: "coin_collector", "treasure_hunter" or "cooking" (TextWorld's challenges).
-        settings: the family's settings over its defaults
+        family (str): "coin_collector", "treasure_hunter" or "cooking" (TextWorld's challenges).
+        settings (Mapping[str, Any] | None): the family's settings over its defaults
             (:data:`~torchrl_glam.envs.textworld.games.FAMILIES`), e.g. ``{"level": 10}``.
         train_games / held_out_games: the pool's sizes.
-        history: past observations in the prompt, each with the command taken after it
+        history (int): past observations in the prompt, each with the command taken after it
             (the config's ``env.options.history``).
-        name: the registry name (default ``"textworld_<family>"``).
-        cache: the folder of the game pools (default ``$TORCHRL_GLAM_CACHE/textworld``).
+        name (str | None): the registry name (default ``"textworld_<family>"``).
+        cache (str | None): the folder of the game pools (default ``$TORCHRL_GLAM_CACHE/textworld``).
     """
 
     goal_types = GOAL_TYPES

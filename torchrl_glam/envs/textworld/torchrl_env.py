@@ -51,19 +51,20 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
     time to "go to the <room>" of one of its rooms the player does not start in).
 
     Args:
-        pool: the games (:class:`~torchrl_glam.envs.textworld.games.GamePool`), built already.
-        catalogue: the pool's goals (:class:`~torchrl_glam.envs.textworld.text.TextWorldGoalCatalogue`).
-        num_envs: sub-environments stepped together.
-        split: "train" or "held_out": the games played.
-        seed: the game sampler's seed; same seed, same games and rollouts.
-        max_steps: the time limit of an episode (a truncation).
-        history: past observations shown in the prompt, each with the command taken after it.
-        max_commands: A, the candidates' width; a state with more admissible commands keeps the
+        pool (GamePool): the games (:class:`~torchrl_glam.envs.textworld.games.GamePool`), built already.
+        catalogue (TextWorldGoalCatalogue): the pool's goals
+            (:class:`~torchrl_glam.envs.textworld.text.TextWorldGoalCatalogue`).
+        num_envs (int): sub-environments stepped together.
+        split (str): "train" or "held_out": the games played.
+        seed (int | None): the game sampler's seed; same seed, same games and rollouts.
+        max_steps (int): the time limit of an episode (a truncation).
+        history (int): past observations shown in the prompt, each with the command taken after it.
+        max_commands (int): A, the candidates' width; a state with more admissible commands keeps the
             first A (in TextWorld's order) and warns once.
-        text_bytes: the bytes kept of an observation (longer ones are cut, with a warning once).
-        command_bytes: the bytes kept of a command.
-        text: also write "prompt", "actions", "goal" and "achieved_goals".
-        room_goals: the "train_and_rooms" goal set's episodes: half of them a room of their game to go to.
+        text_bytes (int): the bytes kept of an observation (longer ones are cut, with a warning once).
+        command_bytes (int): the bytes kept of a command.
+        text (bool): also write "prompt", "actions", "goal" and "achieved_goals".
+        room_goals (bool): the "train_and_rooms" goal set's episodes: half of them a room of their game to go to.
     """
 
     batch_locked = True
