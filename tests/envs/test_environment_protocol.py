@@ -182,10 +182,22 @@ def test_a_package_registers_its_environment_through_the_entry_point_group(tmp_p
 def test_the_built_in_environments_are_the_entry_points_pyproject_declares():
     import tomllib
 
-    from torchrl_glam.envs.registry import BUILT_IN, ENTRY_POINT_GROUP
+    from torchrl_glam.envs.registry import BUILT_IN, BUILT_IN_RECIPES, ENTRY_POINT_GROUP, RECIPE_GROUP
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert pyproject["project"]["entry-points"][ENTRY_POINT_GROUP] == BUILT_IN
+    assert pyproject["project"]["entry-points"][RECIPE_GROUP] == BUILT_IN_RECIPES
+
+
+def test_installed_metadata_without_the_recipes_still_gives_the_built_in_ones(monkeypatch):
+    """An install of 0.3.0 under a newer checkout declares no recipes: Playground-Text must keep its
+    own (the shipped models' names), not silently get the default (new names, a new pretraining)."""
+    from torchrl_glam.offline import recipes
+
+    monkeypatch.setattr(recipes, "_RECIPES", {})
+    monkeypatch.setattr(recipes, "entry_points", lambda group: [])  # metadata that predates the group
+    playground = recipes.recipe_of(PLAYGROUND)
+    assert playground.unsuffixed and playground.hindsight and playground.goal_sets == ("simplified", "train")
 
 
 def test_the_registry_imports_no_environment_until_one_is_named():

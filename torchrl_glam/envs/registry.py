@@ -40,6 +40,14 @@ BUILT_IN = {
     "textworld_treasure_hunter": "torchrl_glam.envs.textworld.environment:treasure_hunter",
 }
 
+#: The entry-point group where an environment's package declares how its offline tiny models are
+#: pretrained (``torchrl_glam.offline.recipes``)
+RECIPE_GROUP = "torchrl_glam.transcript_recipes"
+#: The built-in environments' recipes, as pyproject.toml declares them in :data:`RECIPE_GROUP` (a
+#: test checks they agree), for the same fallback as :data:`BUILT_IN`: without it, metadata of an
+#: earlier install would give Playground-Text the default recipe and other models' names
+BUILT_IN_RECIPES = {name: value.split(":")[0] + ":TRANSCRIPT_RECIPE" for name, value in BUILT_IN.items()}
+
 
 class EnvironmentLoadError(ValueError):
     """A registered environment that cannot be loaded, built or trained on: its module or factory

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from torchrl_glam.envs import TextEnvironment
 
-#: The entry-point group of the environments' recipes
-ENTRY_POINT_GROUP = "torchrl_glam.transcript_recipes"
+from torchrl_glam.envs.registry import BUILT_IN_RECIPES
+from torchrl_glam.envs.registry import RECIPE_GROUP as ENTRY_POINT_GROUP
 
 
 def _no_text(environment: Any) -> str:
@@ -87,6 +87,8 @@ def recipe_of(environment: TextEnvironment | str) -> TranscriptRecipe:
     name = environment if isinstance(environment, str) else environment.name
     if name not in _RECIPES:
         declared = {entry.value: entry for entry in entry_points(group=ENTRY_POINT_GROUP) if entry.name == name}
+        if not declared and name in BUILT_IN_RECIPES:  # installed metadata that predates the recipes
+            declared = {BUILT_IN_RECIPES[name]: EntryPoint(name, BUILT_IN_RECIPES[name], ENTRY_POINT_GROUP)}
         if len(declared) > 1:
             raise ValueError(
                 f"the offline recipe of env={name!r} is declared by several entry points of the group "
