@@ -22,16 +22,15 @@ PLAYGROUND = get_environment("playground")  # the environment object the library
 GAMMA, LMBDA = 0.9, 0.5
 
 
+def playground_loss(scorer, **kwargs) -> PPOGLAMLoss:
+    """A PPO-GLAM loss over ``scorer`` on Playground-Text, with a value head of 32 units."""
+    return PPOGLAMLoss(scorer, make_value_head(HIDDEN, 32), environment=PLAYGROUND, **kwargs)
+
+
 @pytest.fixture(scope="module")
 def loss():
     torch.manual_seed(0)
-    return PPOGLAMLoss(
-        make_scorer(None).module,
-        environment=PLAYGROUND,
-        gamma=GAMMA,
-        gae_lambda=LMBDA,
-        value_network=make_value_head(HIDDEN, 32),
-    )
+    return playground_loss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA)
 
 
 def rollout(loss, num_envs=4, steps=6, seed=0):
@@ -69,13 +68,8 @@ def rollout(loss, num_envs=4, steps=6, seed=0):
     [("terminal", True), ("time_limit", True), ("time_limit", False)],
 )
 def test_gae_matches_a_hand_computation(ending, bootstrap_time_limit):
-    loss = PPOGLAMLoss(
-        make_scorer(None).module,
-        environment=PLAYGROUND,
-        gamma=GAMMA,
-        gae_lambda=LMBDA,
-        value_network=make_value_head(HIDDEN, 32),
-        bootstrap_time_limit=bootstrap_time_limit,
+    loss = playground_loss(
+        make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, bootstrap_time_limit=bootstrap_time_limit
     )
     data = rollout(loss, num_envs=1, steps=3)
     data["next", "reward"] = torch.tensor([[[0.0], [0.0], [1.0]]])
@@ -155,15 +149,7 @@ def kl_objective(loss, data, beta, grad=False):
 def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     torch.manual_seed(0)
     beta = 0.7
-    loss = PPOGLAMLoss(
-        make_scorer(None).module,
-        environment=PLAYGROUND,
-        gamma=GAMMA,
-        gae_lambda=LMBDA,
-        value_network=make_value_head(HIDDEN, 32),
-        ppo_loss="kl",
-        kl_coeff=beta,
-    )
+    loss = playground_loss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, ppo_loss="kl", kl_coeff=beta)
     data = kl_data(loss)
     out = loss(data)
     expected, kl, ratio = kl_objective(loss, data, beta)
@@ -172,14 +158,7 @@ def test_kl_loss_penalises_the_kl_from_the_behaviour_policy():
     assert out["kl"].item() == pytest.approx(kl.item(), rel=1e-4)
     assert out["ratio"].item() == pytest.approx(ratio.item(), rel=1e-5)
     assert out["kl_coeff"].item() == pytest.approx(beta)  # kl_target=None: a constant beta, as in eq. 5
-    adaptive = PPOGLAMLoss(
-        loss.scorer,
-        environment=PLAYGROUND,
-        value_network=make_value_head(HIDDEN, 32),
-        ppo_loss="kl",
-        kl_coeff=beta,
-        kl_target=1e-4,
-    )
+    adaptive = playground_loss(loss.scorer, ppo_loss="kl", kl_coeff=beta, kl_target=1e-4)
     adaptive(data)
     assert adaptive.ppo.beta.item() == pytest.approx(2 * beta)  # TorchRL's rule: doubles above 1.5 x the target
 
@@ -190,14 +169,7 @@ def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
     # still use the beta the reported loss was computed with, and the next forward the adapted one
     torch.manual_seed(0)
     beta = 0.7
-    loss = PPOGLAMLoss(
-        make_scorer(None).module,
-        environment=PLAYGROUND,
-        value_network=make_value_head(HIDDEN, 32),
-        ppo_loss="kl",
-        kl_coeff=beta,
-        kl_target=kl_target,
-    )
+    loss = playground_loss(make_scorer(None).module, ppo_loss="kl", kl_coeff=beta, kl_target=kl_target)
     data = kl_data(loss)
     params = [p for p in loss.scorer.parameters() if p.requires_grad]
     expected, _, _ = kl_objective(loss, data, beta, grad=True)
@@ -214,13 +186,7 @@ def test_adaptive_kl_gradient_is_the_gradient_of_the_reported_loss(kl_target):
     for got, want in compared:
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-7)
     # a checkpoint holds the adapted beta, and a resumed loss starts from it
-    resumed = PPOGLAMLoss(
-        loss.scorer,
-        environment=PLAYGROUND,
-        value_network=make_value_head(HIDDEN, 32),
-        ppo_loss="kl",
-        kl_target=kl_target,
-    )
+    resumed = playground_loss(loss.scorer, ppo_loss="kl", kl_target=kl_target)
     resumed.load_trainable_state_dict(loss.trainable_state_dict())
     assert resumed.ppo.beta.item() == pytest.approx(adapted)
     # the next forward uses the adapted beta
@@ -232,10 +198,8 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
     torch.manual_seed(0)
     scorer = make_scorer(None).module
     eps = 0.2
-    centred = PPOGLAMLoss(
-        scorer, environment=PLAYGROUND, clip_epsilon=eps, value_network=make_value_head(HIDDEN, 32), centred=True
-    )
-    plain = PPOGLAMLoss(scorer, environment=PLAYGROUND, clip_epsilon=eps, value_network=make_value_head(HIDDEN, 32))
+    centred = playground_loss(scorer, clip_epsilon=eps, centred=True)
+    plain = playground_loss(scorer, clip_epsilon=eps)
     data = centred.advantages(rollout(centred)).reshape(-1)
     n = len(data)
     log_prob = data[FIRST_EPOCH_LOG_PROB_KEY].clone()  # the current policy: nothing trained yet
@@ -264,9 +228,7 @@ def test_centred_clip_clips_around_the_first_epoch_ratio():
 
 def test_loss_arguments_are_named_as_the_config_fields():
     scorer = make_scorer(None).module
-    loss = PPOGLAMLoss(
-        scorer, environment=PLAYGROUND, gae_lambda=0.5, ppo_loss="kl", value_network=make_value_head(HIDDEN, 32)
-    )
+    loss = playground_loss(scorer, gae_lambda=0.5, ppo_loss="kl")
     assert loss.ppo.value_estimator.lmbda == 0.5 and loss.loss_kind == "kl"
     with pytest.raises(ValueError, match="ppo_loss='ppo'"):
         PPOGLAMLoss(scorer, environment=PLAYGROUND, ppo_loss="ppo")
@@ -275,14 +237,7 @@ def test_loss_arguments_are_named_as_the_config_fields():
 @pytest.mark.parametrize("kind", ["clip", "kl"])
 def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     torch.manual_seed(0)
-    loss = PPOGLAMLoss(
-        make_scorer(None).module,
-        environment=PLAYGROUND,
-        gamma=GAMMA,
-        gae_lambda=LMBDA,
-        value_network=make_value_head(HIDDEN, 32),
-        ppo_loss=kind,
-    )
+    loss = playground_loss(make_scorer(None).module, gamma=GAMMA, gae_lambda=LMBDA, ppo_loss=kind)
     assert isinstance(loss, LossModule)
     data = rollout(loss, num_envs=2, steps=4)
     advantaged = loss.advantages(data).reshape(-1)
@@ -297,14 +252,7 @@ def test_ppo_loss_is_a_torchrl_loss_module_with_declared_keys(kind):
     assert [id(p) for p in groups["llm"] + groups["heads"]] == [id(p) for p in loss.parameters_to_train()]
     assert {id(p) for p in groups["heads"]} == {id(p) for p in loss.value.parameters()}
     # set_keys: the same rollout under other names gives the same advantages and losses
-    renamed = PPOGLAMLoss(
-        loss.scorer,
-        environment=PLAYGROUND,
-        gamma=GAMMA,
-        gae_lambda=LMBDA,
-        value_network=make_value_head(HIDDEN, 32),
-        ppo_loss=kind,
-    )
+    renamed = playground_loss(loss.scorer, gamma=GAMMA, gae_lambda=LMBDA, ppo_loss=kind)
     renamed.value.load_state_dict(loss.value.state_dict())
     renamed.set_keys(
         reward="r",
@@ -353,19 +301,14 @@ def shifted_policy_data(loss, seed=0):
 def test_normalize_advantage_standardises_the_advantages_of_the_minibatch():
     torch.manual_seed(0)
     eps = 0.2
-    loss = PPOGLAMLoss(
-        make_scorer(None).module,
-        environment=PLAYGROUND,
-        value_network=make_value_head(HIDDEN, 32),
-        normalize_advantage=True,
-    )
+    loss = playground_loss(make_scorer(None).module, normalize_advantage=True)
     data = shifted_policy_data(loss)
     a = data["advantage"].squeeze(-1).double()
     normalised = (a - a.mean()) / a.std()
     r = (data[FIRST_EPOCH_LOG_PROB_KEY] - data["sample_log_prob"]).double().exp()
     surrogate = -torch.minimum(r * normalised, r.clamp(1 - eps, 1 + eps) * normalised).mean()
     assert loss(data)["loss_objective"].item() == pytest.approx(surrogate.item(), rel=1e-4)
-    plain = PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, value_network=make_value_head(HIDDEN, 32))
+    plain = playground_loss(loss.scorer)
     assert plain(data)["loss_objective"].item() != pytest.approx(surrogate.item(), rel=1e-2)
     with pytest.raises(ValueError, match="normalize_advantage=False"):
         PPOGLAMLoss(loss.scorer, environment=PLAYGROUND, centred=True, normalize_advantage=True)
@@ -374,9 +317,7 @@ def test_normalize_advantage_standardises_the_advantages_of_the_minibatch():
 def test_clip_value_clips_the_value_around_the_collecting_policys_and_its_gradient_follows():
     torch.manual_seed(0)
     clip = 0.05
-    loss = PPOGLAMLoss(
-        make_scorer(None).module, environment=PLAYGROUND, value_network=make_value_head(HIDDEN, 32), clip_value=clip
-    )
+    loss = playground_loss(make_scorer(None).module, clip_value=clip)
     data = shifted_policy_data(loss)
     assert VALUE_KEY in loss.in_keys and "value_clip_fraction" in loss.out_keys
     n = len(data)

@@ -276,11 +276,21 @@ def get_environment(name: str | TextEnvironment) -> TextEnvironment:
     return _INSTANCES[name]
 
 
+def environment_or_default(environment: TextEnvironment | None) -> TextEnvironment:
+    """``environment`` itself (a :class:`TextEnvironment`; a name is refused with the fix), or, for
+    ``None``, the default environment (:data:`DEFAULT_ENVIRONMENT`, the paper's): for the tools whose
+    environment argument may be left out."""
+    from torchrl_glam.envs.protocol import require_environment
+
+    return get_environment(DEFAULT_ENVIRONMENT) if environment is None else require_environment(environment)
+
+
 __all__ = [
     "DEFAULT_ENVIRONMENT",
     "ENTRY_POINT_GROUP",
     "EnvironmentLoadError",
     "environment_error",
+    "environment_or_default",
     "environment_origin",
     "environment_names",
     "get_environment",

@@ -206,9 +206,8 @@ def resolve_model_source(
 
 def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
     """The local path or hub name to load; fails fast on a local path that does not exist."""
-    model = resolve(
-        None if name_or_path is None else os.fspath(name_or_path)
-    )  # an offline name alone: Playground-Text's
+    # an offline name without an environment: the default environment's (the shipped tiny models)
+    model = resolve(None if name_or_path is None else os.fspath(name_or_path))
     if model.is_offline:
         return model.path()
     name = model.name

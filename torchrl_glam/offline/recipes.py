@@ -22,11 +22,11 @@ from dataclasses import dataclass, fields
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
+from torchrl_glam.envs.registry import BUILT_IN_RECIPES, environment_or_default
+from torchrl_glam.envs.registry import RECIPE_GROUP as ENTRY_POINT_GROUP
+
 if TYPE_CHECKING:
     from torchrl_glam.envs import TextEnvironment
-
-from torchrl_glam.envs.registry import BUILT_IN_RECIPES
-from torchrl_glam.envs.registry import RECIPE_GROUP as ENTRY_POINT_GROUP
 
 
 def _no_text(environment: Any) -> str:
@@ -114,9 +114,7 @@ def _loaded(entry: Any) -> TranscriptRecipe:
 def vocabulary_environment(environment: TextEnvironment | None) -> TextEnvironment:
     """The environment whose words an offline model holds: ``environment`` itself, or, for
     ``None``, the default environment's (the paper's, whose models' names have no suffix)."""
-    from torchrl_glam.envs import DEFAULT_ENVIRONMENT, get_environment, require_environment
-
-    return get_environment(DEFAULT_ENVIRONMENT) if environment is None else require_environment(environment)
+    return environment_or_default(environment)
 
 
 __all__ = [

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 import torch
 
-from torchrl_glam.envs import DEFAULT_ENVIRONMENT, TextEnvironment, get_environment, require_environment
+from torchrl_glam.envs import DEFAULT_ENVIRONMENT, TextEnvironment, environment_or_default, get_environment
 from torchrl_glam.modules import MASKED_LOGIT, LLMConfig, LLMScorer, load_llm
 from torchrl_glam.offline.resolve import resolve
 from torchrl_glam.training.evaluation import evaluate
@@ -45,11 +45,6 @@ NORMALIZATIONS = ("sum", "mean")
 MODES = ("greedy", "sampled")
 #: ``--model random``: the uniformly random policy over legal candidates
 RANDOM = "random"
-
-
-def _environment(environment: TextEnvironment | None) -> TextEnvironment:
-    """The environment object given, or the default one (the paper's)."""
-    return get_environment(DEFAULT_ENVIRONMENT) if environment is None else require_environment(environment)
 
 
 _KEY_COLUMNS = ("model", "chat_template", "goals", "normalization", "mode", "tokenization", "episodes", "seed")
@@ -86,7 +81,7 @@ class ZeroShotPolicy:
                 "use it with instruct models only (e.g. smollm2-135m)"
             )
         self.scorer, self.mode, self.chat_template = scorer, mode, chat_template
-        self.environment = _environment(environment)
+        self.environment = environment_or_default(environment)
         self.generator = torch.Generator().manual_seed(seed)
 
     def prompts(self, prompts: list[str]) -> list[str]:
@@ -134,7 +129,7 @@ def make_zero_shot_env(
     """One episode per sub-environment; ``train`` goals by type, as the training evaluations draw them;
     ``goal_types``: only those (an environment with the ``goal_types`` option, as the config's)."""
     sampling = "by_type" if goals == "train" else "uniform"
-    environment = _environment(environment)
+    environment = environment_or_default(environment)
     options = {}
     if goal_types is not None:
         if not any(option.name == "goal_types" and not option.state for option in environment.options):
@@ -186,7 +181,7 @@ def run_zero_shot(
     ``goals``: goal sets of ``environment`` (default: every one of its ``goal_sets``);
     ``model="random"``: the random policy;
     ``goal_types``: only those goal types (not a column of the CSV: give it a file of its own)."""
-    environment = _environment(environment)
+    environment = environment_or_default(environment)
     goal_sets = environment.goal_sets
     goals = goal_sets if goals is None else goals
     row_columns = columns(environment.goal_types)
