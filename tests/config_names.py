@@ -1,6 +1,6 @@
 """Configs by name: a config as torchrl_glam 0.1 and 0.2 wrote config.json (field names, no
-sections: ``env`` and ``model`` for their section's name), and a study's preset file by its study
-and name."""
+sections: ``env`` and ``model`` for their section's name), a study's preset file by its study
+and name, and a config section's fields named in one string."""
 
 from pathlib import Path
 
@@ -18,3 +18,8 @@ def study_preset(study: str, name: str, algorithm: str = "sac_glam") -> str:
     path = EXPERIMENTS / study / "presets" / algorithm / f"{name}.yaml"
     assert path.is_file(), path
     return str(path)
+
+
+def fields(section, names: str) -> tuple:
+    """The values of ``section``'s fields named in ``names`` (space-separated), in that order."""
+    return tuple(getattr(section, name) for name in names.split())

@@ -22,6 +22,8 @@ from torchrl_glam.training.checkpoint import read_checkpoint
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sac_glam.py"
 SMOKE = ["--preset", "smoke", "--no-progress"]
+#: a data-parallel run short enough for a test: one evaluation and one checkpoint, at its end
+SHORT_RUN = ["total_steps=96", "eval_every=96", "checkpoint_every=96", "learning_starts=16"]
 
 
 def _agent(run_dir: Path, rank: int = 0) -> dict:
@@ -39,15 +41,7 @@ def _assert_same_weights(a: dict, b: dict):
 def test_data_parallel_ranks_hold_identical_weights_after_updates(tmp_path):
     """Two processes over gloo (torch.distributed env:// variables, as the launcher exports them)."""
     run = tmp_path / "ddp"
-    args = [
-        *SMOKE,
-        "--run-dir",
-        str(run),
-        "total_steps=96",
-        "eval_every=96",
-        "checkpoint_every=96",
-        "learning_starts=16",
-    ]
+    args = [*SMOKE, "--run-dir", str(run), *SHORT_RUN]
     run_ranks(EXAMPLE, args, timeout=600)
     states = [_agent(run, r) for r in range(2)]
     assert states[0]["updater"]["updates"] == states[1]["updater"]["updates"] > 0
@@ -183,15 +177,7 @@ def test_two_task_job_trains_data_parallel_on_slurm(slurm, tmp_path):
     job = executor.submit(
         TrainingJob(
             "sac_glam",
-            [
-                *SMOKE,
-                "--run-dir",
-                str(run),
-                "total_steps=96",
-                "eval_every=96",
-                "checkpoint_every=96",
-                "learning_starts=16",
-            ],
+            [*SMOKE, "--run-dir", str(run), *SHORT_RUN],
         )
     )
     assert job.results() == [0, 0]

@@ -29,6 +29,24 @@ def world_of_two(monkeypatch):
     return runs
 
 
+def run_smoke(script: str, run_dir, *overrides: str) -> int:
+    """``script``'s smoke preset, 128 steps, no evaluation before the end."""
+    argv = ["--preset", "smoke", "--run-dir", str(run_dir), "--no-progress", "total_steps=128", "eval_every=1000"]
+    return get_script(script).load().main([*argv, *overrides])
+
+
+def recorded_sizes(monkeypatch, owner: type, method: str, size) -> list[int]:
+    """Records ``size(argument)`` of every call of ``owner.method(argument)``."""
+    sizes, original = [], getattr(owner, method)
+
+    def recorded(self, argument):
+        sizes.append(size(argument))
+        return original(self, argument)
+
+    monkeypatch.setattr(owner, method, recorded)
+    return sizes
+
+
 def test_updaters_take_their_ranks_share_of_every_batch():
     cfg = make_config("smoke", {"batch_size": 32})
     assert SACGLAMUpdater(make_loss(cfg, num_actions=5), None, cfg, world=2).batch_size == 16
@@ -39,30 +57,8 @@ def test_updaters_take_their_ranks_share_of_every_batch():
 
 @pytest.mark.slow
 def test_sac_script_samples_half_batches_in_a_world_of_two(tmp_path, world_of_two, monkeypatch):
-    sizes, sample = [], GoalReplay.sample
-
-    def recorded_sample(self, batch_size):
-        sizes.append(batch_size)
-        return sample(self, batch_size)
-
-    monkeypatch.setattr(GoalReplay, "sample", recorded_sample)
-    code = (
-        get_script("sac_glam")
-        .load()
-        .main(
-            [
-                "--preset",
-                "smoke",
-                "--run-dir",
-                str(tmp_path / "run"),
-                "--no-progress",
-                "total_steps=128",
-                "learning_starts=64",
-                "batch_size=32",
-                "eval_every=1000",
-            ]
-        )
-    )
+    sizes = recorded_sizes(monkeypatch, GoalReplay, "sample", int)  # its batch size
+    code = run_smoke("sac_glam", tmp_path / "run", "learning_starts=64", "batch_size=32")
     assert code == 0
     (run,) = world_of_two
     assert run.env.num_envs == 4 and run.per_rank("learning_starts") == 32
@@ -71,30 +67,9 @@ def test_sac_script_samples_half_batches_in_a_world_of_two(tmp_path, world_of_tw
 
 @pytest.mark.slow
 def test_ppo_script_takes_half_minibatches_in_a_world_of_two(tmp_path, world_of_two, monkeypatch):
-    sizes, forward = [], PPOGLAMLoss.forward
-
-    def recorded_forward(self, minibatch):
-        sizes.append(minibatch.numel())
-        return forward(self, minibatch)
-
-    monkeypatch.setattr(PPOGLAMLoss, "forward", recorded_forward)
+    sizes = recorded_sizes(monkeypatch, PPOGLAMLoss, "forward", lambda minibatch: minibatch.numel())
     # a rank's rollout: 4 environments x 16 steps = 64 transitions, in minibatches of 64 / 2
-    code = (
-        get_script("ppo_glam")
-        .load()
-        .main(
-            [
-                "--preset",
-                "smoke",
-                "--run-dir",
-                str(tmp_path / "run"),
-                "--no-progress",
-                "total_steps=128",
-                "minibatch_size=64",
-                "eval_every=1000",
-            ]
-        )
-    )
+    code = run_smoke("ppo_glam", tmp_path / "run", "minibatch_size=64")
     assert code == 0
     (run,) = world_of_two
     assert run.env.num_envs == 4

@@ -4,7 +4,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from config_names import study_preset
+from config_names import fields, study_preset
 
 from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, make_ppo_config, parse_ppo_overrides
 from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
@@ -13,33 +13,13 @@ from torchrl_glam.algorithms.sac_glam.config import make_config, parse_overrides
 def test_ppo_glam_preset_is_table_1():
     cfg = make_ppo_config("ppo_glam")
     assert (cfg.env.num_envs, cfg.algorithm.rollout_steps, cfg.transitions_per_update) == (32, 64, 2048)
-    assert (
-        cfg.algorithm.epochs,
-        cfg.algorithm.minibatch_size,
-        cfg.algorithm.entropy_coeff,
-        cfg.algorithm.critic_coeff,
-    ) == (16, 256, 0.01, 0.5)
-    assert (
-        cfg.algorithm.gamma,
-        cfg.algorithm.gae_lambda,
-        cfg.algorithm.lr,
-        cfg.algorithm.clip_epsilon,
-        cfg.algorithm.max_grad_norm,
-    ) == (0.99, 0.99, 1e-4, 0.2, 0.5)
-    assert (cfg.model.name, cfg.model.lora_rank, cfg.model.quantization, cfg.model.device) == (
-        "google/flan-t5-base",
-        16,
-        "4bit",
-        "cuda",
-    )
+    assert fields(cfg.algorithm, "epochs minibatch_size entropy_coeff critic_coeff") == (16, 256, 0.01, 0.5)
+    assert fields(cfg.algorithm, "gamma gae_lambda lr clip_epsilon max_grad_norm") == (0.99, 0.99, 1e-4, 0.2, 0.5)
+    assert fields(cfg.model, "name lora_rank quantization device") == ("google/flan-t5-base", 16, "4bit", "cuda")
     assert (cfg.env.goals, cfg.hindsight.her, cfg.algorithm.ppo_loss) == ("train", False, "clip")
     sac = make_config("sac_glam")  # the same model as the SAC-GLAM run it is compared with
-    assert (cfg.model.name, cfg.model.lora_rank, cfg.model.quantization, cfg.model.normalization) == (
-        sac.model.name,
-        sac.model.lora_rank,
-        sac.model.quantization,
-        sac.model.normalization,
-    )
+    model = "name lora_rank quantization normalization"
+    assert fields(cfg.model, model) == fields(sac.model, model)
     assert set(PPO_PRESETS) >= {"ppo_glam", "cpu", "smoke"}
 
 
