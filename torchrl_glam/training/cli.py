@@ -15,6 +15,7 @@ parsed (tests/training/test_light_command_line.py checks this).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shlex
@@ -51,6 +52,7 @@ __all__ = [
     "parse_command_line",
     "resume_command",
     "saved_config",
+    "script_command_line",
     "user_errors",
 ]
 
@@ -100,6 +102,12 @@ def command_line(main: Callable[[list[str] | None], int], argv: list[str] | None
             raise
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
+
+
+def script_command_line(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
+    """A training script's ``cli(argv=None) -> int`` (its console command): :func:`command_line`
+    running ``main``."""
+    return functools.partial(command_line, main)
 
 
 def _fields_epilog(config_class: type[GLAMConfig], presets: Presets, preset: str, argv: list[str] | None = None) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from torchrl_glam.algorithms.grpo_glam.config import GRPO_PRESETS, GRPOGLAMConfig
-from torchrl_glam.training.cli import command_line, parse_command_line
+from torchrl_glam.training.cli import parse_command_line, script_command_line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,9 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     return run.finish(f"{updater.iterations} updates ({updater.updates} gradient steps)")
 
 
-def cli(argv: list[str] | None = None) -> int:
-    """The command line (``grpo-glam``, ``examples/grpo_glam.py``): refusals printed without a traceback."""
-    return command_line(main, argv)
+#: the command line (``grpo-glam``, ``examples/grpo_glam.py``): refusals printed without a traceback.
+cli = script_command_line(main)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 
 from torchrl_glam.algorithms.ppo_glam.config import PPO_PRESETS, PPOGLAMConfig
-from torchrl_glam.training.cli import command_line, parse_command_line
+from torchrl_glam.training.cli import parse_command_line, script_command_line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,9 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     return run.finish(f"{updater.iterations} updates ({updater.updates} gradient steps)")
 
 
-def cli(argv: list[str] | None = None) -> int:
-    """The command line (``ppo-glam``, ``examples/ppo_glam.py``): refusals printed without a traceback."""
-    return command_line(main, argv)
+#: the command line (``ppo-glam``, ``examples/ppo_glam.py``): refusals printed without a traceback.
+cli = script_command_line(main)
 
 
 if __name__ == "__main__":

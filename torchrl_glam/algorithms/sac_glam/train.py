@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 
 from torchrl_glam.algorithms.sac_glam.config import PRESETS, SACGLAMConfig
-from torchrl_glam.training.cli import command_line, parse_command_line
+from torchrl_glam.training.cli import parse_command_line, script_command_line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,9 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     return run.finish(f"{updater.updates} updates")
 
 
-def cli(argv: list[str] | None = None) -> int:
-    """The command line (``sac-glam``, ``examples/*.py``): refusals printed without a traceback."""
-    return command_line(main, argv)
+#: the command line (``sac-glam``, ``examples/*.py``): refusals printed without a traceback.
+cli = script_command_line(main)
 
 
 if __name__ == "__main__":
