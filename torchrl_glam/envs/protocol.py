@@ -42,6 +42,32 @@ class GoalCatalogueLike(Protocol):
     def goal_set(self, name: str) -> Any: ...
 
 
+class GoalIndex:
+    """The lookup every goal catalogue shares: ``goals`` (texts in id order) and ``goal_to_id``,
+    set by the catalogue; ``len``, ``in`` and :meth:`id_of` over them. A catalogue says what an
+    unknown goal is in :meth:`unknown_goal`."""
+
+    goals: Sequence[str]
+    goal_to_id: dict[str, int]
+
+    def __len__(self) -> int:
+        return len(self.goals)
+
+    def __contains__(self, goal: str) -> bool:
+        return goal in self.goal_to_id
+
+    def id_of(self, goal: str) -> int:
+        """The id of a goal text; a ``ValueError`` in :meth:`unknown_goal`'s words when there is none."""
+        try:
+            return self.goal_to_id[goal]
+        except KeyError:
+            raise ValueError(self.unknown_goal(goal)) from None
+
+    def unknown_goal(self, goal: str) -> str:
+        """Why ``goal`` has no id (the refusal's message)."""
+        return f"{goal!r} is no goal of this environment"
+
+
 class MissingCapability(NotImplementedError):
     """An optional capability of :class:`TextEnvironment` asked of an environment without it."""
 
@@ -263,6 +289,7 @@ __all__ = [
     "EnvironmentFilesError",
     "EnvironmentStateError",
     "GoalCatalogueLike",
+    "GoalIndex",
     "MissingCapability",
     "TextEnvironment",
     "require_environment",

@@ -48,6 +48,8 @@ try:
 except ImportError as error:  # the registry imports this module when a config names env=babyai
     raise ImportError(f"BabyAI-Text needs minigrid ({error}): pip install 'torchrl_glam[babyai]'") from None
 
+from torchrl_glam.envs.protocol import GoalIndex
+
 if TYPE_CHECKING:  # torch loads where a tensor is made (a config is checked before it loads)
     import torch
 
@@ -94,7 +96,7 @@ def describe_object(type_: str, color: str | None, article: str) -> str:
 GOAL_TYPES = ("goto", "pickup", "open", "putnext", "pickup_then_goto")
 
 
-class BabyAIGoalCatalogue:
+class BabyAIGoalCatalogue(GoalIndex):
     """Every instruction of the Mixed levels' grammar, with a fixed id each (7,168 goals).
 
     An object description is ``<the|a> [color] <box|ball|key|door>`` (minigrid's ``ObjDesc`` without
@@ -139,20 +141,11 @@ class BabyAIGoalCatalogue:
             cls._instance = cls()
         return cls._instance
 
-    def __len__(self) -> int:
-        return len(self.goals)
-
-    def __contains__(self, goal: str) -> bool:
-        return goal in self.goal_to_id
-
-    def id_of(self, goal: str) -> int:
-        try:
-            return self.goal_to_id[goal]
-        except KeyError:
-            raise ValueError(
-                f"{goal!r} is not an instruction of the BabyAI-Text grammar (go to / pick up / open / "
-                "put ... next to / pick up ..., then go to ... / go to ... after you pick up ...)"
-            ) from None
+    def unknown_goal(self, goal: str) -> str:
+        return (
+            f"{goal!r} is not an instruction of the BabyAI-Text grammar (go to / pick up / open / "
+            "put ... next to / pick up ..., then go to ... / go to ... after you pick up ...)"
+        )
 
     def type_of(self, goal: int | str) -> str:
         """The type of a goal, one of :data:`GOAL_TYPES`."""

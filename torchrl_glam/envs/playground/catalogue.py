@@ -29,6 +29,7 @@ from torchrl_glam.envs.playground.vocabulary import (
     PLANTS,
     category_of,
 )
+from torchrl_glam.envs.protocol import GoalIndex
 
 GOAL_TYPES: tuple[str, ...] = ("grasp", "grow", "grow-then-grasp", "grow-then-grow")
 GRASP, GROW, GROW_THEN_GRASP, GROW_THEN_GROW = range(4)
@@ -67,7 +68,7 @@ def _is_held_out(verb: str, description: str) -> bool:
     return noun in PLANTS or noun in ("plant", "living_thing")
 
 
-class GoalCatalogue:
+class GoalCatalogue(GoalIndex):
     """Every goal of the Playground-Text grammar, in a stable order, with its type and splits.
 
     Build it once and share it: ``GoalCatalogue.default()`` returns a cached instance.
@@ -157,9 +158,6 @@ class GoalCatalogue:
             cls._default = cls()
         return cls._default
 
-    def __len__(self) -> int:
-        return len(self.goals)
-
     def goal_set(self, name: str) -> np.ndarray:
         """The goal ids of a named set: "train" (8,470), "simplified" (182) or "held_out" (64)."""
         sets = {"train": self.train_ids, "simplified": self.simplified_ids, "held_out": self.held_out_ids}
@@ -167,16 +165,11 @@ class GoalCatalogue:
             raise ValueError(f"unknown goal set {name!r}; choose one of {GOAL_SETS}")
         return sets[name]
 
-    def id_of(self, goal: str) -> int:
-        """The id of a goal text; a ``ValueError`` names the nearest valid goals when it is unknown."""
-        try:
-            return self.goal_to_id[goal]
-        except KeyError:
-            # a text without " then " is nearest to a single goal: search those 246 only (fast)
-            close = nearest(goal, self.goals if " then " in goal else self.goals[: self.num_single])
-            raise ValueError(
-                f"unknown goal {goal!r}: not formed by the Playground-Text grammar. Nearest valid goals: {close}"
-            ) from None
+    def unknown_goal(self, goal: str) -> str:
+        """Names the nearest valid goals."""
+        # a text without " then " is nearest to a single goal: search those 246 only (fast)
+        close = nearest(goal, self.goals if " then " in goal else self.goals[: self.num_single])
+        return f"unknown goal {goal!r}: not formed by the Playground-Text grammar. Nearest valid goals: {close}"
 
     def type_of(self, goal: int | str) -> str:
         """The type of a goal ("grasp", "grow", "grow-then-grasp" or "grow-then-grow")."""

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from torchrl_glam.envs.protocol import GoalIndex
+
 if TYPE_CHECKING:
     import torch
 
@@ -95,7 +97,7 @@ ROOMS_GOAL_SET = "train_and_rooms"
 QUEST_SHARE = 0.5
 
 
-class TextWorldGoalCatalogue:
+class TextWorldGoalCatalogue(GoalIndex):
     """Every goal of a pool's games, with a fixed id each: the facts each game's entities allow
     (its rooms to go to, its portable objects to take, its containers and doors to open, its food
     to eat, cut and cook), then each game's quest where it is not one of them. ``goal_set("train")``
@@ -128,17 +130,8 @@ class TextWorldGoalCatalogue:
         self.quest_of = {split: [self.goal_to_id[q] for q in quests[split]] for split in quests}
         self.rooms_of = {split: [[self.goal_to_id[g] for g in game] for game in rooms[split]] for split in rooms}
 
-    def __len__(self) -> int:
-        return len(self.goals)
-
-    def __contains__(self, goal: str) -> bool:
-        return goal in self.goal_to_id
-
-    def id_of(self, goal: str) -> int:
-        try:
-            return self.goal_to_id[goal]
-        except KeyError:
-            raise ValueError(f"{goal!r} is no goal of this pool of TextWorld games") from None
+    def unknown_goal(self, goal: str) -> str:
+        return f"{goal!r} is no goal of this pool of TextWorld games"
 
     def goal_set(self, name: str) -> np.ndarray:
         if name == ROOMS_GOAL_SET:
