@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 from tensordict import TensorDict
 from update_reference import LOSS_TERMS, make_loss_and_env, one_update
 
+from torchrl_glam.envs import get_environment
 from torchrl_glam.modules.length_groups import CPU_GROUP_TOKEN_PAIRS, length_groups
 
 REFERENCE = Path(__file__).parent / "references" / "update_b96b62f.safetensors"
@@ -25,8 +26,9 @@ def reference():
     return batch, {k: v for k, v in stored.items() if not k.startswith("batch.")}
 
 
-def test_one_update_equals_b96b62fs_to_1e6(reference):
+def test_one_update_equals_b96b62fs_to_1e6(reference, offline_model):
     batch, expected = reference
+    offline_model("offline:tiny-t5", get_environment("babyai"))  # loading never builds: alone, it must
     loss, _ = make_loss_and_env()
     # the batch's prompts are long enough to be scored in several length groups
     prompts, _, _ = loss.environment.observations({k: batch[k] for k in loss.environment.state_keys})

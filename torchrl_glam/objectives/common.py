@@ -7,10 +7,13 @@ trained on are exactly those it acted on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 from torch import nn
+from torchrl.objectives import LossModule
 
 from torchrl_glam.envs import TextEnvironment, require_environment
 from torchrl_glam.modules import (
@@ -65,23 +68,6 @@ def score_states(
     return {SCORES_KEY: scores, "action_mask": mask, ACTION_HIDDEN_KEY: action_hidden, PROMPT_HIDDEN_KEY: prompt_hidden}
 
 
-def agent_parts(scorer, environment):
-    """(the LLM scorer, the environment argument, the agent or ``None``) of an objective's
-    ``scorer`` argument: an ``LLMScorer``, or a ``GLAMAgent`` whose environment is the default."""
-    if not isinstance(scorer, GLAMAgent):
-        return scorer, environment, None
-    return scorer.llm, scorer.environment if environment is None else environment, scorer
-
-
-def attach_agent(loss, agent: GLAMAgent | None) -> None:
-    """Sets ``loss.glam_agent``, the agent acting with the loss's LLM (``None``: one built around
-    ``loss.scorer`` and ``loss.environment``)."""
-    # off the module tree (object.__setattr__): the loss's state dict holds the LLM once, as "scorer"
-    object.__setattr__(
-        loss, "glam_agent", agent if agent is not None else GLAMAgent(loss.scorer, environment=loss.environment)
-    )
-
-
 class TrainableState:
     """Checkpoints of a GLAM objective (an ``nn.Module``) without the frozen LLM weights: with LoRA
     the adapters, plus the heads, targets and the loss's own state (alpha, KL coefficient); the
@@ -119,9 +105,43 @@ class TrainableState:
             )
 
 
-class ForwardedKeys:
+class GLAMObjective(TrainableState, LossModule):
+    """What every GLAM objective holds: the LLM scorer it rescores compact states with
+    (``scorer``), the environment that renders them (``environment``), the agent acting with that
+    LLM (``glam_agent``), and checkpoints without the frozen weights (:class:`TrainableState`)."""
+
+    def _take_agent(self, scorer: LLMScorer | GLAMAgent, environment: TextEnvironment | None) -> None:
+        """Sets ``scorer``, ``environment`` and ``glam_agent`` from an objective's arguments: an
+        ``LLMScorer`` (an agent is built around it), or a ``GLAMAgent`` (its environment unless one
+        is given)."""
+        agent = scorer if isinstance(scorer, GLAMAgent) else None
+        if agent is not None:
+            scorer, environment = agent.llm, agent.environment if environment is None else environment
+        self.scorer = scorer
+        self.environment = require_environment(environment)
+        # off the module tree (object.__setattr__): the loss's state dict holds the LLM once, as "scorer"
+        glam_agent = agent if agent is not None else GLAMAgent(scorer, environment=self.environment)
+        object.__setattr__(self, "glam_agent", glam_agent)
+
+    @property
+    def catalogue(self):
+        """The environment's goal catalogue."""
+        return self.environment.catalogue
+
+
+class PolicyGradientObjective(GLAMObjective):
     """A GLAM objective around a TorchRL PPO loss (``self.ppo``): the keys it names in
     ``_FORWARDED_KEYS`` are the TorchRL loss's too, so ``set_keys`` on the objective sets them there."""
+
+    @dataclass
+    class _AcceptedKeys:
+        """The tensordict keys every such objective reads and writes; each adds its own in a
+        subclass of this one (change them with ``set_keys``)."""
+
+        action: NestedKey = "action"
+        sample_log_prob: NestedKey = "sample_log_prob"
+        advantage: NestedKey = "advantage"
+        reward: NestedKey = "reward"
 
     _FORWARDED_KEYS: tuple[str, ...] = ()
 

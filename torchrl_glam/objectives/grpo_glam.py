@@ -32,11 +32,11 @@ from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.modules import MaskedCategorical
-from torchrl.objectives import ClipPPOLoss, LossModule
+from torchrl.objectives import ClipPPOLoss
 
-from torchrl_glam.envs import TextEnvironment, require_environment
+from torchrl_glam.envs import TextEnvironment
 from torchrl_glam.modules import MASKED_LOGIT, SCORES_KEY, GLAMAgent, LLMScorer, make_actor
-from torchrl_glam.objectives.common import ForwardedKeys, TrainableState, agent_parts, attach_agent, score_states
+from torchrl_glam.objectives.common import PolicyGradientObjective, score_states
 
 #: the initial policy's candidate scores of a rollout's states (:meth:`GRPOGLAMLoss.reference_scores`)
 REFERENCE_SCORES_KEY = "reference_scores"
@@ -82,7 +82,7 @@ def step_advantages(
     return out
 
 
-class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
+class GRPOGLAMLoss(PolicyGradientObjective):
     """GRPO on GLAM's candidate-scoring policy, TorchRL's ``ClipPPOLoss`` without a critic; see the
     module docstring.
 
@@ -120,13 +120,9 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
     """
 
     @dataclass
-    class _AcceptedKeys:
+    class _AcceptedKeys(PolicyGradientObjective._AcceptedKeys):
         """The tensordict keys this loss reads and writes (change them with ``set_keys``)."""
 
-        action: NestedKey = "action"
-        sample_log_prob: NestedKey = "sample_log_prob"
-        advantage: NestedKey = "advantage"
-        reward: NestedKey = "reward"
         mask: NestedKey = "mask"
         reference_scores: NestedKey = REFERENCE_SCORES_KEY
 
@@ -154,10 +150,7 @@ class GRPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
             raise ValueError(f"group_size={group_size}: a group needs at least 2 episodes to compare")
         if kl_coeff < 0 or entropy_coeff < 0:
             raise ValueError(f"kl_coeff={kl_coeff} and entropy_coeff={entropy_coeff} must be at least 0")
-        scorer, environment, agent = agent_parts(scorer, environment)
-        self.scorer = scorer
-        self.environment = require_environment(environment)
-        attach_agent(self, agent)
+        self._take_agent(scorer, environment)
         self.group_size, self.kl_coeff, self.step_level = group_size, kl_coeff, step_level
         self.step_weight, self.gamma, self.eps, self.score_chunk = step_weight, gamma, eps, score_chunk
         self.actor = make_actor(return_log_prob=True)

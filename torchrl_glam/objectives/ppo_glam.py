@@ -36,9 +36,9 @@ from tensordict.nn import TensorDictModule
 from tensordict.utils import NestedKey
 from torch import nn
 from torchrl.modules import MaskedCategorical
-from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, LossModule, ValueEstimators
+from torchrl.objectives import ClipPPOLoss, KLPENPPOLoss, ValueEstimators
 
-from torchrl_glam.envs import TextEnvironment, require_environment
+from torchrl_glam.envs import TextEnvironment
 from torchrl_glam.modules import (
     MASKED_LOGIT,
     PROMPT_HIDDEN_KEY,
@@ -50,7 +50,7 @@ from torchrl_glam.modules import (
     make_value_head,
 )
 from torchrl_glam.modules.policy import BEHAVIOUR_SCORES_KEY
-from torchrl_glam.objectives.common import ForwardedKeys, TrainableState, agent_parts, attach_agent, score_states
+from torchrl_glam.objectives.common import PolicyGradientObjective, score_states
 
 #: log pi_theta_old(a | s, g) under the transition's (possibly relabeled) goal, at the start of the
 #: update: the first epoch's numerator, the centre of the centred clip.
@@ -61,7 +61,7 @@ _LOGITS_KEY = "action_logits"
 PPO_LOSSES = ("clip", "kl")
 
 
-class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
+class PPOGLAMLoss(PolicyGradientObjective):
     """The scorer, the value head and a TorchRL PPO loss with ``GAE``; see the module docstring.
 
     Args:
@@ -96,14 +96,10 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
     """
 
     @dataclass
-    class _AcceptedKeys:
+    class _AcceptedKeys(PolicyGradientObjective._AcceptedKeys):
         """The tensordict keys this loss reads and writes (change them with ``set_keys``)."""
 
-        action: NestedKey = "action"
-        sample_log_prob: NestedKey = "sample_log_prob"
-        advantage: NestedKey = "advantage"
         value_target: NestedKey = "value_target"
-        reward: NestedKey = "reward"
         done: NestedKey = "done"
         terminated: NestedKey = "terminated"
         behaviour_scores: NestedKey = BEHAVIOUR_SCORES_KEY
@@ -145,14 +141,11 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
             )
         if clip_value is not None and clip_value <= 0:
             raise ValueError(f"clip_value={clip_value}: expected a positive number, or None for no value clipping")
-        scorer, environment, agent = agent_parts(scorer, environment)
-        self.scorer = scorer
-        self.environment = require_environment(environment)
-        attach_agent(self, agent)
+        self._take_agent(scorer, environment)
         self.loss_kind, self.centred, self.clip_epsilon = ppo_loss, centred, clip_epsilon
         self.score_chunk, self.clip_value, self.bootstrap_time_limit = score_chunk, clip_value, bootstrap_time_limit
         self.actor = make_actor(return_log_prob=True)
-        self.value = make_value_head(scorer.hidden_size) if value_network is None else value_network
+        self.value = make_value_head(self.scorer.hidden_size) if value_network is None else value_network
         common = dict(
             entropy_coeff=entropy_coeff,
             critic_coeff=critic_coeff,
@@ -169,11 +162,6 @@ class PPOGLAMLoss(ForwardedKeys, TrainableState, LossModule):
             )
         self.ppo.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=gae_lambda)
         self.ppo.set_keys(value=VALUE_KEY, **self._forwarded(self._FORWARDED_KEYS))
-
-    @property
-    def catalogue(self):
-        """The environment's goal catalogue."""
-        return self.environment.catalogue
 
     @property
     def in_keys(self) -> list[NestedKey]:

@@ -51,9 +51,9 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictParams
 from tensordict.utils import NestedKey
 from torch import nn
-from torchrl.objectives import DiscreteSACLoss, LossModule, SoftUpdate, ValueEstimators
+from torchrl.objectives import DiscreteSACLoss, SoftUpdate, ValueEstimators
 
-from torchrl_glam.envs import TextEnvironment, require_environment, step_success
+from torchrl_glam.envs import TextEnvironment, step_success
 from torchrl_glam.modules import (
     ACTION_HIDDEN_KEY,
     PROMPT_HIDDEN_KEY,
@@ -62,14 +62,14 @@ from torchrl_glam.modules import (
     make_actor,
     make_critic_heads,
 )
-from torchrl_glam.objectives.common import TrainableState, agent_parts, attach_agent, score_states
+from torchrl_glam.objectives.common import GLAMObjective, score_states
 
 SUCCESS_LOGIT_KEY = "success_logit"
 #: the critic's distances to the TD target: Huber (TorchRL's default) or the squared error
 CRITIC_LOSSES = ("smooth_l1", "l2")
 
 
-class SACGLAMLoss(TrainableState, LossModule):
+class SACGLAMLoss(GLAMObjective):
     """The scorer and ``DiscreteSACLoss`` of SAC-GLAM; see the module docstring.
 
     Args:
@@ -158,15 +158,12 @@ class SACGLAMLoss(TrainableState, LossModule):
                 f"{'given' if success_network is not None else 'None'}: the immediate-success head needs both "
                 f"(make_critic_heads(..., out_key={SUCCESS_LOGIT_KEY!r}) and a weight > 0), or neither"
             )
-        scorer, environment, agent = agent_parts(scorer, environment)
-        self.scorer = scorer
+        self._take_agent(scorer, environment)
         self.num_actions = num_actions
-        self.environment = require_environment(environment)
-        attach_agent(self, agent)
         self.critic_backprop = critic_backprop
         self.actor = make_actor()
         # the heads detach nothing themselves: this module decides what reaches the LLM
-        heads = qvalue_network if qvalue_network is not None else make_critic_heads(scorer.hidden_size)
+        heads = qvalue_network if qvalue_network is not None else make_critic_heads(self.scorer.hidden_size)
         self.hidden_key = heads.in_keys[0]
         # what the heads read (a dueling head also the prompt's hidden state and the mask), and of
         # those the hidden states, which carry the critic's gradient into the LLM
@@ -189,11 +186,6 @@ class SACGLAMLoss(TrainableState, LossModule):
         self.warmup = False  # the critic warm-up: only the heads learn (see the module docstring)
         # buffers, not parameters: in the state dict (checkpoints), never in an optimiser
         self.target_llm = TensorDictParams(self.llm_weights().data.clone(), no_convert=True) if target_llm else None
-
-    @property
-    def catalogue(self):
-        """The environment's goal catalogue."""
-        return self.environment.catalogue
 
     @property
     def in_keys(self) -> list[NestedKey]:
