@@ -27,12 +27,7 @@ def _outputs_and_gradients(scorer, prompts, candidates, mask, naive):
     return [out.detach() for out in outputs], grads
 
 
-@pytest.mark.parametrize("naive", [False, True], ids=["shared-prefix", "naive"])
-def test_groups_give_the_whole_batchs_scores_hidden_states_and_gradients(
-    tiny_paths, kind, make_scorer_for, playground_batch, naive
-):
-    scorer = make_scorer_for(tiny_paths[kind])
-    prompts, candidates, mask = _uneven_batch(playground_batch)
+def _assert_groups_give_the_whole_batchs(scorer, prompts, candidates, mask, naive):
     lengths = torch.tensor([len(ids) for ids in scorer.tokenizer(prompts)["input_ids"]])
     scorer.group_token_pairs = int(lengths.max()) ** 2  # the longest prompt alone
     assert len(length_groups(lengths, scorer.group_token_pairs)) >= 3
@@ -46,6 +41,26 @@ def test_groups_give_the_whole_batchs_scores_hidden_states_and_gradients(
         # sums over many positions (the embeddings' rows): to 1e-5 of the tensor's largest value
         scale = float(grad.abs().max())
         torch.testing.assert_close(grouped_grads[name], grad, rtol=0, atol=1e-5 * max(scale, 1.0), msg=name)
+
+
+@pytest.mark.parametrize("naive", [False, True], ids=["shared-prefix", "naive"])
+def test_groups_give_the_whole_batchs_scores_hidden_states_and_gradients(
+    tiny_paths, kind, make_scorer_for, playground_batch, naive
+):
+    scorer = make_scorer_for(tiny_paths[kind])
+    _assert_groups_give_the_whole_batchs(scorer, *_uneven_batch(playground_batch), naive)
+
+
+@pytest.mark.parametrize("naive", [False, True], ids=["shared-prefix", "naive"])
+def test_a_group_whose_candidates_are_all_shorter_than_the_batchs_longest(
+    tiny_paths, kind, make_scorer_for, playground_batch, naive
+):
+    # TextWorld's treasure hunter: one state's commands name a long object ("take the Quote of the
+    # Day Calendar"); a length group without that state has no candidate as long as the batch's width
+    scorer = make_scorer_for(tiny_paths[kind])
+    prompts, candidates, mask = _uneven_batch(playground_batch)
+    candidates[1][1] += " with the Quote of the Day Calendar, slowly and then once again"
+    _assert_groups_give_the_whole_batchs(scorer, prompts, candidates, mask, naive)
 
 
 def test_groups_are_longest_first_within_the_budget_and_one_when_it_fits():

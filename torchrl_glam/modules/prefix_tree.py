@@ -23,7 +23,7 @@ class PrefixTree:
     prompt), level d has ``B * K_d`` rows, the prefixes of length d of prompt b's candidates in rows
     ``b * K_d ...``, padded to the widest prompt's K_d with copies that nobody reads."""
 
-    tokens: list[Tensor]  # level d (1..La): [B*K_d] the last token of each prefix
+    tokens: list[Tensor]  # level d (1 to the longest candidate): [B*K_d] the last token of each prefix
     parents: list[Tensor]  # level d: [B*K_d] the row of its parent within level d-1
     predictors: Tensor  # [B*A, La] stacked row whose logits predict candidate token t (prefix of length t)
     last: Tensor  # [B*A] stacked row of each candidate's last token (the whole candidate)
@@ -39,7 +39,8 @@ def prefix_tree(action_ids: Tensor, lengths: Tensor, num_candidates: int) -> Pre
     level_start, level_width, offset = 0, 1, prompts  # the previous level's first row and K; the next free row
     vocabulary = int(action_ids.max()) + 1
     predictors, tokens, parents, last = [row], [], [], row
-    for depth in range(1, width + 1):
+    # a length group's candidates may all be shorter than the batch's width: levels end with its longest
+    for depth in range(1, int(lengths.max()) + 1):
         alive = lengths >= depth
         # a node is (its parent's row, its token); parents' rows grow with their prompt, so the
         # sorted unique keys list each prompt's nodes together, prompt after prompt
@@ -63,6 +64,7 @@ def prefix_tree(action_ids: Tensor, lengths: Tensor, num_candidates: int) -> Pre
         if depth < width:  # token ``depth`` is predicted by the prefix of length ``depth``
             predictors.append(torch.where(alive, row, prompt_of))
         level_start, level_width, offset = offset, count, offset + prompts * count
+    predictors += [prompt_of] * (width - len(predictors))  # columns of padding only, which no token reads
     return PrefixTree(tokens, parents, torch.stack(predictors, 1), last)
 
 
