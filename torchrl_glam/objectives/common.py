@@ -1,8 +1,10 @@
-"""What every GLAM objective does first: render a batch of compact states and score it.
+"""What every GLAM objective shares: scoring a batch of compact states, and its base classes.
 
 The replay buffers and rollouts hold compact integer states (``torchrl_glam.data``); the LLM
-needs text. Both SAC-GLAM and PPO-GLAM go through :func:`score_states`, so the prompts an agent is
-trained on are exactly those it acted on.
+needs text. SAC-GLAM, PPO-GLAM and GRPO-GLAM go through :func:`score_states`, so the prompts an
+agent is trained on are exactly those it acted on. :class:`GLAMObjective` is their TorchRL
+``LossModule`` base (the scorer, the environment, the acting agent, checkpoints);
+:class:`PolicyGradientObjective` adds what the two around TorchRL's PPO loss share.
 """
 
 from __future__ import annotations
