@@ -22,10 +22,10 @@ from torchrl_glam.envs import GAME_OVER_KEY, environment_names, get_environment
 SEED = 3
 
 
-def _collect(environment, num_envs: int, steps: int, max_steps: int, goals: str = "train"):
+def _collect(environment, num_envs: int, steps: int, max_steps: int, goals: str = "train", **options):
     """Random play: the finished episodes [E, T] and, per episode, what its replay starts from
     (BabyAI-Text: the level's kind and seed, from the environment's state)."""
-    env = environment.make_env(num_envs, seed=SEED, goals=goals, max_steps=max_steps)
+    env = environment.make_env(num_envs, seed=SEED, goals=goals, max_steps=max_steps, **options)
     assembler = EpisodeAssembler(num_envs, env.max_steps, environment=environment)
     generator = torch.Generator().manual_seed(SEED)
 
@@ -138,6 +138,7 @@ def _replay_textworld(env, sections, origins):
     S, T = sections.shape
     rewards, ended, success = (torch.zeros(S, T, dtype=d) for d in (torch.float32, torch.bool, torch.bool))
     widths = {"max_commands": env.max_commands, "text_bytes": env.text_bytes, "command_bytes": env.command_bytes}
+    widths["room_take_goals"] = env.room_take_goals
     replay_env = type(env)(env.pool, env.catalogue, num_envs=1, split=env.split, max_steps=env.max_steps, **widths)
     for s in range(S):
         replay_env.start_episode(0, game=origins[s][0], goal_id=int(sections["goal_id"][s, 0]))
@@ -244,6 +245,24 @@ def test_relabeling_only_to_the_training_goals_keeps_those_sections_and_the_cont
     if len(relabeled):
         source = _sources(episodes, relabeled)
         _check_replays(env, environment, relabeled, [origins[i] for i in source.tolist()], success=True)
+
+
+@pytest.mark.parametrize("environment", ["textworld_treasure_hunter"], indirect=True)
+def test_room_takes_relabel_with_tasks_of_the_quests_form_that_replay(environment):
+    """TextWorld's ``room_take_goals`` (issue 85): with ``hindsight.her_goals=training_types`` the
+    treasure hunter's episodes are relabeled only with room takes, the form of its quests, some of
+    them no training game's quest (the wrong object taken), and each replays as a success."""
+    from torchrl_glam.algorithms.sac_glam.build import relabel_goals
+
+    env, episodes, origins = _collect(environment, *PLAY[environment.name], room_take_goals=True)
+    catalogue = environment.catalogue
+    training = catalogue.goal_set("train")
+    kept = relabel_goals(catalogue, training, "training_types")
+    relabeled = HindsightRelabel(seed=0, environment=environment, relabel_goals=kept)(episodes)[len(episodes) :]
+    goals = relabeled["goal_id"][:, 0].tolist()
+    assert len(goals) >= 4 and all(" and take the " in catalogue.goals[g] for g in goals)
+    assert set(goals) - set(training.tolist())  # a wrong object's take: a task no training game sets
+    _check_replays(env, environment, relabeled, [origins[i] for i in _sources(episodes, relabeled).tolist()], True)
 
 
 @pytest.mark.parametrize("kind", ["negatives", "scene", "twins"])

@@ -257,3 +257,49 @@ def test_train_and_rooms_is_a_goal_set_a_config_accepts(games):
         assert cfg.env.goals == "train_and_rooms"
     finally:
         unregister_environment("textworld_small_rooms")
+
+
+def test_room_take_goals_report_each_object_taken_in_its_room_in_the_quests_words(games):
+    """Issue 85: with ``room_take_goals`` the treasure hunter's partner reports "go to the <room> and
+    take the <object>" for the wrong object too, a task of the quests' form that hindsight can relabel
+    with; an episode given that goal succeeds where the other ended lost."""
+    environment = small(games, "treasure_hunter")
+    catalogue = environment.catalogue
+    takes = {g for g in catalogue.goals if " and take the " in g}
+    quests = {catalogue.goals[q] for q in catalogue.quest_of["train"] + catalogue.quest_of["held_out"]}
+    assert quests <= takes
+    # the other room takes come last: every other goal keeps the id earlier versions gave it (checkpoints)
+    others = sorted(catalogue.id_of(g) for g in takes - quests)
+    assert others == list(range(len(catalogue) - len(others), len(catalogue)))
+    plain, reporting = (
+        environment.make_env(1, max_steps=30),
+        environment.make_env(1, max_steps=30, room_take_goals=True),
+    )
+
+    def play(env, goal_id, commands=None):
+        """Random moves until the wrong object can be taken, then its take (or ``commands`` again):
+        what the last step reported, its output and the commands."""
+        env.start_episode(0, game=0, goal_id=goal_id)
+        quest_take = json.loads(env.games[0].with_suffix(".json").read_text())["metadata"]["walkthrough"][-1]
+        generator, commands, played = torch.Generator().manual_seed(0), commands or [], []
+        while not played or not played[-1].startswith("take "):
+            listed = env._commands[0]
+            wrong = [c for c in listed if c.startswith("take ") and c != quest_take]
+            moves = [c for c in listed if c.startswith("go ")]
+            command = (
+                commands[len(played)]
+                if commands
+                else (wrong or [moves[torch.randint(len(moves), (1,), generator=generator)]])[0]
+            )
+            td = env.step(env.observation().set("action", torch.tensor([listed.index(command)])))["next"]
+            played.append(command)
+        return [catalogue.goals[g] for g in td["achieved_goal_ids"][0, : int(td["achieved_goal_count"][0])]], td, played
+
+    reported, td, commands = play(plain, plain.quests[0])
+    assert reported and not set(reported) & takes and td["reward"].item() == 0.0 and td["terminated"].item()
+    reported, td, _ = play(reporting, reporting.quests[0], commands)
+    wrong_take = [g for g in reported if g in takes]
+    assert len(wrong_take) == 1 and td["reward"].item() == 0.0 and td["terminated"].item()  # the game is lost
+    reported, td, _ = play(reporting, catalogue.id_of(wrong_take[0]), commands)
+    assert wrong_take[0] in reported and td["reward"].item() == 1.0 and td["terminated"].item()
+    check_env_specs(reporting, seed=0)

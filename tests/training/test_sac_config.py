@@ -171,8 +171,20 @@ def test_her_goals_training_relabels_only_with_the_training_goal_set():
     training = torch.as_tensor(cfg.environment.catalogue.goal_set(cfg.env.goals), dtype=torch.long)
     assert torch.equal(her.relabel_goals, training)
     assert make_episode_processing(make_config("smoke", {"hindsight.her": True}))[0].relabel_goals is None  # the paper
-    with pytest.raises(ValueError, match=r"hindsight.her_goals='rooms'.*expected 'reported' or 'training'"):
+    with pytest.raises(ValueError, match=r"her_goals='rooms'.*expected 'reported', 'training' or 'training_types'"):
         make_config("smoke", {"hindsight.her_goals": "rooms"})
+
+
+def test_her_goals_training_types_relabels_with_every_goal_of_the_training_sets_types():
+    from torchrl_glam.algorithms.sac_glam.build import make_episode_processing
+
+    cfg = make_config("smoke", {"hindsight.her": True, "hindsight.her_goals": "training_types"})
+    catalogue = cfg.environment.catalogue
+    kept = set(make_episode_processing(cfg)[0].relabel_goals.tolist())
+    training = set(catalogue.goal_set(cfg.env.goals).tolist())
+    types = {int(catalogue.goal_type[g]) for g in training}
+    assert kept == {g for g in range(len(catalogue)) if int(catalogue.goal_type[g]) in types}
+    assert training < kept  # goals outside the training set, of its types too
 
 
 def test_ratio_batches_without_her_are_refused_and_the_default_follows_her():

@@ -4,6 +4,7 @@ autotelic goal choice."""
 
 from __future__ import annotations
 
+import numpy as np
 from torchrl.envs import EnvBase
 
 from torchrl_glam.algorithms.sac_glam.config import SACGLAMConfig
@@ -12,6 +13,7 @@ from torchrl_glam.data.her import HindsightRelabel
 from torchrl_glam.data.noop_twins import NoOpTwins
 from torchrl_glam.data.nstep import NStepReturns
 from torchrl_glam.data.replay import GoalReplay
+from torchrl_glam.envs.protocol import GoalCatalogueLike
 from torchrl_glam.modules import GLAMAgent, make_critic_heads
 from torchrl_glam.objectives.sac_glam import SUCCESS_LOGIT_KEY, SACGLAMLoss
 from torchrl_glam.training.checkpoint import load_checkpoint
@@ -156,6 +158,16 @@ def make_replay(cfg: SACGLAMConfig) -> GoalReplay:
     )
 
 
+def relabel_goals(catalogue: GoalCatalogueLike, training_goals: np.ndarray, her_goals: str) -> np.ndarray | None:
+    """The goals HER may relabel with, for ``hindsight.her_goals``: ``None`` (every reported goal),
+    the training goal set, or every goal of the training goal set's types."""
+    if her_goals == "training":
+        return training_goals
+    if her_goals == "training_types":
+        return np.flatnonzero(np.isin(catalogue.goal_type, catalogue.goal_type[training_goals]))
+    return None
+
+
 def make_episode_processing(cfg: SACGLAMConfig):
     """Finished episodes -> (HER) -> (no-op twins) -> n-step transitions: the three steps, ``None``
     for one switched off."""
@@ -171,7 +183,7 @@ def make_episode_processing(cfg: SACGLAMConfig):
             twins=hindsight.her_twins,
             goal_ids=training_goals,
             environment=environment,
-            relabel_goals=training_goals if hindsight.her_goals == "training" else None,
+            relabel_goals=relabel_goals(environment.catalogue, training_goals, hindsight.her_goals),
         )
     twins = NoOpTwins(seed=cfg.run.seed, environment=environment) if replay.noop_twins else None
     nstep = NStepReturns(algorithm.n_step, algorithm.gamma, algorithm.bootstrap_time_limit, environment=environment)

@@ -21,6 +21,9 @@ from torchrl_glam.training.config import GLAMConfig, Presets, Rule, RunConfig, c
 from torchrl_glam.training.config import parse_overrides as parse_config_overrides
 from torchrl_glam.training.config.rules import minimum
 
+#: ``hindsight.her_goals``'s choices: which of the goals the partner reported HER relabels with
+HER_GOALS = ("reported", "training", "training_types")
+
 
 @dataclass
 class SACAlgorithmConfig:
@@ -110,7 +113,9 @@ class SACHindsightConfig:
         "reported",
         '"reported": relabel with every goal the social partner reported (the paper); "training": only with '
         "goals of the training goal set (env.goals), the tasks the environment sets, where its partner also "
-        "reports facts that no task asks for (TextWorld's rooms)",
+        'reports facts that no task asks for (TextWorld\'s rooms); "training_types": only with goals of the '
+        "training goal set's types, tasks of the kind the environment sets (TextWorld's room takes beside "
+        "treasure hunter's quests)",
     )
     her_negatives: int = setting(
         0,
@@ -248,8 +253,8 @@ class SACGLAMConfig(GLAMConfig):
         Rule("hindsight.her_ratio", lambda c, e: 0.0 <= c.hindsight.her_ratio <= 1.0, "a number in [0, 1]"),
         Rule(
             "hindsight.her_goals",
-            lambda c, e: c.hindsight.her_goals in ("reported", "training"),
-            "'reported' or 'training'",
+            lambda c, e: c.hindsight.her_goals in HER_GOALS,
+            f"{', '.join(map(repr, HER_GOALS[:-1]))} or {HER_GOALS[-1]!r}",
         ),
         minimum("algorithm.n_step", 1),
         minimum("algorithm.update_frequency", 1),

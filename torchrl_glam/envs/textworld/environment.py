@@ -86,6 +86,14 @@ class TextWorldText(TextEnvironment):
             maximum=MAX_HISTORY,
             state=True,
         ),
+        EnvOption(
+            "room_take_goals",
+            bool,
+            False,
+            'the partner also reports "go to the <room> and take the <object>" (a treasure hunter\'s quest form) '
+            "when the player holds an object in the room it started in, so that hindsight relabels with "
+            "tasks of the quests' form",
+        ),
     )
 
     def __init__(
@@ -147,7 +155,8 @@ class TextWorldText(TextEnvironment):
         """``goals``: "train" (the training games, the default) or "held_out", each episode's goal
         being its game's quest, or "train_and_rooms" (the training games, half the episodes' goal
         their quest, half "go to the <room>" of a room of their game the player does not start in);
-        ``goal_sampling`` "by_type" draws as "uniform" does."""
+        ``goal_sampling`` "by_type" draws as "uniform" does; ``options``: ``room_take_goals`` (the
+        option) and :class:`~torchrl_glam.envs.textworld.torchrl_env.TextWorldEnv`'s own."""
         from torchrl_glam.envs.textworld.torchrl_env import TextWorldEnv
 
         goals = goals or "train"

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from torchrl_glam.envs.textworld.games import GamePool
 
-#: goal types, indexed by the catalogue's ``goal_type``: the predicates play changes, and the quests
-#: that are not one of them
+#: goal types, indexed by the catalogue's ``goal_type``: the predicates play changes, and the goals of
+#: several facts ("quest": the games' quests that are not one fact, and the room takes below)
 GOAL_TYPES = ("go to", "take", "open", "eat", "cut", "cook", "quest")
 #: (predicate, arity) -> (goal type, the goal's words; {0} is the fact's last argument)
 FACT_GOALS: dict[tuple[str, int], tuple[str, str]] = {
@@ -79,6 +79,25 @@ def goals_of_facts(facts: Iterable[Any]) -> set[str]:
     return out
 
 
+def room_take_goal(room: str, thing: str) -> str:
+    """ "go to the <room> and take the <thing>": the player in ``room`` holding ``thing``, in the
+    words of a treasure hunter's quest (:func:`_quest_text` joins its two facts' goals)."""
+    return f"{fact_goal('at', ['P', room])} and {fact_goal('in', [thing, 'I'])}"
+
+
+def room_takes_of_facts(facts: Iterable[Any]) -> set[str]:
+    """The room takes a game state's facts hold: the player's room with each object in its
+    inventory."""
+    rooms, things = [], []
+    for fact in facts:
+        arguments = [argument.name for argument in fact.arguments]
+        if fact.name == "at" and arguments[0] == "P":
+            rooms.append(arguments[1])
+        elif fact.name == "in" and len(arguments) == 2 and arguments[1] == "I":
+            things.append(arguments[0])
+    return {room_take_goal(room, thing) for room in rooms for thing in things}
+
+
 def clean(text: str) -> str:
     """TextWorld's output without the command prompt and status line it ends with (``>`` then the
     room and score), and with its runs of blank lines and spaces made single spaces."""
@@ -100,7 +119,9 @@ QUEST_SHARE = 0.5
 class TextWorldGoalCatalogue(GoalIndex):
     """Every goal of a pool's games, with a fixed id each: the facts each game's entities allow
     (its rooms to go to, its portable objects to take, its containers and doors to open, its food
-    to eat, cut and cook), then each game's quest where it is not one of them. ``goal_set("train")``
+    to eat, cut and cook), each game's quest where it is not one of them, and the room take of each
+    portable object and the room it starts in ("go to the cellar and take the towel", a treasure
+    hunter's quest form; reported by environments made with ``room_take_goals``). ``goal_set("train")``
     and ``goal_set("held_out")`` are the quests of the training and held-out games;
     ``goal_set("train_and_rooms")`` adds the training games' "go to the <room>" goals;
     ``quest_of[split][i]`` is game i's quest id and ``rooms_of[split][i]`` its room goals' ids."""
@@ -109,6 +130,7 @@ class TextWorldGoalCatalogue(GoalIndex):
         from textworld.generator import Game
 
         rows: dict[str, str] = {}  # goal -> type, in a fixed order
+        takes: set[str] = set()
         quests: dict[str, list[str]] = {}
         rooms: dict[str, list[list[str]]] = {}
         for split in ("train", "held_out"):
@@ -118,11 +140,15 @@ class TextWorldGoalCatalogue(GoalIndex):
                 goals = sorted(_entity_goals(game))
                 for goal, kind in goals:
                     rows.setdefault(goal, kind)
+                takes.update(_room_takes(game))
                 quests[split].append(_quest_text(game))
                 rooms[split].append([goal for goal, kind in goals if kind == "go to"])
         for quest in (q for split in ("train", "held_out") for q in quests[split]):
             rows.setdefault(quest, "quest")
         ordered = sorted(rows, key=lambda g: (GOAL_TYPES.index(rows[g]), g))
+        # room takes last, so that the other goals keep the ids earlier versions gave them (checkpoints, replay)
+        ordered += sorted(takes - rows.keys())
+        rows.update(dict.fromkeys(takes - rows.keys(), "quest"))
         self.goals: list[str] = ordered
         self.goal_to_id = {g: i for i, g in enumerate(ordered)}
         self.goal_type = np.array([GOAL_TYPES.index(rows[g]) for g in ordered], dtype=np.int64)
@@ -141,6 +167,11 @@ class TextWorldGoalCatalogue(GoalIndex):
             raise ValueError(f"unknown goal set {name!r}; choose 'train', 'held_out' or {ROOMS_GOAL_SET!r}")
         return np.array(sorted(set(self.quest_of[name])), dtype=np.int64)
 
+    def reported(self, facts: Iterable[Any], room_takes: bool = False) -> set[int]:
+        """The ids of the goals a game state's facts hold (with ``room_takes``, its room takes too)."""
+        goals = goals_of_facts(facts) | (room_takes_of_facts(facts) if room_takes else set())
+        return {self.goal_to_id[g] for g in goals if g in self}
+
 
 def _entity_goals(game: Any) -> set[tuple[str, str]]:
     """(goal, type) of every fact goal a game's entities allow."""
@@ -157,6 +188,27 @@ def _entity_goals(game: Any) -> set[tuple[str, str]]:
             out.add((f"open the {info.name}", "open"))
         if types.is_descendant_of(info.type, "f"):
             out.add((f"eat the {info.name}", "eat"))
+    return out
+
+
+def _room_takes(game: Any) -> set[str]:
+    """The room take of each portable object of a game and the room it starts in (on or in
+    something there, or on the floor)."""
+    infos, types = game.infos, game.kb.types
+    holder = {}  # entity -> what it is at, in or on
+    for fact in game.world.facts:
+        if fact.name in ("at", "in", "on") and len(fact.arguments) == 2:
+            holder[fact.arguments[0].name] = fact.arguments[1].name
+    out = set()
+    for key, info in infos.items():
+        if info.name is None or not types.is_descendant_of(info.type, "o"):
+            continue
+        place, seen = holder.get(key), set()
+        while place in infos and infos[place].type != "r" and place not in seen:
+            seen.add(place)
+            place = holder.get(place)
+        if place in infos and infos[place].type == "r" and infos[place].name:
+            out.add(room_take_goal(infos[place].name, info.name))
     return out
 
 
@@ -272,5 +324,7 @@ __all__ = [
     "fact_goal",
     "goals_of_facts",
     "render_batch",
+    "room_take_goal",
+    "room_takes_of_facts",
     "vocabulary_words",
 ]

@@ -31,7 +31,6 @@ from torchrl_glam.envs.textworld.text import (
     TextWorldGoalCatalogue,
     clean,
     encode,
-    goals_of_facts,
     render_batch,
 )
 
@@ -65,6 +64,8 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         command_bytes (int): the bytes kept of a command.
         text (bool): also write "prompt", "actions", "goal" and "achieved_goals".
         room_goals (bool): the "train_and_rooms" goal set's episodes: half of them a room of their game to go to.
+        room_take_goals (bool): the partner also reports "go to the <room> and take the <object>" when the
+            player is in an object's starting room holding it (the catalogue's room takes).
     """
 
     batch_locked = True
@@ -84,6 +85,7 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         device: torch.device | str = "cpu",
         text: bool = False,
         room_goals: bool = False,
+        room_take_goals: bool = False,
     ) -> None:
         import textworld
 
@@ -101,6 +103,7 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         # "train_and_rooms": half the episodes go to a room of their game instead of its quest
         self.rooms = catalogue.rooms_of[split] if room_goals else None
         self.num_envs, self.max_steps, self.history, self.text = num_envs, max_steps, history, text
+        self.room_take_goals = room_take_goals
         self.max_commands, self.text_bytes, self.command_bytes = max_commands, text_bytes, command_bytes
         self._infos = textworld.EnvInfos(
             admissible_commands=True, facts=True, won=True, lost=True, description=True, inventory=True
@@ -196,7 +199,7 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
             self._started.setdefault(self._episodes[b][0], []).append(self._running[b])
         self._running[b] = env = self._start(game)
         state = env.reset()
-        self._reported[b] = {self.catalogue.goal_to_id[g] for g in goals_of_facts(state.facts) if g in self.catalogue}
+        self._reported[b] = self.catalogue.reported(state.facts, self.room_take_goals)
         if goal_id is None:
             rooms = [g for g in self.rooms[game] if g not in self._reported[b]]
             goal_id = self.quests[game]
@@ -324,7 +327,7 @@ class TextWorldEnv(ReplayedEpisodes, EnvBase):
         state, _, _ = self._running[b].step(command)
         self._actions[b].append(command)
         self._read(b, state, clean(state.feedback))
-        now = {self.catalogue.goal_to_id[g] for g in goals_of_facts(state.facts) if g in self.catalogue}
+        now = self.catalogue.reported(state.facts, self.room_take_goals)
         if state.won:  # TextWorld's own quest tracking decides the game's quest
             now.add(self._quest(b))
         achieved = sorted(now - self._reported[b])
