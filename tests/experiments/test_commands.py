@@ -24,6 +24,7 @@ HEADLINE = [
         "smollm2",
         "textworld",
         "hindsight_coin_collector",
+        "textworld_treasure_hunter",
         "grpo_glam",
     )
 ]
