@@ -171,7 +171,8 @@ def test_her_goals_training_relabels_only_with_the_training_goal_set():
     training = torch.as_tensor(cfg.environment.catalogue.goal_set(cfg.env.goals), dtype=torch.long)
     assert torch.equal(her.relabel_goals, training)
     assert make_episode_processing(make_config("smoke", {"hindsight.her": True}))[0].relabel_goals is None  # the paper
-    with pytest.raises(ValueError, match=r"her_goals='rooms'.*expected 'reported', 'training' or 'training_types'"):
+    expected = r"hindsight.her_goals='rooms'.*expected 'reported', 'training' or 'training_types'"
+    with pytest.raises(ValueError, match=expected):
         make_config("smoke", {"hindsight.her_goals": "rooms"})
 
 

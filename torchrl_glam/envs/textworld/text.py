@@ -147,8 +147,9 @@ class TextWorldGoalCatalogue(GoalIndex):
             rows.setdefault(quest, "quest")
         ordered = sorted(rows, key=lambda g: (GOAL_TYPES.index(rows[g]), g))
         # room takes last, so that the other goals keep the ids earlier versions gave them (checkpoints, replay)
-        ordered += sorted(takes - rows.keys())
-        rows.update(dict.fromkeys(takes - rows.keys(), "quest"))
+        other_takes = sorted(takes - rows.keys())
+        ordered += other_takes
+        rows.update(dict.fromkeys(other_takes, "quest"))
         self.goals: list[str] = ordered
         self.goal_to_id = {g: i for i, g in enumerate(ordered)}
         self.goal_type = np.array([GOAL_TYPES.index(rows[g]) for g in ordered], dtype=np.int64)
